@@ -1,0 +1,1 @@
+"""eval_assets: robot recordings to VLM benchmarks, as Dagster assets."""

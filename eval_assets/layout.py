@@ -1,0 +1,65 @@
+"""Where every file lives: the one place that decides output folder layout and file names.
+
+Run outputs go under a storage root (``$EVAL_ASSETS_HOME``, default ``./.eval_assets``), which is
+git-ignored; bundled inputs stay under ``data/``. Each asset writes into its own folder per
+partition so reruns of one recording never touch another's files.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+RECORDING_SUFFIX = ".db"
+
+
+def default_storage_root() -> Path:
+    """``$EVAL_ASSETS_HOME`` if set, else ``.eval_assets`` under the current directory."""
+    return Path(os.environ.get("EVAL_ASSETS_HOME", Path.cwd() / ".eval_assets")).resolve()
+
+
+def default_recordings_dir() -> Path:
+    """``$EVAL_ASSETS_RECORDINGS`` if set, else ``data/recordings`` under the current directory."""
+    default = Path.cwd() / "data" / "recordings"
+    return Path(os.environ.get("EVAL_ASSETS_RECORDINGS", default)).resolve()
+
+
+def partition_key_for(path: Path) -> str:
+    """The partition key of a recording file: its stem (``sample.db`` → ``sample``)."""
+    return path.stem
+
+
+def list_recordings(recordings_dir: Path) -> list[Path]:
+    """Recording files in a folder, sorted by name so partitions are added in a stable order."""
+    if not recordings_dir.is_dir():
+        return []
+    return sorted(p for p in recordings_dir.iterdir()
+                  if p.suffix == RECORDING_SUFFIX and p.is_file())
+
+
+@dataclass(frozen=True)
+class StorageLayout:
+    """Paths of every stored output, derived from one root."""
+
+    root: Path
+
+    def dagster_home(self) -> Path:
+        """The Dagster instance folder used by the CLI and the demo."""
+        return self.root / "dagster_home"
+
+    def asset_dir(self, asset: str, partition: str) -> Path:
+        """The folder an asset writes for one partition."""
+        return self.root / "assets" / asset / partition
+
+    def ingest_dir(self, recording: str) -> Path:
+        """Validated inventory of one recording."""
+        return self.asset_dir("recording_ingest", recording)
+
+    def rectified_frames_dir(self, recording: str) -> Path:
+        """Rectified PNG frames and ``frames.parquet`` of one recording."""
+        return self.asset_dir("rectified_frames", recording)
+
+    def pointcloud_frames_dir(self, recording: str) -> Path:
+        """Synchronised LiDAR clouds and ``pointcloud_frames.parquet`` of one recording."""
+        return self.asset_dir("pointcloud_frames", recording)

