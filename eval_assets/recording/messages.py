@@ -1,7 +1,8 @@
 """Typed records for the messages a dimOS recording carries.
 
-These mirror the ROS ``sensor_msgs`` / ``tf2_msgs`` definitions that dimOS encodes with LCM. They are
-plain frozen dataclasses so that the codec, the synthesizer and the frame pipeline share one schema.
+These mirror the ROS ``sensor_msgs`` / ``tf2_msgs`` definitions that dimOS encodes with LCM. They
+are plain frozen dataclasses so that the codec, the synthesizer and the frame pipeline share one
+schema.
 """
 
 from __future__ import annotations
@@ -10,6 +11,15 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+
+
+def _freeze(obj: object, name: str, value: object) -> None:
+    # Frozen dataclasses normalise their inputs through object.__setattr__ in __post_init__.
+    object.__setattr__(obj, name, value)
+
+
+def _floats(values: object) -> tuple[float, ...]:
+    return tuple(float(v) for v in values)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -30,13 +40,14 @@ class Header:
     def at(cls, t: float, frame_id: str, seq: int = 0) -> Header:
         """A header stamped at epoch seconds ``t`` (nanosecond resolution, floor-split)."""
         ns = round(t * 1e9)
-        return cls(seq=seq, stamp_sec=ns // 1_000_000_000, stamp_nsec=ns % 1_000_000_000,
-                   frame_id=frame_id)
+        return cls(
+            seq=seq, stamp_sec=ns // 1_000_000_000, stamp_nsec=ns % 1_000_000_000, frame_id=frame_id
+        )
 
 
 @dataclass(frozen=True)
 class Image:
-    """``sensor_msgs/Image``. With the ``jpeg`` codec, ``encoding`` is ``"jpeg"`` and ``data`` a JPEG."""
+    """``sensor_msgs/Image``. Codec ``jpeg``: ``encoding`` is ``"jpeg"``, ``data`` a JPEG."""
 
     header: Header
     height: int
@@ -45,6 +56,10 @@ class Image:
     is_bigendian: int
     step: int
     data: bytes
+
+    def __post_init__(self) -> None:
+        # bytearray / memoryview / numpy buffers become bytes so equality and hashing work.
+        _freeze(self, "data", bytes(self.data))
 
 
 @dataclass(frozen=True)
@@ -60,7 +75,7 @@ class RegionOfInterest:
 
 @dataclass(frozen=True)
 class CameraInfo:
-    """``sensor_msgs/CameraInfo``. ``D`` has model-dependent length; ``K``/``R``/``P`` are row-major."""
+    """``sensor_msgs/CameraInfo``. ``D`` length depends on the model; K, R, P are row-major."""
 
     header: Header
     height: int
@@ -73,6 +88,12 @@ class CameraInfo:
     binning_x: int = 0
     binning_y: int = 0
     roi: RegionOfInterest = field(default_factory=RegionOfInterest)
+
+    def __post_init__(self) -> None:
+        # Lists and numpy arrays become float tuples so decoded and constructed messages compare
+        # equal and the dataclass stays hashable.
+        for name in ("D", "K", "R", "P"):
+            _freeze(self, name, _floats(getattr(self, name)))
 
 
 @dataclass(frozen=True)
@@ -102,22 +123,30 @@ class PointCloud2:
     data: bytes
     is_dense: bool
 
+    def __post_init__(self) -> None:
+        _freeze(self, "fields", tuple(self.fields))
+        _freeze(self, "data", bytes(self.data))
+
     def field_array(self, name: str) -> np.ndarray:
         """One FLOAT32 field of every point as a float32 array, honouring ``point_step``."""
         spec = next((f for f in self.fields if f.name == name), None)
         if spec is None:
-            raise KeyError(f"PointCloud2 has no field {name!r}; fields: {[f.name for f in self.fields]}")
+            names = [f.name for f in self.fields]
+            raise KeyError(f"PointCloud2 has no field {name!r}; fields: {names}")
         if spec.datatype != FLOAT32:
-            raise ValueError(f"PointCloud2 field {name!r} has datatype {spec.datatype}, expected 7 (FLOAT32)")
+            raise ValueError(
+                f"PointCloud2 field {name!r} has datatype {spec.datatype}, expected 7 (FLOAT32)"
+            )
         n = self.width * self.height
         if len(self.data) < n * self.point_step or spec.offset + 4 > self.point_step:
             raise ValueError(
-                f"PointCloud2 data holds {len(self.data)} bytes, fewer than width*height*point_step "
-                f"= {n * self.point_step}, or field {name!r} lies past point_step"
+                f"PointCloud2 data holds {len(self.data)} bytes, fewer than "
+                f"width*height*point_step = {n * self.point_step}, or field {name!r} lies past "
+                "point_step"
             )
         dtype = np.dtype(">f4" if self.is_bigendian else "<f4")
         rows = np.frombuffer(self.data, dtype=np.uint8, count=n * self.point_step)
-        cols = rows.reshape(n, self.point_step)[:, spec.offset:spec.offset + 4]
+        cols = rows.reshape(n, self.point_step)[:, spec.offset : spec.offset + 4]
         return np.ascontiguousarray(cols).view(dtype).reshape(n).astype(np.float32)
 
     def xyz(self) -> np.ndarray:
@@ -131,6 +160,10 @@ class Transform:
 
     translation: tuple[float, float, float]
     rotation: tuple[float, float, float, float]
+
+    def __post_init__(self) -> None:
+        _freeze(self, "translation", _floats(self.translation))
+        _freeze(self, "rotation", _floats(self.rotation))
 
     def matrix(self) -> np.ndarray:
         """The 4×4 homogeneous matrix mapping child-frame points into the parent frame."""
@@ -151,7 +184,7 @@ class Transform:
 
 @dataclass(frozen=True)
 class TransformStamped:
-    """``geometry_msgs/TransformStamped``: ``header.frame_id`` is the parent, ``child_frame_id`` the child."""
+    """``geometry_msgs/TransformStamped``: ``header.frame_id`` parent, ``child_frame_id`` child."""
 
     header: Header
     child_frame_id: str
@@ -163,6 +196,9 @@ class TFMessage:
     """``tf2_msgs/TFMessage``."""
 
     transforms: tuple[TransformStamped, ...]
+
+    def __post_init__(self) -> None:
+        _freeze(self, "transforms", tuple(self.transforms))
 
 
 Message = Image | CameraInfo | PointCloud2 | TFMessage
