@@ -1,0 +1,299 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 for tests, scripted per test.
+
+    script = [HttpError(429, {"Retry-After": "0"}), Reply('{"score": 8}')]
+    with OpenAICompatibleServer(script=script) as srv:
+        client = OpenAI(base_url=srv.base_url, api_key="k")
+        ...
+        srv.requests[0].body["messages"]
+
+Each ``POST /v1/chat/completions`` is answered by the next behaviour of the script:
+
+- a sequence: consumed in order; once spent, ``default`` answers (or a 500 saying the script
+  ran out, so a test that makes more calls than it planned fails loudly);
+- a callable ``(body) -> Behaviour``: called under a lock, for concurrent clients whose order is
+  not fixed. :func:`route_by_text` builds one that keeps a queue per marker found in the messages.
+
+Behaviours: :class:`Reply` (a chat completion with this content), :class:`HttpError` (status,
+headers such as ``Retry-After``, OpenAI error body) and :class:`RawResponse` (any bytes); each can
+wait ``delay_s`` first, to provoke client timeouts. Every request is recorded (path, headers, body).
+``GET /v1/models`` lists ``models``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    """HTTP 200 with a chat completion whose message content is ``content`` (None: null)."""
+
+    content: str | None
+    delay_s: float = 0.0
+    finish_reason: str = "stop"
+
+
+@dataclass(frozen=True)
+class HttpError:
+    """An error status with OpenAI's error body (or ``body``) and extra ``headers``."""
+
+    status: int
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: Any = None
+    delay_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class RawResponse:
+    """Any status and bytes, e.g. a 200 that is not JSON."""
+
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "application/json"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+Behaviour = Reply | HttpError | RawResponse
+Script = Sequence[Behaviour] | Callable[[dict[str, Any]], Behaviour]
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as received: method, path, headers (lower-cased names) and decoded JSON body."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+def message_text(body: Mapping[str, Any]) -> str:
+    """All text of a chat request's messages, joined by newlines (string or multimodal content)."""
+    parts: list[str] = []
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(str(p.get("text", "")) for p in content
+                         if isinstance(p, Mapping) and p.get("type") == "text")
+    return "\n".join(parts)
+
+
+def route_by_text(routes: Mapping[str, Sequence[Behaviour]],
+                  default: Behaviour | None = None) -> Callable[[dict[str, Any]], Behaviour]:
+    """A script that answers from the queue of the first marker found in the request's text.
+
+    Each marker's queue is consumed in order and its last behaviour repeats once it is spent
+    (so ``[HttpError(500)]`` means "always 500"). Requests matching no marker get ``default``, or
+    a 500 naming the problem.
+    """
+    queues = {marker: deque(items) for marker, items in routes.items()}
+    for marker, items in routes.items():
+        if not items:
+            raise ValueError(f"route {marker!r} needs at least one behaviour")
+
+    def script(body: dict[str, Any]) -> Behaviour:
+        text = message_text(body)
+        for marker, queue in queues.items():
+            if marker in text:
+                return queue.popleft() if len(queue) > 1 else queue[0]
+        if default is not None:
+            return default
+        return HttpError(500, body={"error": {"message": "fake server: no route matches",
+                                              "type": "fake_server", "param": None,
+                                              "code": None}})
+
+    return script
+
+
+def completion_body(content: str | None, model: str, number: int,
+                    finish_reason: str = "stop") -> dict[str, Any]:
+    """OpenAI's ``chat.completion`` response shape."""
+    return {
+        "id": f"chatcmpl-fake-{number}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                     "finish_reason": finish_reason, "logprobs": None}],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }
+
+
+class OpenAICompatibleServer:
+    """A threaded HTTP server speaking the chat-completions API, on a free port of 127.0.0.1."""
+
+    def __init__(self, script: Script = (), *, default: Behaviour | None = None,
+                 models: Sequence[str] = ("fake-model",)) -> None:
+        self._script_fn = script if callable(script) else None
+        self._queue: deque[Behaviour] = deque() if callable(script) else deque(script)
+        self._default = default
+        self._models = list(models)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._requests: list[RecordedRequest] = []
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def start(self) -> OpenAICompatibleServer:
+        """Bind a free port and serve in a daemon thread."""
+        handler = _make_handler(self)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        # A short poll interval makes stop() quick (shutdown waits for the next poll).
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,),
+                                        name="fake-openai", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving; delayed handlers wake up and drop their answers."""
+        self._stop.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> OpenAICompatibleServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- what tests use ----------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        """The bound port."""
+        assert self._httpd is not None, "server not started"
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``: what ``OpenAI(base_url=...)`` wants."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A copy of every request received so far, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    def push(self, *behaviours: Behaviour) -> None:
+        """Append behaviours to a sequence script."""
+        with self._lock:
+            self._queue.extend(behaviours)
+
+    # --- used by the handler -----------------------------------------------------------------
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def _next(self, body: dict[str, Any]) -> Behaviour:
+        with self._lock:
+            if self._script_fn is not None:
+                return self._script_fn(body)
+            if self._queue:
+                return self._queue.popleft()
+        if self._default is not None:
+            return self._default
+        return HttpError(500, body={"error": {"message": "fake server: script exhausted",
+                                              "type": "fake_server", "param": None,
+                                              "code": None}})
+
+    def _models_body(self) -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": m, "object": "model", "created": 0,
+                                            "owned_by": "fake"} for m in self._models]}
+
+    def _wait(self, delay_s: float) -> bool:
+        """Sleep ``delay_s`` unless the server stops first; False when it stopped."""
+        return not self._stop.wait(delay_s) if delay_s > 0 else True
+
+
+def _make_handler(server: OpenAICompatibleServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return  # keep test output clean
+
+        def _send(self, status: int, payload: bytes, content_type: str = "application/json",
+                  headers: Mapping[str, str] | None = None) -> None:
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout test): nothing to answer
+
+        def _json(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
+            self._send(status, json.dumps(body).encode(), headers=headers)
+
+        def do_GET(self) -> None:
+            server._record(RecordedRequest("GET", self.path, _lower(self.headers.items()), None))
+            if self.path.rstrip("/").endswith("/models"):
+                self._json(200, server._models_body())
+            else:
+                self._json(404, {"error": {"message": f"no route {self.path}", "type": "fake"}})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw) if raw else None
+            except json.JSONDecodeError:
+                body = raw.decode("utf-8", "replace")
+            server._record(RecordedRequest("POST", self.path, _lower(self.headers.items()), body))
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._json(404, {"error": {"message": f"no route {self.path}", "type": "fake"}})
+                return
+            if not isinstance(body, dict):
+                self._json(400, {"error": {"message": "body is not a JSON object",
+                                           "type": "invalid_request_error"}})
+                return
+            behaviour = server._next(body)
+            if not server._wait(behaviour.delay_s):
+                return
+            if isinstance(behaviour, Reply):
+                number = len(server.requests)
+                self._json(200, completion_body(behaviour.content, str(body.get("model", "")),
+                                                number, behaviour.finish_reason))
+            elif isinstance(behaviour, HttpError):
+                error_body = behaviour.body if behaviour.body is not None else {
+                    "error": {"message": f"fake HTTP {behaviour.status}", "type": "fake_error",
+                              "param": None, "code": None}}
+                self._json(behaviour.status, error_body, behaviour.headers)
+            else:
+                self._send(behaviour.status, behaviour.body, behaviour.content_type,
+                           behaviour.headers)
+
+    return Handler
+
+
+def _lower(items: Any) -> dict[str, str]:
+    return {str(k).lower(): str(v) for k, v in items}
+
+
+def wait_for(predicate: Callable[[], bool], timeout_s: float = 5.0) -> bool:
+    """Poll ``predicate`` until true or ``timeout_s`` passes (for asserting on async arrivals)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return predicate()
