@@ -1,0 +1,1 @@
+"""Records that cross a file boundary: one schema, one place."""

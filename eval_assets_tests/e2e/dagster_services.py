@@ -1,0 +1,110 @@
+"""Start the real dagster-webserver and dagster-daemon for a test, and stop them by PID."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class DagsterServices:
+    """Handles on the running webserver: its GraphQL URL and the processes to stop."""
+
+    port: int
+    home: Path
+    processes: list[subprocess.Popen]
+
+    @property
+    def graphql_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/graphql"
+
+    def graphql(self, query: str, variables: dict | None = None) -> dict:
+        """POST a GraphQL document; raise on transport or GraphQL errors."""
+        body = json.dumps({"query": query, "variables": variables or {}}).encode()
+        request = urllib.request.Request(
+            self.graphql_url, data=body, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            payload = json.loads(response.read())
+        if payload.get("errors"):
+            raise AssertionError(f"GraphQL errors: {payload['errors']}")
+        return payload["data"]
+
+
+def _wait_until_up(services: DagsterServices, logs: list[Path], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for proc, log in zip(services.processes, logs, strict=True):
+            if proc.poll() is not None:
+                raise RuntimeError(f"{proc.args[0]} exited early:\n{log.read_text()[-4000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{services.port}/server_info", timeout=5):
+                return
+        except OSError:
+            time.sleep(1)
+    tail = logs[0].read_text()[-4000:]
+    raise TimeoutError(f"dagster-webserver not up after {timeout_s}s:\n{tail}")
+
+
+@contextmanager
+def dagster_services(
+    home: Path, env: dict[str, str], timeout_s: float = 180
+) -> Iterator[DagsterServices]:
+    """Run webserver + daemon on the repo workspace with ``DAGSTER_HOME=home``; stop both after."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    full_env = {**os.environ, **env, "DAGSTER_HOME": str(home), "DAGSTER_DISABLE_TELEMETRY": "1"}
+    port = free_port()
+    workspace = str(REPO / "workspace.yaml")
+    commands = [
+        [str(BIN / "dagster-webserver"), "-w", workspace, "-h", "127.0.0.1", "-p", str(port)],
+        [str(BIN / "dagster-daemon"), "run", "-w", workspace],
+    ]
+    logs = [home / "webserver.log", home / "daemon.log"]
+    processes: list[subprocess.Popen] = []
+    try:
+        for command, log in zip(commands, logs, strict=True):
+            # A new session per process lets us signal its whole group (gRPC children too).
+            processes.append(subprocess.Popen(
+                command, cwd=REPO, env=full_env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+                start_new_session=True,
+            ))
+        services = DagsterServices(port=port, home=home, processes=processes)
+        _wait_until_up(services, logs, timeout_s)
+        yield services
+    finally:
+        for proc in processes:
+            _stop(proc)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    except ProcessLookupError:
+        pass

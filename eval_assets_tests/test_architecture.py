@@ -1,0 +1,30 @@
+"""The core library must stay free of Dagster so it can be used and tested on its own."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "eval_assets"
+DAGSTER_LAYER = {"assets", "definitions.py", "resources.py", "partitions.py", "sensors.py",
+                 "schedules.py", "checks.py", "jobs.py", "pipeline.py", "cli.py",
+                 "executors.py"}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_core_modules_do_not_import_dagster() -> None:
+    core = [p for p in PACKAGE.rglob("*.py")
+            if p.relative_to(PACKAGE).parts[0] not in DAGSTER_LAYER]
+    assert len(core) > 5
+    offenders = [str(p.relative_to(PACKAGE)) for p in core if "dagster" in _imports(p)]
+    assert offenders == []
