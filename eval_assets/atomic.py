@@ -7,6 +7,13 @@ import tempfile
 from pathlib import Path
 
 
+def _default_file_mode() -> int:
+    # mkstemp creates 0600 files; give outputs the mode a plain open() would (0666 minus umask).
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def write_bytes_atomic(path: Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` via a temporary file in the same folder and ``os.replace``."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -16,6 +23,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> Path:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, _default_file_mode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -1,0 +1,333 @@
+"""Synthesize the bundled sample recording and its ground truth, deterministically.
+
+Outputs, for ``OUT.db``:
+
+* ``OUT.db`` — a dimOS-compatible recording: ``color_image`` (jpeg, distorted fisheye renders),
+  ``camera_info``, ``tf`` (world → base_link at 10 Hz, static mounts republished at 5 Hz) and
+  ``pointlio_lidar`` (one Mid-360-like scan per frame in ``mid360_link``).
+* ``OUT.scene.json`` — the scene and per-frame truth. All pixel quantities refer to the RECTIFIED
+  image, i.e. an ideal pinhole camera with ``K_rect`` (here ``K_rect = K``; ``P = [K_rect | 0]``).
+  ``bbox_xyxy`` is ``[u_min, v_min, u_max + 1, v_max + 1]`` over the visible pixels (exclusive
+  right/bottom, as ``cv2.boundingRect``); ``centroid_px`` is the mean pixel coordinate (pixel
+  centres at integer coordinates); ``horizontal_third`` splits ``center_px`` u at W/3 and 2W/3.
+* ``OUT.truth.npz`` — ``id_maps`` uint8 (frames, H, W): object id per rectified pixel, 255 for none.
+
+The seed drives the timestamp jitter, which frames get a late LiDAR scan and the LiDAR range noise;
+the scene layout itself is fixed so the question families always have answers.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eval_assets.atomic import write_bytes_atomic, write_text_atomic
+from eval_assets.recording import RecordingWriter, jpeg_image
+from eval_assets.recording.messages import (
+    FLOAT32,
+    CameraInfo,
+    Header,
+    Image,
+    PointCloud2,
+    PointField,
+    TFMessage,
+    Transform,
+    TransformStamped,
+)
+from eval_assets.synth.render import (
+    SceneRaycaster,
+    View,
+    fisheye_directions,
+    pinhole_directions,
+)
+from eval_assets.synth.scene import Scene, quaternion_xyzw, sample_scene
+
+GENERATOR = "eval_assets.synth.sample/1"
+DEFAULT_SEED = 0
+DEFAULT_FRAMES = 24
+T0 = 1_700_000_000.0
+
+WORLD_FRAME = "world"
+BASE_FRAME = "base_link"
+CAMERA_FRAME = "camera_optical"
+LIDAR_FRAME = "mid360_link"
+LIDAR_STREAM = "pointlio_lidar"
+
+_IMAGE_PERIOD = 0.5
+_IMAGE_JITTER = 0.02
+_TF_PERIOD = 0.1
+_STATIC_TF_PERIOD = 0.2
+_LIDAR_NEAR_DT = 0.03  # |image − scan| for matched frames: ≤ 6 mm of robot motion
+_LIDAR_LATE_DT = (0.12, 0.20)  # |image − scan| for the frames whose scan is too far to match
+_LATE_FRAMES = 3
+_JPEG_QUALITY = 90
+_DECIMALS = 6
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Message times (epoch seconds, rounded to microseconds) of one synthesized recording."""
+
+    image_ts: tuple[float, ...]
+    lidar_ts: tuple[float, ...]  # one scan per image, same order
+    tf_ts: tuple[float, ...]  # world -> base_link
+    static_tf_ts: tuple[float, ...]  # base_link -> camera_optical, base_link -> mid360_link
+
+
+@dataclass(frozen=True)
+class SampleOutputs:
+    """Where :func:`synthesize_sample` wrote its three files, and how long rendering took."""
+
+    db: Path
+    scene_json: Path
+    truth_npz: Path
+    render_seconds: float
+
+
+def sidecar_paths(db_path: Path) -> tuple[Path, Path]:
+    """The ground-truth files beside a recording: ``X.db`` → ``X.scene.json``, ``X.truth.npz``."""
+    return db_path.with_suffix(".scene.json"), db_path.with_suffix(".truth.npz")
+
+
+def _us(t: float) -> float:
+    return round(t, 6)
+
+
+def make_timeline(frames: int, seed: int, t0: float = T0) -> Timeline:
+    """Image times at ≈2 Hz with ±20 ms jitter and one LiDAR scan per image.
+
+    ``min(3, frames // 4)`` frames (chosen by the seed) get their scan 0.12–0.2 s away, so a 0.1 s
+    sync window leaves them unmatched; every other scan is within 0.03 s of its image.
+    """
+    if frames < 1:
+        raise ValueError(f"frames must be at least 1, got {frames}; pass --frames N with N ≥ 1")
+    jitter_rng, late_rng, dt_rng = (np.random.default_rng(s)
+                                    for s in np.random.SeedSequence(seed).spawn(3))
+    nominal = t0 + 0.25 + _IMAGE_PERIOD * np.arange(frames)
+    image_ts = nominal + jitter_rng.uniform(-_IMAGE_JITTER, _IMAGE_JITTER, frames)
+    late = set(late_rng.choice(frames, size=min(_LATE_FRAMES, frames // 4), replace=False).tolist())
+    near = dt_rng.uniform(-_LIDAR_NEAR_DT, _LIDAR_NEAR_DT, frames)
+    far = dt_rng.uniform(*_LIDAR_LATE_DT, frames) * dt_rng.choice([-1.0, 1.0], frames)
+    lidar_dt = np.array([far[i] if i in late else near[i] for i in range(frames)])
+    t_end = t0 + _IMAGE_PERIOD * frames + 0.5
+    n_tf = round((t_end - t0) / _TF_PERIOD)
+    n_static = round((t_end - t0) / _STATIC_TF_PERIOD)
+    return Timeline(
+        image_ts=tuple(_us(t) for t in image_ts),
+        lidar_ts=tuple(_us(t) for t in image_ts + lidar_dt),
+        tf_ts=tuple(_us(t0 + _TF_PERIOD * k) for k in range(n_tf + 1)),
+        static_tf_ts=tuple(_us(t0 + _STATIC_TF_PERIOD * k) for k in range(n_static + 1)),
+    )
+
+
+def world_from_camera(scene: Scene, t: float) -> np.ndarray:
+    """Pose (4×4) of ``camera_optical`` in ``world`` at epoch time ``t``."""
+    return scene.path.world_from_base(t) @ scene.base_from_camera
+
+
+def world_from_lidar(scene: Scene, t: float) -> np.ndarray:
+    """Pose (4×4) of ``mid360_link`` in ``world`` at epoch time ``t``."""
+    return scene.path.world_from_base(t) @ scene.base_from_lidar
+
+
+def _transform(m: np.ndarray) -> Transform:
+    t = m[:3, 3]
+    return Transform((float(t[0]), float(t[1]), float(t[2])), quaternion_xyzw(m[:3, :3]))
+
+
+def _tf(ts: float, parent: str, child: str, m: np.ndarray, seq: int) -> TFMessage:
+    return TFMessage((TransformStamped(Header.at(ts, parent, seq), child, _transform(m)),))
+
+
+def _pose7(m: np.ndarray) -> tuple[float, ...]:
+    tr = _transform(m)
+    return (*tr.translation, *tr.rotation)
+
+
+def _camera_info(scene: Scene, ts: float, seq: int) -> CameraInfo:
+    cam = scene.camera
+    return CameraInfo(
+        header=Header.at(ts, CAMERA_FRAME, seq),
+        height=cam.height,
+        width=cam.width,
+        distortion_model="equidistant",
+        D=tuple(float(d) for d in cam.D),
+        K=tuple(float(k) for k in cam.K.ravel()),
+        R=(1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0),
+        P=tuple(float(p) for p in cam.P.ravel()),
+    )
+
+
+def _point_cloud(points: np.ndarray, ts: float, seq: int) -> PointCloud2:
+    fields = tuple(PointField(name, 4 * i, FLOAT32, 1)
+                   for i, name in enumerate(("x", "y", "z", "intensity")))
+    data = np.ascontiguousarray(points, dtype="<f4").tobytes()
+    return PointCloud2(
+        header=Header.at(ts, LIDAR_FRAME, seq),
+        height=1,
+        width=len(points),
+        fields=fields,
+        is_bigendian=False,
+        point_step=16,
+        row_step=16 * len(points),
+        data=data,
+        is_dense=True,
+    )
+
+
+def _third(u: float, width: int) -> str:
+    if u < width / 3:
+        return "left"
+    return "center" if u < 2 * width / 3 else "right"
+
+
+def frame_objects(scene: Scene, camera_from_world: np.ndarray, view: View) -> list[dict[str, Any]]:
+    """Per-object truth of one ideal pinhole (``K_rect``) view; objects without pixels omitted."""
+    K = scene.camera.K_rect
+    width = scene.camera.width
+    rows = []
+    for obj in scene.objects:
+        vs, us = np.nonzero(view.ids == obj.id)
+        if us.size == 0:
+            continue
+        center = camera_from_world @ np.array([*obj.center, 1.0])
+        px = K @ (center[:3] / center[2])
+        rows.append({
+            "id": obj.id,
+            "name": obj.name,
+            "visible_pixels": int(us.size),
+            "bbox_xyxy": [int(us.min()), int(vs.min()), int(us.max()) + 1, int(vs.max()) + 1],
+            "centroid_px": [float(us.mean()), float(vs.mean())],
+            "center_px": [float(px[0]), float(px[1])],
+            "center_distance_m": float(np.linalg.norm(center[:3])),
+            "surface_distance_m": float(np.median(view.distance[vs, us])),
+            "horizontal_third": _third(float(px[0]), width),
+        })
+    return rows
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        # "+ 0.0" folds −0.0 into 0.0 so the JSON text never flips sign on a rounding tie.
+        return round(value, _DECIMALS) + 0.0
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rounded(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _rounded(value.tolist())
+    return value
+
+
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """The bytes ``np.savez_compressed`` would write, minus its wall-clock zip timestamps."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, array in arrays.items():
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with zf.open(info, "w", force_zip64=True) as fh:
+                np.lib.format.write_array(fh, np.ascontiguousarray(array), allow_pickle=False)
+    return buf.getvalue()
+
+
+def _scene_header(scene: Scene, seed: int) -> dict[str, Any]:
+    cam = scene.camera
+    return {
+        "generator": GENERATOR,
+        "seed": seed,
+        "camera": {
+            "width": cam.width,
+            "height": cam.height,
+            "distortion_model": "equidistant",
+            "K": cam.K.tolist(),
+            "D": cam.D.tolist(),
+            "K_rect": cam.K_rect.tolist(),
+        },
+        "objects": [
+            {"id": o.id, "name": o.name, "shape": o.shape, "color": o.color, "rgb": list(o.rgb),
+             "center_world": list(o.center), "size": list(o.size)}
+            for o in scene.objects
+        ],
+    }
+
+
+def synthesize_sample(out_db: str | Path, seed: int = DEFAULT_SEED,
+                      frames: int = DEFAULT_FRAMES) -> SampleOutputs:
+    """Render the sample scene and write ``out_db`` plus its ``.scene.json`` / ``.truth.npz``.
+
+    Existing files at those paths are replaced (each write is atomic). Same arguments, same bytes.
+    """
+    out_db = Path(out_db)
+    if out_db.suffix != ".db":
+        raise ValueError(f"{out_db}: a recording file name must end in .db, e.g. sample.db")
+    out_db.parent.mkdir(parents=True, exist_ok=True)
+    scene_json, truth_npz = sidecar_paths(out_db)
+    scene = sample_scene(frames=frames, t0=T0)
+    timeline = make_timeline(frames, seed, T0)
+    noise_rng = np.random.default_rng(np.random.SeedSequence([seed, 1]))
+
+    started = time.perf_counter()
+    raycaster = SceneRaycaster(scene)
+    fisheye = fisheye_directions(scene.camera)
+    pinhole = pinhole_directions(scene.camera.K_rect, scene.camera.width, scene.camera.height)
+
+    # (ts, stream rank, stream, message, pose); sorted by time like a live recording's inserts.
+    rows: list[tuple[float, int, str, Any, tuple[float, ...] | None]] = []
+    id_maps = np.empty((frames, scene.camera.height, scene.camera.width), dtype=np.uint8)
+    truth_frames = []
+    for i, (t_img, t_lidar) in enumerate(zip(timeline.image_ts, timeline.lidar_ts, strict=True)):
+        w_cam = world_from_camera(scene, t_img)
+        cam_from_world = np.linalg.inv(w_cam)
+        distorted = raycaster.render(w_cam, fisheye)
+        assert distorted.rgb is not None
+        rectified = raycaster.render(w_cam, pinhole, colour=False)
+        id_maps[i] = rectified.ids
+        robot = _pose7(scene.path.world_from_base(t_img))
+        header = Header.at(t_img, CAMERA_FRAME, i)
+        rows.append((t_img, 0, "camera_info", _camera_info(scene, t_img, i), None))
+        rows.append((t_img, 1, "color_image",
+                     jpeg_image(distorted.rgb, header, quality=_JPEG_QUALITY), robot))
+        scan = raycaster.lidar_scan(world_from_lidar(scene, t_lidar), scene.lidar_elevations_deg,
+                                    scene.lidar_azimuth_step_deg, noise_rng)
+        rows.append((t_lidar, 3, LIDAR_STREAM, _point_cloud(scan, t_lidar, i),
+                     _pose7(scene.path.world_from_base(t_lidar))))
+        truth_frames.append({
+            "index": i,
+            "image_ts": t_img,
+            "lidar_ts": t_lidar,
+            "lidar_dt": t_lidar - t_img,
+            "camera_from_world": cam_from_world.tolist(),
+            "objects": frame_objects(scene, cam_from_world, rectified),
+        })
+    render_seconds = time.perf_counter() - started
+
+    for k, t in enumerate(timeline.tf_ts):
+        rows.append((t, 2, "tf", _tf(t, WORLD_FRAME, BASE_FRAME, scene.path.world_from_base(t), k),
+                     None))
+    for k, t in enumerate(timeline.static_tf_ts):
+        rows.append((t, 2, "tf", _tf(t, BASE_FRAME, CAMERA_FRAME, scene.base_from_camera, k), None))
+        rows.append((t, 2, "tf", _tf(t, BASE_FRAME, LIDAR_FRAME, scene.base_from_lidar, k), None))
+    # Stable sort: equal (ts, rank) rows keep their construction order.
+    rows.sort(key=lambda r: (r[0], r[1]))
+
+    with RecordingWriter(out_db, overwrite=True) as writer:
+        writer.add_stream("color_image", Image, "jpeg")
+        writer.add_stream("camera_info", CameraInfo, "lcm")
+        writer.add_stream("tf", TFMessage, "lcm")
+        writer.add_stream(LIDAR_STREAM, PointCloud2, "lcm")
+        for ts, _, stream, message, pose in rows:
+            writer.write(stream, ts, message, pose=pose)
+
+    truth = _scene_header(scene, seed)
+    truth["frames"] = truth_frames
+    write_text_atomic(scene_json, json.dumps(_rounded(truth), sort_keys=True, indent=2) + "\n")
+    write_bytes_atomic(truth_npz, npz_bytes({"id_maps": id_maps}))
+    return SampleOutputs(out_db, scene_json, truth_npz, render_seconds)
