@@ -7,11 +7,15 @@ import tempfile
 from pathlib import Path
 
 
-def _default_file_mode() -> int:
-    # mkstemp creates 0600 files; give outputs the mode a plain open() would (0666 minus umask).
+def _read_umask() -> int:
+    # os.umask can only be read by setting it; do it once at import, before any worker threads.
     umask = os.umask(0)
     os.umask(umask)
-    return 0o666 & ~umask
+    return umask
+
+
+# mkstemp creates 0600 files; outputs get the mode a plain open() would give (0666 minus umask).
+_FILE_MODE = 0o666 & ~_read_umask()
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> Path:
@@ -23,7 +27,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> Path:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, _default_file_mode())
+        os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
