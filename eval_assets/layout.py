@@ -25,6 +25,16 @@ def default_recordings_dir() -> Path:
     return Path(os.environ.get("EVAL_ASSETS_RECORDINGS", default)).resolve()
 
 
+def default_models_file() -> Path:
+    """``$EVAL_ASSETS_MODELS`` if set, else the repository's ``data/models.yaml``.
+
+    Anchored to the package, not the working directory: the model partitions are built from it
+    when the code location is imported, wherever Dagster is started from.
+    """
+    default = Path(__file__).resolve().parent.parent / "data" / "models.yaml"
+    return Path(os.environ.get("EVAL_ASSETS_MODELS", default)).resolve()
+
+
 def partition_key_for(path: Path) -> str:
     """The partition key of a recording file: its stem (``sample.db`` → ``sample``)."""
     return path.stem
@@ -63,3 +73,23 @@ class StorageLayout:
     def pointcloud_frames_dir(self, recording: str) -> Path:
         """Synchronised LiDAR clouds and ``pointcloud_frames.parquet`` of one recording."""
         return self.asset_dir("pointcloud_frames", recording)
+
+    def proposals_dir(self, recording: str) -> Path:
+        """Question proposals (``proposals.jsonl`` + ``summary.json``) of one recording."""
+        return self.asset_dir("question_proposals", recording)
+
+    def dataset_dir(self, recording: str) -> Path:
+        """The published VQA dataset of one recording (public cases and private labels)."""
+        return self.root / "datasets" / recording
+
+    def detections_dir(self, recording: str) -> Path:
+        """Perception evidence of one recording: ``detections.parquet``, per-frame JSON, masks."""
+        return self.asset_dir("detections_masks", recording)
+
+    def predictions_dir(self, recording: str, model: str) -> Path:
+        """Run folder of one model on one recording's dataset (journals, answers, summary)."""
+        return self.asset_dir("predictions", recording) / model
+
+    def vqa_run_dir(self, dataset: str, model: str) -> Path:
+        """Run folder of ``eval-assets vqa run`` for a dataset folder name and a model."""
+        return self.root / "runs" / dataset / model

@@ -1,0 +1,101 @@
+"""Stages 5 and 6: question proposals, then the public cases and private labels of the dataset.
+
+No ``from __future__ import annotations`` here: Dagster 1.13 compares the ``context`` annotation
+with the class itself and rejects the string a postponed annotation leaves (dagster#26837).
+"""
+
+from collections.abc import Iterator
+
+from dagster import (
+    AssetExecutionContext,
+    AssetSpec,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+    multi_asset,
+)
+
+from eval_assets.frames import read_rectified_frames
+from eval_assets.partitions import recordings_partitions
+from eval_assets.perception.evidence_io import read_detections
+from eval_assets.resources import ProjectStorage, QuestionAuthorResource
+from eval_assets.schemas.vqa import DATASET_CASES, DATASET_LABELS, SourceRecording
+from eval_assets.vqa.generate import build_dataset, perception_summary, sha256_of
+from eval_assets.vqa.proposals import (
+    proposal_counts,
+    propose_frames,
+    read_proposals,
+    write_proposals,
+)
+
+# Upstream assets by key, so this module does not depend on how their modules are laid out.
+RECTIFIED_ASSET = "rectified_frames"
+POINTCLOUD_ASSET = "pointcloud_frames"
+DETECTIONS_ASSET = "detections_masks"
+GROUP = "vqa"
+
+
+@asset(partitions_def=recordings_partitions, group_name=GROUP,
+       deps=[RECTIFIED_ASSET, DETECTIONS_ASSET])
+def question_proposals(context: AssetExecutionContext, storage: ProjectStorage,
+                       question_author: QuestionAuthorResource) -> MaterializeResult:
+    """What the configured author proposes to ask about each frame, seeing only the image."""
+    key = context.partition_key
+    layout = storage.layout()
+    frames_dir = layout.rectified_frames_dir(key)
+    config = question_author.author_config()
+    proposals = propose_frames(question_author.build(), frames_dir,
+                               read_rectified_frames(frames_dir), config.max_proposals_per_frame)
+    path = write_proposals(layout.proposals_dir(key), proposals, config)
+    counts = proposal_counts(proposals)
+    return MaterializeResult(metadata={
+        "num_proposals": len(proposals),
+        "author": config.author,
+        "proposals_per_family": MetadataValue.json(counts["per_family"]),
+        "author_errors": MetadataValue.json(counts["author_errors"]),
+        "proposals": MetadataValue.path(str(path)),
+    })
+
+
+@multi_asset(
+    specs=[
+        AssetSpec("public_cases", group_name=GROUP,
+                  deps=[question_proposals, POINTCLOUD_ASSET, DETECTIONS_ASSET],
+                  description="cases.jsonl + assets/: all a model under test may see."),
+        AssetSpec("private_labels", group_name=GROUP,
+                  deps=[question_proposals, POINTCLOUD_ASSET, DETECTIONS_ASSET],
+                  description="labels.jsonl + audit/: answers, evidence and every rejection."),
+    ],
+    partitions_def=recordings_partitions,
+)
+def vqa_dataset(context: AssetExecutionContext, storage: ProjectStorage,
+                question_author: QuestionAuthorResource) -> Iterator[MaterializeResult]:
+    """Answer every proposal from sensor evidence and publish the dataset in one atomic swap."""
+    key = context.partition_key
+    layout = storage.layout()
+    dets_dir = layout.detections_dir(key)
+    recording = storage.recording_file(key)
+    out = layout.dataset_dir(key)
+    config = {"author": question_author.author_config().model_dump(mode="json"),
+              "perception": perception_summary(read_detections(dets_dir))}
+    summary = build_dataset(
+        layout.rectified_frames_dir(key), layout.pointcloud_frames_dir(key), dets_dir,
+        read_proposals(layout.proposals_dir(key)), out,
+        SourceRecording(name=recording.name, sha256=sha256_of(recording)), config,
+        replace=True,
+    )
+    example = summary.example_case.model_dump(mode="json") if summary.example_case else {}
+    yield MaterializeResult(asset_key="public_cases", metadata={
+        "num_cases": summary.num_cases,
+        "cases_per_family": MetadataValue.json(summary.cases_per_family),
+        "example_case": MetadataValue.json(example),
+        "cases": MetadataValue.path(str(out / DATASET_CASES)),
+        "dataset": MetadataValue.path(str(out)),
+    })
+    yield MaterializeResult(asset_key="private_labels", metadata={
+        "num_labels": summary.num_cases,
+        "num_proposals": summary.num_proposals,
+        "labels_per_family": MetadataValue.json(summary.cases_per_family),
+        "rejections_per_reason": MetadataValue.json(summary.rejections_per_reason),
+        "labels": MetadataValue.path(str(out / DATASET_LABELS)),
+    })

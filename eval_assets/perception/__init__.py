@@ -1,0 +1,127 @@
+"""Perception evidence: pluggable detectors and segmenters, and the stored detections.
+
+Strategies are chosen by name through :class:`PerceptionConfig` (the Dagster resource
+``PerceptionResource`` fills it from run config); each name maps to one factory below.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from eval_assets.perception.color_detector import (
+    ColorShapeDetector,
+    ColorShapeParams,
+    GrabCutSegmenter,
+    RegionSegmenter,
+)
+from eval_assets.perception.edgetam_segmenter import EdgeTAMSegmenter
+from eval_assets.perception.evidence_io import (
+    build_detections,
+    load_mask,
+    read_detections,
+    write_detections_table,
+    write_frame_detections,
+)
+from eval_assets.perception.moondream_detector import DEFAULT_API_KEY_ENV, MoondreamDetector
+from eval_assets.perception.protocols import (
+    Box,
+    ConfigurationError,
+    Detector,
+    PerceptionError,
+    Segmenter,
+    detect_and_segment,
+)
+from eval_assets.schemas.perception import Detection, FrameDetections
+from eval_assets.synth.scene import PALETTE, SHAPES
+
+
+def default_vocabulary() -> list[str]:
+    """Every colour × shape name of the sample scene, present in it or not (for "no" answers)."""
+    return [f"{color} {shape}" for color in PALETTE for shape in SHAPES]
+
+
+@dataclass(frozen=True)
+class PerceptionConfig:
+    """Which detector and segmenter to use, and what they need.
+
+    ``detector``: ``color`` | ``moondream``; ``segmenter``: ``box_region`` | ``grabcut`` |
+    ``edgetam``. The Moondream key is read from the environment variable named by
+    ``moondream_api_key_env`` (never stored in config). An empty ``vocabulary`` means
+    :func:`default_vocabulary`.
+    """
+
+    detector: str = "color"
+    segmenter: str = "box_region"
+    moondream_api_key_env: str = DEFAULT_API_KEY_ENV
+    moondream_endpoint: str = ""
+    edgetam_checkpoint: str = ""
+    edgetam_config: str = ""
+    vocabulary: tuple[str, ...] = field(default_factory=tuple)
+
+    def names(self) -> list[str]:
+        """The object names to query in every frame, in order, without duplicates."""
+        names = list(self.vocabulary) if self.vocabulary else default_vocabulary()
+        return list(dict.fromkeys(n.strip() for n in names if n.strip()))
+
+    def build_detector(self) -> Detector:
+        """The configured detector (``ConfigurationError`` for an unknown name or missing key)."""
+        return _choose(DETECTORS, self.detector, "detector")(self)
+
+    def build_segmenter(self) -> Segmenter:
+        """The configured segmenter (``ConfigurationError`` for an unknown name or checkpoint)."""
+        return _choose(SEGMENTERS, self.segmenter, "segmenter")(self)
+
+
+def _choose(table: dict[str, Callable[[PerceptionConfig], object]], key: str,
+            field_name: str) -> Callable[[PerceptionConfig], object]:
+    if key not in table:
+        raise ConfigurationError(
+            f"perception config field `{field_name}` is {key!r}; choose one of {sorted(table)}"
+        )
+    return table[key]
+
+
+def _moondream(config: PerceptionConfig) -> Detector:
+    key = os.environ.get(config.moondream_api_key_env, "") if config.moondream_api_key_env else ""
+    return MoondreamDetector(api_key=key or None, endpoint=config.moondream_endpoint or None,
+                             api_key_env=config.moondream_api_key_env or DEFAULT_API_KEY_ENV)
+
+
+DETECTORS: dict[str, Callable[[PerceptionConfig], Detector]] = {
+    "color": lambda config: ColorShapeDetector(),
+    "moondream": _moondream,
+}
+SEGMENTERS: dict[str, Callable[[PerceptionConfig], Segmenter]] = {
+    "box_region": lambda config: RegionSegmenter(),
+    "grabcut": lambda config: GrabCutSegmenter(),
+    "edgetam": lambda config: EdgeTAMSegmenter(config.edgetam_checkpoint,
+                                               config.edgetam_config or None),
+}
+
+__all__ = [
+    "DETECTORS",
+    "SEGMENTERS",
+    "Box",
+    "ColorShapeDetector",
+    "ColorShapeParams",
+    "ConfigurationError",
+    "Detection",
+    "Detector",
+    "EdgeTAMSegmenter",
+    "FrameDetections",
+    "GrabCutSegmenter",
+    "MoondreamDetector",
+    "PerceptionConfig",
+    "PerceptionError",
+    "RegionSegmenter",
+    "Segmenter",
+    "build_detections",
+    "default_vocabulary",
+    "detect_and_segment",
+    "load_mask",
+    "read_detections",
+    "write_detections_table",
+    "write_frame_detections",
+]

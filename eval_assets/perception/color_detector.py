@@ -1,0 +1,376 @@
+"""The offline default perception: a classical prompt detector for "<colour> <shape>" names.
+
+No registry package ships weights for an open-vocabulary detector or a SAM-family segmenter (see
+``models.md``), so the default evidence comes from the scene's own regularities: objects have
+saturated albedos and the room is desaturated. A pixel belongs to a colour when its saturation
+and value are high enough and its hue is nearest that colour's reference hue; each 8-connected
+region of one colour is one instance. The shape is told apart by two cues, both measured on the
+region itself:
+
+* **ball** — the region's outline (ignoring the image border, where it is cut) fits a circle and
+  fills it. Spheres are the only shape whose silhouette is a disc from every viewpoint.
+* **cylinder vs box** — shading across the columns. Under a directional light, a box face is
+  planar and shades almost uniformly (its brightness changes only in one step, at the edge
+  between two faces); an upright cylinder's normal turns across its width, so its brightness
+  changes steadily from column to column. The typical change per column, relative to the
+  brightness and scaled by the region's height (so the measure does not depend on how far away
+  or how truncated the object is), separates the two.
+* Regions too small to measure shading fall back to the outline: circularity and aspect.
+
+Every threshold is a named field of :class:`ColorShapeParams`; the values were measured on
+rectified JPEG frames of the bundled sample (see the perception tests for the agreement rates).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from eval_assets.perception.protocols import Box, ConfigurationError, check_rgb
+from eval_assets.synth.scene import PALETTE, SHAPES
+
+COLOR_DETECTOR_VERSION = "hsv-shape/1"
+REGION_SEGMENTER_VERSION = "colour-region/1"
+GRABCUT_SEGMENTER_VERSION = "grabcut/1"
+_LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class ColorShapeParams:
+    """Thresholds of the colour/shape detector (fractions unless a unit is given)."""
+
+    min_saturation: float = 0.45
+    """HSV saturation a pixel needs to carry a colour; the room's surfaces stay below 0.15."""
+    min_value: float = 0.12
+    """HSV value a pixel needs; excludes the black rim a fisheye rectification can leave."""
+    max_hue_distance_deg: float = 22.0
+    """Farthest a pixel's hue may be from its nearest reference hue."""
+    min_area_px: int = 100
+    """Smallest region reported as an instance."""
+    circle_max_residual: float = 0.06
+    """Ball: RMS distance of the outline from the fitted circle, over the circle's radius."""
+    circle_min_coverage: float = 0.96
+    """Ball: share of the fitted circle (inside the image) that the region fills."""
+    cylinder_min_slope: float = 0.27
+    """Cylinder: median brightness change per column / brightness × region height."""
+    erode_px: int = 2
+    """Border pixels left out of shading measures (blurred by JPEG and rectification)."""
+    min_shading_columns: int = 3
+    """Fewer interior columns than this → the outline fallback decides the shape."""
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One coloured region and the shape it was classified as."""
+
+    color: str
+    shape: str
+    box_xyxy: tuple[float, float, float, float]
+    score: float
+    area: int
+
+
+def _hue_deg(rgb: tuple[int, int, int]) -> float:
+    pixel = np.array([[rgb]], dtype=np.float32) / 255.0
+    return float(cv2.cvtColor(pixel, cv2.COLOR_RGB2HSV)[0, 0, 0])
+
+
+def _image_key(image: np.ndarray) -> bytes:
+    return hashlib.blake2b(image.tobytes(), digest_size=16,
+                           person=str(image.shape).encode()[:16]).digest()
+
+
+class ColorClassifier:
+    """Per-pixel colour labels against a vocabulary of reference colours."""
+
+    def __init__(self, vocabulary: Mapping[str, tuple[int, int, int]],
+                 params: ColorShapeParams) -> None:
+        """``vocabulary`` maps a colour word to its reference RGB (saturated albedo)."""
+        if not vocabulary:
+            raise ValueError("the colour vocabulary is empty; give at least one colour → RGB")
+        self.colors = list(vocabulary)
+        self.params = params
+        self._hues = np.array([_hue_deg(tuple(vocabulary[c])) for c in self.colors],
+                              dtype=np.float32)
+        self._cache_key: bytes | None = None
+        self._cache: np.ndarray | None = None
+
+    def labels(self, image: np.ndarray) -> np.ndarray:
+        """(H, W) int16: index into ``colors`` per pixel, −1 where no colour applies."""
+        key = _image_key(image)
+        if key != self._cache_key or self._cache is None:
+            hsv = cv2.cvtColor(image.astype(np.float32) / 255.0, cv2.COLOR_RGB2HSV)
+            hue, sat, val = hsv[..., 0], hsv[..., 1], hsv[..., 2]
+            diff = np.abs(hue[..., None] - self._hues)
+            dist = np.minimum(diff, 360.0 - diff)
+            nearest = np.argmin(dist, axis=-1)
+            near_dist = np.take_along_axis(dist, nearest[..., None], axis=-1)[..., 0]
+            p = self.params
+            ok = (sat >= p.min_saturation) & (val >= p.min_value) & \
+                (near_dist <= p.max_hue_distance_deg)
+            self._cache = np.where(ok, nearest, -1).astype(np.int16)
+            self._cache_key = key
+        return self._cache
+
+
+def _circle_fit(region: np.ndarray) -> tuple[float, float]:
+    """(RMS residual / radius, filled share of the circle inside the image) of a region."""
+    h, w = region.shape
+    contours, _ = cv2.findContours(region.astype(np.uint8), cv2.RETR_EXTERNAL,
+                                   cv2.CHAIN_APPROX_NONE)
+    pts = max(contours, key=len).reshape(-1, 2).astype(np.float64)
+    # Outline points on the image border are where the frame cuts the object, not its silhouette.
+    inside = (pts[:, 0] > 0) & (pts[:, 0] < w - 1) & (pts[:, 1] > 0) & (pts[:, 1] < h - 1)
+    pts = pts[inside]
+    if len(pts) < 8:
+        return math.inf, 0.0
+    # Algebraic (Kåsa) fit: x² + y² = a x + b y + c is linear in a, b, c.
+    design = np.column_stack([pts[:, 0], pts[:, 1], np.ones(len(pts))])
+    a, b, c = np.linalg.lstsq(design, (pts ** 2).sum(axis=1), rcond=None)[0]
+    cx, cy = a / 2.0, b / 2.0
+    r2 = c + cx * cx + cy * cy
+    if r2 <= 1.0:
+        return math.inf, 0.0
+    r = math.sqrt(r2)
+    residual = float(np.sqrt(np.mean((np.hypot(pts[:, 0] - cx, pts[:, 1] - cy) - r) ** 2)) / r)
+    x0, x1 = max(int(cx - r) - 1, 0), min(int(cx + r) + 2, w)
+    y0, y1 = max(int(cy - r) - 1, 0), min(int(cy + r) + 2, h)
+    if x1 <= x0 or y1 <= y0:
+        return residual, 0.0
+    yy, xx = np.mgrid[y0:y1, x0:x1]
+    disc = (xx - cx) ** 2 + (yy - cy) ** 2 <= r2
+    coverage = float((disc & region[y0:y1, x0:x1]).sum() / max(int(disc.sum()), 1))
+    return residual, coverage
+
+
+def _column_slope(region: np.ndarray, luma: np.ndarray, params: ColorShapeParams) -> float | None:
+    """Median brightness change per column / brightness × region height; None if too narrow."""
+    kernel = np.ones((3, 3), np.uint8)
+    # Thin regions (slivers cut by the frame) keep more of their blurred border rather than
+    # losing the shading cue altogether.
+    for erode in range(params.erode_px, -1, -1):
+        interior = cv2.erode(region.astype(np.uint8), kernel, iterations=erode) > 0 \
+            if erode else region
+        ys, xs = np.nonzero(interior)
+        cols = np.unique(xs)
+        if cols.size >= params.min_shading_columns:
+            break
+    else:
+        return None
+    order = np.argsort(xs, kind="stable")
+    xs_sorted, values = xs[order], luma[ys[order], xs[order]]
+    starts = np.searchsorted(xs_sorted, cols, side="left")
+    profile = np.array([np.median(seg) for seg in np.split(values, starts[1:])])
+    mean = float(profile.mean())
+    if mean <= 0.0:
+        return None
+    lag = max(1, round(cols.size / 8))
+    if profile.size <= lag:
+        return None
+    per_column = float(np.median(np.abs(profile[lag:] - profile[:-lag]))) / lag
+    height = float(np.median(region.sum(axis=0)[cols]))
+    return per_column / mean * height
+
+
+def _outline_shape(region: np.ndarray) -> tuple[str, float]:
+    """Shape of a region too small for shading: circularity and aspect of its outline."""
+    contours, _ = cv2.findContours(region.astype(np.uint8), cv2.RETR_EXTERNAL,
+                                   cv2.CHAIN_APPROX_NONE)
+    contour = max(contours, key=len)
+    area = float(region.sum())
+    perimeter = max(cv2.arcLength(contour, True), 1.0)
+    circularity = 4.0 * math.pi * area / perimeter ** 2
+    _, _, w, h = cv2.boundingRect(contour)
+    aspect = h / max(w, 1)
+    if circularity >= 0.8 and 0.75 <= aspect <= 1.33:
+        return "ball", 0.5
+    if aspect >= 1.8:
+        return "cylinder", 0.5
+    return "box", 0.5
+
+
+def classify_shape(region: np.ndarray, luma: np.ndarray,
+                   params: ColorShapeParams) -> tuple[str, float]:
+    """``(shape, score)`` of one region (bool H×W) given the image's luma (float H×W).
+
+    The score is 0.5 at a decision threshold and rises to 1.0 with the margin from it.
+    """
+    residual, coverage = _circle_fit(region)
+    if residual <= params.circle_max_residual and coverage >= params.circle_min_coverage:
+        margin = min(1.0 - residual / params.circle_max_residual,
+                     (coverage - params.circle_min_coverage) / (1.0 - params.circle_min_coverage))
+        return "ball", 0.5 + 0.5 * min(max(margin, 0.0), 1.0)
+    slope = _column_slope(region, luma, params)
+    if slope is None:
+        return _outline_shape(region)
+    ratio = slope / params.cylinder_min_slope
+    if ratio >= 1.0:
+        return "cylinder", 0.5 + 0.5 * min(ratio - 1.0, 1.0)
+    return "box", 0.5 + 0.5 * (1.0 - ratio)
+
+
+class ColorShapeDetector:
+    """Prompt detector for ``"<colour> <shape>"`` names (colour words from the vocabulary).
+
+    ``vocabulary`` maps colour words to reference RGB albedos; the default is the sample scene's
+    palette. Shapes are ``box``, ``ball`` and ``cylinder``. A name outside that vocabulary is an
+    error (an unknown word would otherwise look like "not present").
+    """
+
+    name = "color_shape"
+    version = COLOR_DETECTOR_VERSION
+
+    def __init__(self, vocabulary: Mapping[str, tuple[int, int, int]] | None = None,
+                 params: ColorShapeParams | None = None) -> None:
+        """Build the colour classifier for ``vocabulary`` (default: the sample palette)."""
+        self.params = params or ColorShapeParams()
+        source = vocabulary if vocabulary is not None else PALETTE
+        # Names are matched case-insensitively, so the colour words are kept lower-case.
+        self.vocabulary = {c.strip().lower(): tuple(rgb) for c, rgb in source.items()}
+        self.shapes = tuple(SHAPES)
+        self.classifier = ColorClassifier(self.vocabulary, self.params)
+        self._cache_key: bytes | None = None
+        self._instances: list[Instance] = []
+
+    def names(self) -> list[str]:
+        """Every name this detector understands: each colour with each shape."""
+        return [f"{c} {s}" for c in self.vocabulary for s in self.shapes]
+
+    def parse(self, object_name: str) -> tuple[str, str]:
+        """``(colour, shape)`` of a name, or :class:`ConfigurationError` naming the words."""
+        words = object_name.strip().lower().split()
+        if len(words) != 2 or words[0] not in self.vocabulary or words[1] not in self.shapes:
+            raise ConfigurationError(
+                f"the color detector cannot look for {object_name!r}: it understands "
+                f"'<colour> <shape>' with colours {sorted(self.vocabulary)} and shapes "
+                f"{list(self.shapes)}; use those names in the vocabulary, or configure "
+                "detector 'moondream' for open-vocabulary names"
+            )
+        return words[0], words[1]
+
+    def instances(self, image: np.ndarray) -> list[Instance]:
+        """Every coloured region of ``image`` with its shape, ordered by colour then position."""
+        check_rgb(image)
+        key = _image_key(image)
+        if key == self._cache_key:
+            return self._instances
+        labels = self.classifier.labels(image)
+        luma = image.astype(np.float32) @ _LUMA
+        found: list[Instance] = []
+        for ci, color in enumerate(self.classifier.colors):
+            mask = (labels == ci).astype(np.uint8)
+            n, comp, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+            for j in range(1, n):
+                x, y, w, h, area = (int(v) for v in stats[j])
+                if area < self.params.min_area_px:
+                    continue
+                # Full-frame mask: the circle fit must know where the image border cuts it.
+                shape, score = classify_shape(comp == j, luma, self.params)
+                found.append(Instance(color, shape, (float(x), float(y), float(x + w),
+                                                     float(y + h)), score, area))
+        found.sort(key=lambda i: (self.classifier.colors.index(i.color), i.box_xyxy[0],
+                                  i.box_xyxy[1]))
+        self._cache_key, self._instances = key, found
+        return found
+
+    def detect(self, image: np.ndarray, object_name: str) -> list[Box]:
+        """One box per connected region of the named colour classified as the named shape."""
+        color, shape = self.parse(object_name)
+        return [Box(i.box_xyxy, i.score) for i in self.instances(image)
+                if i.color == color and i.shape == shape]
+
+
+class RegionSegmenter:
+    """``box_region``: the dominant vocabulary colour inside the box, its largest region.
+
+    Deterministic and instant; meant for the colour vocabulary (a box around an object without a
+    vocabulary colour gets an empty mask, never the whole box).
+    """
+
+    name = "box_region"
+    version = REGION_SEGMENTER_VERSION
+
+    def __init__(self, vocabulary: Mapping[str, tuple[int, int, int]] | None = None,
+                 params: ColorShapeParams | None = None) -> None:
+        """Use the same colour vocabulary and thresholds as :class:`ColorShapeDetector`."""
+        self.classifier = ColorClassifier(dict(vocabulary if vocabulary is not None else PALETTE),
+                                          params or ColorShapeParams())
+
+    def segment(self, image: np.ndarray,
+                box_xyxy: tuple[float, float, float, float]) -> np.ndarray:
+        """Boolean (H, W) mask: the largest region of the box's most frequent colour in the box."""
+        check_rgb(image)
+        h, w = image.shape[:2]
+        x0, y0, x1, y1 = _pixel_box(box_xyxy, w, h)
+        mask = np.zeros((h, w), dtype=bool)
+        crop = self.classifier.labels(image)[y0:y1, x0:x1]
+        counts = np.bincount(crop[crop >= 0].ravel(), minlength=len(self.classifier.colors))
+        if crop.size == 0 or counts.sum() == 0:
+            return mask
+        dominant = int(np.argmax(counts))
+        _, comp, stats, _ = cv2.connectedComponentsWithStats(
+            (crop == dominant).astype(np.uint8), connectivity=8)
+        largest = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+        mask[y0:y1, x0:x1] = comp == largest
+        return mask
+
+
+class GrabCutSegmenter:
+    """``grabcut``: ``cv2.grabCut`` seeded by the box, fixed iterations and a fixed RNG seed.
+
+    Works on a crop around the box (the box plus ``margin_px``), so its cost depends on the
+    object's size rather than the frame's. OpenCV's GMM initialisation draws from its global RNG;
+    reseeding before every call makes the mask a pure function of image and box.
+    """
+
+    name = "grabcut"
+    version = GRABCUT_SEGMENTER_VERSION
+
+    def __init__(self, iterations: int = 5, margin_px: int = 12, seed: int = 0) -> None:
+        """``iterations`` of GrabCut on the box grown by ``margin_px`` (background seed)."""
+        if iterations < 1:
+            raise ValueError(f"grabcut iterations must be at least 1, got {iterations}")
+        self.iterations = iterations
+        self.margin_px = margin_px
+        self.seed = seed
+        self.version = f"{GRABCUT_SEGMENTER_VERSION}:it{iterations}:m{margin_px}"
+
+    def segment(self, image: np.ndarray,
+                box_xyxy: tuple[float, float, float, float]) -> np.ndarray:
+        """Boolean (H, W) mask of the foreground GrabCut finds inside the box."""
+        check_rgb(image)
+        h, w = image.shape[:2]
+        x0, y0, x1, y1 = _pixel_box(box_xyxy, w, h)
+        mask = np.zeros((h, w), dtype=bool)
+        if x1 - x0 < 2 or y1 - y0 < 2:
+            return mask
+        cx0, cy0 = max(x0 - self.margin_px, 0), max(y0 - self.margin_px, 0)
+        cx1, cy1 = min(x1 + self.margin_px, w), min(y1 + self.margin_px, h)
+        crop = np.ascontiguousarray(cv2.cvtColor(image[cy0:cy1, cx0:cx1], cv2.COLOR_RGB2BGR))
+        gc_mask = np.zeros(crop.shape[:2], dtype=np.uint8)
+        bgd = np.zeros((1, 65), dtype=np.float64)
+        fgd = np.zeros((1, 65), dtype=np.float64)
+        rect = (x0 - cx0, y0 - cy0, x1 - x0, y1 - y0)
+        cv2.setRNGSeed(self.seed)
+        cv2.grabCut(crop, gc_mask, rect, bgd, fgd, self.iterations, cv2.GC_INIT_WITH_RECT)
+        fg = (gc_mask == cv2.GC_FGD) | (gc_mask == cv2.GC_PR_FGD)
+        mask[cy0:cy1, cx0:cx1] = fg
+        # The prompt is the box: nothing outside it belongs to the object.
+        mask[:y0, :] = False
+        mask[y1:, :] = False
+        mask[:, :x0] = False
+        mask[:, x1:] = False
+        return mask
+
+
+def _pixel_box(box_xyxy: tuple[float, float, float, float], width: int,
+               height: int) -> tuple[int, int, int, int]:
+    """Integer pixel range ``[x0, x1) × [y0, y1)`` covered by a pixel-edge box, clipped."""
+    x0, y0, x1, y1 = box_xyxy
+    return (min(max(math.floor(x0), 0), width), min(max(math.floor(y0), 0), height),
+            min(max(math.ceil(x1), 0), width), min(max(math.ceil(y1), 0), height))

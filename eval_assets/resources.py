@@ -1,0 +1,183 @@
+"""Dagster resources: configuration that selects paths and strategies for the core library."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from dagster import ConfigurableResource
+from pydantic import Field
+
+from eval_assets.layout import (
+    StorageLayout,
+    default_models_file,
+    default_recordings_dir,
+    default_storage_root,
+)
+from eval_assets.perception import PerceptionConfig
+from eval_assets.perception.protocols import Detector, Segmenter
+from eval_assets.predictions.client import (
+    ClientSettings,
+    OpenAIVLMClient,
+    find_model_spec,
+    load_model_specs,
+)
+from eval_assets.predictions.runner import open_endpoint
+from eval_assets.schemas.predictions import ModelSpec
+from eval_assets.schemas.vqa import FAMILY_NAMES
+from eval_assets.vqa.authors import DEFAULT_VOCABULARY, AuthorConfig, QuestionAuthor, build_author
+
+
+class ProjectStorage(ConfigurableResource):
+    """Where recordings are read from and where every asset writes its files.
+
+    Empty strings mean the defaults: ``$EVAL_ASSETS_RECORDINGS`` / ``data/recordings`` and
+    ``$EVAL_ASSETS_HOME`` / ``.eval_assets`` under the working directory.
+    """
+
+    recordings_dir: str = ""
+    storage_root: str = ""
+    allow_pickle: bool = False
+
+    def recordings_path(self) -> Path:
+        """The folder watched for ``*.db`` recordings."""
+        if self.recordings_dir:
+            return Path(self.recordings_dir).resolve()
+        return default_recordings_dir()
+
+    def recording_file(self, partition_key: str) -> Path:
+        """The recording file behind a partition key."""
+        return self.recordings_path() / f"{partition_key}.db"
+
+    def layout(self) -> StorageLayout:
+        """The output layout rooted at the configured storage root."""
+        root = Path(self.storage_root).resolve() if self.storage_root else default_storage_root()
+        return StorageLayout(root)
+
+
+# One source of truth for the author defaults: the core config.
+_AUTHOR_DEFAULTS = AuthorConfig().model_dump()
+
+
+class QuestionAuthorResource(ConfigurableResource):
+    """Which question author proposes questions, and its per-frame proposal limits.
+
+    ``author`` is ``"vocabulary"`` (offline, deterministic) or ``"vlm"`` (any OpenAI-compatible
+    endpoint at ``vlm_base_url`` serving ``vlm_model``; the key is read from the environment
+    variable named by ``vlm_api_key_env``, empty for endpoints without keys).
+    """
+
+    author: str = _AUTHOR_DEFAULTS["author"]
+    vocabulary: list[str] = Field(default_factory=lambda: list(DEFAULT_VOCABULARY))
+    families: list[str] = Field(default_factory=lambda: list(FAMILY_NAMES))
+    seed: int = _AUTHOR_DEFAULTS["seed"]
+    max_names_per_family: int = _AUTHOR_DEFAULTS["max_names_per_family"]
+    max_groups_per_family: int = _AUTHOR_DEFAULTS["max_groups_per_family"]
+    max_group_size: int = _AUTHOR_DEFAULTS["max_group_size"]
+    max_proposals_per_frame: int = _AUTHOR_DEFAULTS["max_proposals_per_frame"]
+    vlm_base_url: str = ""
+    vlm_model: str = ""
+    vlm_api_key_env: str = ""
+    vlm_timeout_s: float = _AUTHOR_DEFAULTS["vlm_timeout_s"]
+    vlm_max_retries: int = _AUTHOR_DEFAULTS["vlm_max_retries"]
+
+    def author_config(self) -> AuthorConfig:
+        """The core library's config (validated: an unknown author or family is an error)."""
+        return AuthorConfig(**{name: getattr(self, name) for name in AuthorConfig.model_fields})
+
+    def build(self) -> QuestionAuthor:
+        """The configured author."""
+        return build_author(self.author_config())
+
+
+class PerceptionResource(ConfigurableResource):
+    """Which detector and segmenter produce the perception evidence, and what they need.
+
+    ``detector``: ``"color"`` (offline colour/shape detector) or ``"moondream"`` (Moondream Cloud
+    with the key read from the environment variable named by ``moondream_api_key_env``, or a
+    Moondream Station at ``moondream_endpoint``). ``segmenter``: ``"box_region"``,
+    ``"grabcut"`` or ``"edgetam"`` (needs ``edgetam_checkpoint``). An empty ``vocabulary`` queries
+    every colour × shape name of the sample scene, present or not.
+    """
+
+    detector: str = "color"
+    segmenter: str = "box_region"
+    moondream_api_key_env: str = "MOONDREAM_API_KEY"
+    moondream_endpoint: str = ""
+    edgetam_checkpoint: str = ""
+    edgetam_config: str = ""
+    vocabulary: list[str] = Field(default_factory=list)
+
+    def perception_config(self) -> PerceptionConfig:
+        """The core library's config."""
+        return PerceptionConfig(
+            detector=self.detector, segmenter=self.segmenter,
+            moondream_api_key_env=self.moondream_api_key_env,
+            moondream_endpoint=self.moondream_endpoint,
+            edgetam_checkpoint=self.edgetam_checkpoint, edgetam_config=self.edgetam_config,
+            vocabulary=tuple(self.vocabulary),
+        )
+
+    def build(self) -> tuple[Detector, Segmenter]:
+        """The configured detector and segmenter (``ConfigurationError`` when misconfigured)."""
+        config = self.perception_config()
+        return config.build_detector(), config.build_segmenter()
+
+
+class VLMClientResource(ConfigurableResource):
+    """How models under test are called: backed by :class:`OpenAIVLMClient`.
+
+    The ``predictions`` asset takes each model's endpoint from its entry in ``models_file``
+    (default ``data/models.yaml``; a local baseline is served in-process) and the other settings
+    from here, unless the entry sets them. ``base_url`` + ``model`` configure :meth:`client` for
+    one fixed endpoint. ``api_key_env`` is the NAME of the variable holding the key.
+    """
+
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = ""
+    temperature: float = 0.0
+    max_tokens: int = 256
+    timeout_s: float = 60.0
+    max_concurrency: int = 4
+    max_retries: int = 4
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 60.0
+    models_file: str = ""
+
+    def defaults(self) -> dict[str, object]:
+        """The client settings that do not pick an endpoint."""
+        return {
+            "api_key_env": self.api_key_env or None, "temperature": self.temperature,
+            "max_tokens": self.max_tokens, "timeout_s": self.timeout_s,
+            "max_concurrency": self.max_concurrency, "max_retries": self.max_retries,
+            "backoff_base_s": self.backoff_base_s, "backoff_max_s": self.backoff_max_s,
+        }
+
+    def settings(self) -> ClientSettings:
+        """Settings for the fixed endpoint ``base_url`` / ``model``."""
+        if not self.base_url or not self.model:
+            raise ValueError("VLMClientResource: set both base_url and model to build a client "
+                             "for one endpoint, or use endpoint(name) for a declared model")
+        return ClientSettings.model_validate(
+            {**self.defaults(), "base_url": self.base_url, "model": self.model})
+
+    def client(self) -> OpenAIVLMClient:
+        """A client for the fixed endpoint (close it when done)."""
+        return OpenAIVLMClient(self.settings())
+
+    def models_path(self) -> Path:
+        """The models file in use."""
+        return Path(self.models_file).resolve() if self.models_file else default_models_file()
+
+    def model_spec(self, name: str) -> ModelSpec:
+        """The declared model called ``name``."""
+        path = self.models_path()
+        return find_model_spec(load_model_specs(path), name, path)
+
+    @contextlib.contextmanager
+    def endpoint(self, name: str) -> Iterator[ClientSettings]:
+        """Settings for the declared model ``name``, its local server running meanwhile."""
+        with open_endpoint(self.model_spec(name), self.defaults()) as settings:
+            yield settings

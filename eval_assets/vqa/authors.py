@@ -1,0 +1,295 @@
+"""Question authors: who proposes *which* objects and families to ask about, never the answers.
+
+An author sees only the rectified image (and its frame index, for reproducible choices). Two
+strategies ship:
+
+- :class:`VocabularyAuthor` (offline, deterministic): proposes from a configured vocabulary,
+  including names absent from the frame, so ``presence`` gets real "no" answers.
+- :class:`VLMAuthor`: asks any OpenAI-compatible endpoint, sending the image only, for JSON
+  proposals. A malformed reply (or item) becomes a proposal carrying an ``error`` that the decider
+  rejects and the audit keeps; it never aborts the run.
+
+Authors are built from :class:`AuthorConfig` through the ``AUTHORS`` registry.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import cv2
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from eval_assets.schemas.vqa import FAMILY_NAMES, Proposal
+from eval_assets.synth.scene import PALETTE, SHAPES
+from eval_assets.vqa.families import FAMILIES, MAX_REFERENCES, MIN_REFERENCES
+
+# The sample scene's colour and shape words, in the perception default's order; six of these
+# eighteen names are in the scene, the rest give presence questions whose true answer is "no".
+DEFAULT_VOCABULARY: tuple[str, ...] = tuple(
+    f"{colour} {shape}" for colour in PALETTE for shape in SHAPES)
+
+
+class AuthorConfigError(ValueError):
+    """An author cannot be built from its configuration; the message names the field and fix."""
+
+
+class AuthorConfig(BaseModel):
+    """How to build a question author (recorded verbatim in ``audit/run.json``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    author: Literal["vocabulary", "vlm"] = "vocabulary"
+    vocabulary: list[str] = Field(default_factory=lambda: list(DEFAULT_VOCABULARY))
+    families: list[str] = Field(default_factory=lambda: list(FAMILY_NAMES))
+    seed: int = 0
+    max_names_per_family: int = Field(
+        default=0, ge=0, description="single-object proposals per family and frame; 0 = all names")
+    max_groups_per_family: int = Field(
+        default=20, ge=0, description="multi-reference proposals per family and frame")
+    max_group_size: int = Field(default=3, ge=MIN_REFERENCES, le=MAX_REFERENCES)
+    max_proposals_per_frame: int = Field(
+        default=200, ge=1, description="proposals kept per frame; the rest are rejected")
+    vlm_base_url: str = ""
+    vlm_model: str = ""
+    vlm_api_key_env: str = Field(
+        default="", description="environment variable holding the API key; empty = no key")
+    vlm_timeout_s: float = Field(default=60.0, gt=0)
+    vlm_max_retries: int = Field(default=2, ge=0)
+
+
+@runtime_checkable
+class QuestionAuthor(Protocol):
+    """Proposes questions for one frame from its image alone."""
+
+    name: str
+
+    def propose(self, image: np.ndarray, frame_index: int) -> list[Proposal]:
+        """Proposals for one rectified RGB frame, ``ordinal`` numbered from 0 in a stable order."""
+        ...
+
+
+def _check_families(families: Sequence[str], field: str) -> list[str]:
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        raise AuthorConfigError(
+            f"{field} contains unknown families {unknown}; choose from {list(FAMILIES)}")
+    return list(families)
+
+
+class VocabularyAuthor:
+    """Deterministic offline author: every family over names drawn from a fixed vocabulary.
+
+    Single-object families ask about every vocabulary name (or ``max_names_per_family`` drawn
+    per frame); ``closest_object`` and ``largest_visible_area`` get ``max_groups_per_family``
+    groups of 2..``max_group_size`` distinct names. Draws use a generator seeded from
+    ``(seed, frame_index)`` only, so reruns propose exactly the same questions.
+    """
+
+    name = "vocabulary"
+
+    def __init__(self, vocabulary: Sequence[str], families: Sequence[str] = FAMILY_NAMES,
+                 seed: int = 0, max_names_per_family: int = 0, max_groups_per_family: int = 20,
+                 max_group_size: int = 3) -> None:
+        names = [" ".join(n.split()) for n in vocabulary]
+        if not names or any(not n for n in names):
+            raise AuthorConfigError(
+                "vocabulary must list at least one non-empty object name; set "
+                "QuestionAuthorResource.vocabulary (or --vocabulary)")
+        if len({n.lower() for n in names}) != len(names):
+            raise AuthorConfigError(f"vocabulary {names} repeats a name; list each name once")
+        self.vocabulary = names
+        self.families = _check_families(families, "families")
+        self.seed = seed
+        self.max_names_per_family = max_names_per_family
+        self.max_groups_per_family = max_groups_per_family
+        self.max_group_size = max_group_size
+
+    def propose(self, image: np.ndarray, frame_index: int) -> list[Proposal]:
+        """Proposals for one frame; the image is not needed to pick names from a vocabulary."""
+        rng = random.Random(f"vocabulary-author:{self.seed}:{frame_index}")
+        items: list[tuple[str, list[str]]] = []
+        for family_name in self.families:
+            family = FAMILIES[family_name]
+            if family.max_names == 1:
+                k = self.max_names_per_family or len(self.vocabulary)
+                chosen = (self.vocabulary if k >= len(self.vocabulary)
+                          else rng.sample(self.vocabulary, k))
+                items.extend((family_name, [n]) for n in chosen)
+                continue
+            top = min(self.max_group_size, family.max_names, len(self.vocabulary))
+            if top < family.min_names:
+                continue
+            for _ in range(self.max_groups_per_family):
+                size = rng.randint(family.min_names, top)
+                items.append((family_name, rng.sample(self.vocabulary, size)))
+        return [Proposal(frame_index=frame_index, ordinal=i, family=f, object_names=names,
+                         author=self.name)
+                for i, (f, names) in enumerate(items)]
+
+
+AUTHOR_SYSTEM_PROMPT = (
+    "You write multiple-choice questions about a robot's camera image. You only choose which "
+    "objects to ask about; you never answer."
+)
+
+
+def author_user_prompt(families: Sequence[str], max_proposals: int) -> str:
+    """The text sent after the image: the families, their reference counts and the JSON shape."""
+    lines = []
+    for name in families:
+        family = FAMILIES[name]
+        count = ("exactly 1 object name" if family.max_names == 1
+                 else f"{family.min_names} to {family.max_names} object names (references such "
+                      "as 'left chair', 'right chair' tell repeated objects apart)")
+        lines.append(f"- {name}: {count}")
+    return (
+        "Propose questions about the objects in this image. Families:\n" + "\n".join(lines)
+        + f"\nPropose at most {max_proposals} questions. Include some objects that are NOT in the "
+        "image for the presence family. Reply with JSON only, in this shape: "
+        '{"proposals": [{"family": "<family>", "object_names": ["<object name>", ...]}]}'
+    )
+
+
+def image_data_url(image: np.ndarray) -> str:
+    """A ``data:image/png;base64,...`` URL of an RGB ``uint8`` image."""
+    bgr = cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2BGR)
+    ok, buf = cv2.imencode(".png", bgr, [cv2.IMWRITE_PNG_COMPRESSION, 3])
+    if not ok:
+        raise ValueError(f"PNG encoding failed for an image of shape {image.shape}")
+    return "data:image/png;base64," + base64.b64encode(buf.tobytes()).decode("ascii")
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+
+
+def parse_author_reply(text: str | None) -> tuple[list[Any] | None, str | None]:
+    """The list of proposal items in a reply, or ``(None, why)`` when the reply is malformed.
+
+    Accepts ``{"proposals": [...]}`` or a bare list, optionally inside a ```json fence.
+    """
+    if text is None or not text.strip():
+        return None, "the reply is empty"
+    body = text.strip()
+    fenced = _FENCE.match(body)
+    if fenced:
+        body = fenced.group(1)
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as exc:
+        return None, f"the reply is not JSON ({exc.msg} at position {exc.pos})"
+    if isinstance(data, dict):
+        data = data.get("proposals")
+    if not isinstance(data, list):
+        return None, 'the reply has no "proposals" list'
+    return data, None
+
+
+def _excerpt(text: object, limit: int = 300) -> str:
+    s = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str)
+    return s if len(s) <= limit else s[:limit] + "…"
+
+
+def proposals_from_items(items: Sequence[Any], frame_index: int, author: str) -> list[Proposal]:
+    """Turn parsed reply items into proposals; an unusable item becomes an error proposal."""
+    out: list[Proposal] = []
+    for ordinal, item in enumerate(items):
+        family = item.get("family") if isinstance(item, dict) else None
+        names = item.get("object_names") if isinstance(item, dict) else None
+        common = {"frame_index": frame_index, "ordinal": ordinal, "author": author}
+        if (not isinstance(family, str) or not isinstance(names, list)
+              or not all(isinstance(n, str) for n in names)):
+            out.append(Proposal(
+                **common, family=family if isinstance(family, str) else "", object_names=[],
+                error="malformed_author_reply",
+                error_detail=("an item needs a string 'family' and a list of strings "
+                              f"'object_names': {_excerpt(item)}")))
+        else:
+            out.append(Proposal(**common, family=family, object_names=list(names)))
+    return out
+
+
+class VLMAuthor:
+    """Asks an OpenAI-compatible chat endpoint to propose questions from the image alone."""
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None,
+                 families: Sequence[str] = FAMILY_NAMES, max_proposals_per_frame: int = 40,
+                 timeout_s: float = 60.0, max_retries: int = 2) -> None:
+        from openai import OpenAI
+
+        if not base_url:
+            raise AuthorConfigError(
+                "the vlm author needs vlm_base_url (an OpenAI-compatible endpoint such as "
+                "http://127.0.0.1:8000/v1)")
+        if not model:
+            raise AuthorConfigError("the vlm author needs vlm_model (the served model's name)")
+        self.name = f"vlm:{model}"
+        self.model = model
+        self.families = _check_families(families, "families")
+        self.max_proposals_per_frame = max_proposals_per_frame
+        # Local servers accept any key; the client insists on a non-empty one.
+        self.client = OpenAI(base_url=base_url, api_key=api_key or "no-key",
+                             timeout=timeout_s, max_retries=max_retries)
+
+    def propose(self, image: np.ndarray, frame_index: int) -> list[Proposal]:
+        """One chat call per frame; failures and malformed replies become error proposals."""
+        from openai import OpenAIError
+
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": AUTHOR_SYSTEM_PROMPT},
+            {"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": image_data_url(image)}},
+                {"type": "text",
+                 "text": author_user_prompt(self.families, self.max_proposals_per_frame)},
+            ]},
+        ]
+        base = {"frame_index": frame_index, "ordinal": 0, "family": "", "object_names": [],
+                "author": self.name}
+        try:
+            reply = self.client.chat.completions.create(
+                model=self.model, messages=messages, temperature=0.0)  # type: ignore[arg-type]
+            text = reply.choices[0].message.content if reply.choices else None
+        except (OpenAIError, IndexError, AttributeError) as exc:
+            return [Proposal(**base, error="author_call_failed",
+                             error_detail=f"{type(exc).__name__}: {_excerpt(str(exc))}")]
+        items, why = parse_author_reply(text)
+        if items is None:
+            return [Proposal(**base, error="malformed_author_reply",
+                             error_detail=f"{why}: {_excerpt(text or '')}")]
+        return proposals_from_items(items, frame_index, self.name)
+
+
+def _vocabulary_author(config: AuthorConfig) -> QuestionAuthor:
+    return VocabularyAuthor(config.vocabulary, config.families, config.seed,
+                            config.max_names_per_family, config.max_groups_per_family,
+                            config.max_group_size)
+
+
+def _vlm_author(config: AuthorConfig) -> QuestionAuthor:
+    api_key = None
+    if config.vlm_api_key_env:
+        api_key = os.environ.get(config.vlm_api_key_env)
+        if not api_key:
+            raise AuthorConfigError(
+                f"vlm_api_key_env names ${config.vlm_api_key_env}, which is unset or empty; "
+                "export it, or set vlm_api_key_env to '' for an endpoint without keys")
+    return VLMAuthor(config.vlm_base_url, config.vlm_model, api_key, config.families,
+                     config.max_proposals_per_frame, config.vlm_timeout_s,
+                     config.vlm_max_retries)
+
+
+AUTHORS: dict[str, Callable[[AuthorConfig], QuestionAuthor]] = {
+    "vocabulary": _vocabulary_author,
+    "vlm": _vlm_author,
+}
+
+
+def build_author(config: AuthorConfig) -> QuestionAuthor:
+    """The author named by ``config.author``, built from the rest of the config."""
+    return AUTHORS[config.author](config)

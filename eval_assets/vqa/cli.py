@@ -1,0 +1,102 @@
+"""``eval-assets vqa``: generate a VQA dataset from a recording without Dagster (dimOS parity).
+
+    eval-assets vqa generate RECORDING.db --image-index N
+    eval-assets vqa generate RECORDING.db --start A --stop B --stride S [--output DIR]
+
+The default output is ``$XDG_STATE_HOME`` (or ``~/.local/state``)
+``/eval_assets/<recording-stem>-frames``; it must be absent or empty.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+vqa_app = typer.Typer(no_args_is_help=True, help="Generate VQA datasets from recordings.")
+
+
+@vqa_app.command()
+def generate(
+    recording: Path = typer.Argument(..., help="A recording file (*.db)."),
+    image_index: int | None = typer.Option(None, help="Generate from this one frame."),
+    start: int | None = typer.Option(None, help="First frame of a range (default 0)."),
+    stop: int | None = typer.Option(None, help="End of the range, exclusive (default: all)."),
+    stride: int = typer.Option(1, help="Step between frames of the range."),
+    output: Path | None = typer.Option(
+        None, help="Dataset folder, absent or empty (default under $XDG_STATE_HOME)."),
+    author: str = typer.Option("vocabulary", help="Question author: vocabulary or vlm."),
+    vocabulary: str | None = typer.Option(
+        None, help="Comma-separated object names (default: the sample scene's colour/shapes)."),
+    seed: int = typer.Option(0, help="Seed of the vocabulary author's draws."),
+    max_proposals_per_frame: int = typer.Option(200, help="Proposals kept per frame."),
+    vlm_base_url: str = typer.Option("", help="OpenAI-compatible endpoint of the vlm author."),
+    vlm_model: str = typer.Option("", help="Model name of the vlm author."),
+    vlm_api_key_env: str = typer.Option("", help="Environment variable with its API key."),
+    detector: str = typer.Option("color", help="Detector: color (offline) or moondream."),
+    segmenter: str = typer.Option(
+        "box_region", help="Segmenter: box_region (offline), grabcut or edgetam."),
+    moondream_endpoint: str = typer.Option("", help="Moondream Station URL (moondream)."),
+    moondream_api_key_env: str = typer.Option(
+        "MOONDREAM_API_KEY", help="Environment variable with the Moondream Cloud key."),
+    edgetam_checkpoint: str = typer.Option("", help="EdgeTAM checkpoint file (edgetam)."),
+    allow_pickle: bool = typer.Option(False, help="Allow pickle-encoded recording payloads."),
+) -> None:
+    """Rectify frames, detect objects, propose and answer questions, publish the dataset."""
+    from eval_assets.recording import Recording, RecordingError
+    from eval_assets.vqa.generate import default_output_dir, frame_selection
+
+    if not recording.is_file():
+        raise typer.BadParameter(f"{recording}: no such recording file", param_hint="RECORDING")
+    try:
+        with Recording.open(recording, allow_pickle=allow_pickle) as rec:
+            count = len(rec.timestamps("color_image"))
+        frames = frame_selection(image_index, start, stop, stride, count)
+    except (RecordingError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    names = ([n.strip() for n in vocabulary.split(",") if n.strip()]
+             if vocabulary is not None else None)
+    author_config = {
+        "author": author, **({"vocabulary": names} if names is not None else {}),
+        "seed": seed, "max_proposals_per_frame": max_proposals_per_frame,
+        "vlm_base_url": vlm_base_url, "vlm_model": vlm_model,
+        "vlm_api_key_env": vlm_api_key_env,
+    }
+    perception = {"detector": detector, "segmenter": segmenter,
+                  "moondream_endpoint": moondream_endpoint,
+                  "moondream_api_key_env": moondream_api_key_env,
+                  "edgetam_checkpoint": edgetam_checkpoint}
+    _run(recording, output if output is not None else default_output_dir(recording), frames,
+         author_config, perception, allow_pickle)
+
+
+def _run(recording: Path, out: Path, frames: list[int], author: dict[str, object],
+         perception: dict[str, object], allow_pickle: bool) -> None:
+    """Generate and print the summary; known failures print their message and exit 1."""
+    from eval_assets.perception import PerceptionConfig, PerceptionError
+    from eval_assets.recording import RecordingError
+    from eval_assets.vqa.authors import AuthorConfig
+    from eval_assets.vqa.dataset import DatasetExistsError, NothingAnswerableError
+    from eval_assets.vqa.generate import generate_from_recording
+
+    try:
+        config = AuthorConfig.model_validate(author)
+        models = PerceptionConfig(**perception)  # type: ignore[arg-type]
+        # The detector is asked about every name of the author's vocabulary.
+        summary = generate_from_recording(
+            recording, out, frames, config, models.build_detector(), models.build_segmenter(),
+            allow_pickle=allow_pickle)
+    except (RecordingError, ValueError, DatasetExistsError, NothingAnswerableError,
+            PerceptionError) as exc:
+        # Dataset exists / nothing answerable / bad config / unusable recording: all name the
+        # file or field and the fix, so the message is the whole story.
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(f"{summary.num_cases} cases from {summary.num_frames} frames "
+               f"({summary.num_proposals} proposals) -> {summary.path}")
+    for family, n in summary.cases_per_family.items():
+        typer.echo(f"  {family}: {n}")
+    if summary.rejections_per_reason:
+        typer.echo("rejected: " + ", ".join(f"{reason} {n}" for reason, n in
+                                            summary.rejections_per_reason.items()))

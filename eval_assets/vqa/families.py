@@ -1,0 +1,476 @@
+"""The seven question families: exact wording, fixed choices and the evidence rule of each.
+
+Every rule is a pure function of plain evidence records (detections with boxes, mask areas and
+LiDAR range statistics), so it can be tested without perception or files. A rule either answers
+(:class:`Answered`) or rejects with a reason code from ``schemas.vqa.REJECTION_REASONS``
+(:class:`Rejected`). Labels therefore come from sensors and geometry, never from a language model.
+
+Comparisons at bucket and third boundaries use exact rational arithmetic, so a value that lies
+exactly on a boundary is decided by the rule ("number of boundaries <= value"), not by rounding.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from itertools import pairwise
+from typing import Any, Protocol
+
+from eval_assets.schemas.vqa import FAMILY_NAMES
+
+MIN_RANGE_POINTS = 5
+# "At least 20% more pixels": winner * 5 >= runner_up * 6, in integers so exactly 1.2x passes.
+AREA_MARGIN = Fraction(6, 5)
+MIN_REFERENCES = 2
+MAX_REFERENCES = 5
+
+DISTANCE_BOUNDARIES_M: tuple[Fraction, ...] = (Fraction(1), Fraction(2), Fraction(3))
+DISTANCE_CHOICES: tuple[str, ...] = (
+    "under 1 meter",
+    "1 to under 2 meters",
+    "2 to under 3 meters",
+    "3 meters or more",
+)
+COUNT_CHOICES: tuple[str, ...] = ("one", "two", "three", "four or more")
+PRESENCE_CHOICES: tuple[str, ...] = ("yes", "no")
+DIRECTION_CHOICES: tuple[str, ...] = ("left", "center", "right")
+# Percent boundaries of the two coverage schemes; "A" wins ties.
+COVERAGE_SCHEMES: dict[str, tuple[int, ...]] = {"A": (25, 50, 75), "B": (15, 35, 65, 85)}
+
+QUESTIONS: dict[str, str] = {
+    "presence": "Does the image contain any {name}?",
+    "horizontal_direction": "Which horizontal region contains the visible {name}?",
+    "object_count": "How many instances of {name} are visible in the image?",
+    "image_coverage": (
+        "Approximately what percentage of the image is occupied by the visible {name}?"
+    ),
+    "largest_visible_area": "Which object occupies the largest visible area in the image?",
+    "object_distance": "Approximately how far is the visible {name} from the camera?",
+    "closest_object": "Which object is closest to the camera?",
+}
+
+
+def coverage_choices(boundaries: Sequence[int]) -> tuple[str, ...]:
+    """Bucket labels for percent boundaries, worded like the distance choices.
+
+    Written with "percent" rather than "%": dimOS's answer regex can never match a choice that
+    ends in "%", and a plain word matches under any reasonable matcher.
+    """
+    labels = [f"under {boundaries[0]} percent"]
+    labels += [f"{lo} to under {hi} percent" for lo, hi in pairwise(boundaries)]
+    labels.append(f"{boundaries[-1]} percent or more")
+    return tuple(labels)
+
+
+def bucket_index(value: Fraction, boundaries: Sequence[Fraction | int]) -> int:
+    """The number of boundaries ``<= value`` (a value on a boundary belongs to the upper bucket)."""
+    return sum(1 for b in boundaries if b <= value)
+
+
+def normalize_name(name: str) -> str:
+    """A reference as used in questions and matching: lower case, single spaces, trimmed."""
+    return " ".join(name.split()).lower()
+
+
+def slug(names: Sequence[str]) -> str:
+    """Names joined with ``-vs-``, lower-cased, every character outside ``[a-z0-9]`` -> ``-``."""
+    return re.sub(r"[^a-z0-9]", "-", "-vs-".join(names).lower())
+
+
+def case_id_base(frame_index: int, names: Sequence[str], family: str) -> str:
+    """``frame-{index:06d}-{slug}-{family}`` before the ``-2``/``-3`` suffix for repeats."""
+    return f"frame-{frame_index:06d}-{slug(names)}-{family}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Evidence records
+
+
+@dataclass(frozen=True)
+class RangeEvidence:
+    """Range statistics (metres) of the projected LiDAR points inside one mask."""
+
+    count: int
+    median: float
+    q1: float
+    q3: float
+    min: float
+
+    def summary(self) -> dict[str, float | int]:
+        """A JSON-able summary for labels and the audit."""
+        return {"count": self.count, "median": _r(self.median), "q1": _r(self.q1),
+                "q3": _r(self.q3), "min": _r(self.min)}
+
+
+@dataclass(frozen=True)
+class DetectionEvidence:
+    """One detection: its box in rectified pixels, its mask area and the range in its mask.
+
+    ``mask_area`` is None when no mask was produced; ``range`` is None when the frame has no
+    usable LiDAR or no point fell inside the mask.
+    """
+
+    box_xyxy: tuple[float, float, float, float]
+    score: float = 1.0
+    mask_area: int | None = None
+    range: RangeEvidence | None = None
+
+
+@dataclass(frozen=True)
+class FrameEvidence:
+    """Everything the rules may use about one frame.
+
+    ``detections`` maps normalised names to that name's detections; ``queried`` holds every
+    normalised name the detector was asked about (a name never asked about cannot be "absent").
+    ``lidar_ok`` is False for image-only frames (LiDAR unmatched or TF unresolved).
+    """
+
+    frame_index: int
+    width: int
+    height: int
+    queried: frozenset[str]
+    detections: Mapping[str, tuple[DetectionEvidence, ...]] = field(default_factory=dict)
+    lidar_ok: bool = True
+    lidar_reason: str | None = None
+
+    def of(self, name: str) -> tuple[DetectionEvidence, ...]:
+        """Detections of a normalised name (empty when none)."""
+        return tuple(self.detections.get(name, ()))
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A proposal the evidence answers."""
+
+    question: str
+    choices: tuple[str, ...]
+    answer: str
+    evidence: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A proposal the evidence cannot answer, with a reason code and a human-readable detail."""
+
+    reason: str
+    detail: str
+
+
+Decision = Answered | Rejected
+
+
+def _r(x: float) -> float:
+    """Round for the evidence summary only (decisions use the unrounded values)."""
+    return round(float(x), 6)
+
+
+# ----------------------------------------------------------------------------------------------
+# Family rules
+
+
+class FamilyRule(Protocol):
+    """One question family: how many names it takes and how evidence answers it."""
+
+    name: str
+    min_names: int
+    max_names: int
+    order_independent: bool
+
+    def decide(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
+        """Answer or reject a proposal about normalised ``names`` on one frame."""
+        ...
+
+
+def _not_queried(names: Sequence[str], ev: FrameEvidence) -> Rejected | None:
+    missing = [n for n in names if n not in ev.queried]
+    if missing:
+        return Rejected("name_not_queried",
+                        f"the detector was not asked about {missing} on this frame; add the name "
+                        "to the perception vocabulary")
+    return None
+
+
+def _single_detection(name: str, ev: FrameEvidence) -> DetectionEvidence | Rejected:
+    dets = ev.of(name)
+    if not dets:
+        return Rejected("no_detection", f"no detection of {name!r}")
+    if len(dets) > 1:
+        return Rejected("multiple_detections",
+                        f"{len(dets)} detections of {name!r}; the family needs exactly one")
+    return dets[0]
+
+
+def _single_masked(name: str, ev: FrameEvidence) -> DetectionEvidence | Rejected:
+    det = _single_detection(name, ev)
+    if isinstance(det, Rejected):
+        return det
+    if not det.mask_area:
+        return Rejected("no_mask", f"the detection of {name!r} has no (or an empty) mask")
+    return det
+
+
+def _ranged(name: str, ev: FrameEvidence) -> DetectionEvidence | Rejected:
+    """The one masked detection of ``name`` with at least MIN_RANGE_POINTS LiDAR points."""
+    if not ev.lidar_ok:
+        return Rejected("image_only_frame",
+                        f"frame has no range evidence: {ev.lidar_reason or 'no LiDAR'}")
+    det = _single_masked(name, ev)
+    if isinstance(det, Rejected):
+        return det
+    count = det.range.count if det.range is not None else 0
+    if count < MIN_RANGE_POINTS:
+        return Rejected("too_few_points",
+                        f"{count} LiDAR points inside the mask of {name!r}; at least "
+                        f"{MIN_RANGE_POINTS} are needed")
+    return det
+
+
+@dataclass(frozen=True)
+class Presence:
+    """yes: at least one detection; no: none (asked about, not found)."""
+
+    name: str = "presence"
+    min_names: int = 1
+    max_names: int = 1
+    order_independent: bool = False
+
+    def decide(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
+        """See the class docstring."""
+        (obj,) = names
+        if (missing := _not_queried(names, ev)) is not None:
+            return missing
+        n = len(ev.of(obj))
+        return Answered(QUESTIONS[self.name].format(name=obj), PRESENCE_CHOICES,
+                        "yes" if n else "no", {"detections": n})
+
+
+@dataclass(frozen=True)
+class HorizontalDirection:
+    """Exactly one detection; its box centre in thirds of the image width.
+
+    A centre exactly on ``W/3`` is "center" and exactly on ``2W/3`` is "right".
+    """
+
+    name: str = "horizontal_direction"
+    min_names: int = 1
+    max_names: int = 1
+    order_independent: bool = False
+
+    def decide(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
+        """See the class docstring."""
+        (obj,) = names
+        if (missing := _not_queried(names, ev)) is not None:
+            return missing
+        det = _single_detection(obj, ev)
+        if isinstance(det, Rejected):
+            return det
+        x0, _, x1, _ = det.box_xyxy
+        # 3 * centre compared with W and 2W, exactly: centre = (x0 + x1) / 2.
+        thrice = 3 * (Fraction(x0) + Fraction(x1)) / 2
+        index = bucket_index(thrice, (ev.width, 2 * ev.width))
+        return Answered(QUESTIONS[self.name].format(name=obj), DIRECTION_CHOICES,
+                        DIRECTION_CHOICES[index],
+                        {"box_xyxy": [_r(v) for v in det.box_xyxy],
+                         "center_x": _r((x0 + x1) / 2), "image_width": ev.width})
+
+
+@dataclass(frozen=True)
+class ObjectCount:
+    """Number of detections, ``min(n, 4)``; zero detections reject."""
+
+    name: str = "object_count"
+    min_names: int = 1
+    max_names: int = 1
+    order_independent: bool = False
+
+    def decide(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
+        """See the class docstring."""
+        (obj,) = names
+        if (missing := _not_queried(names, ev)) is not None:
+            return missing
+        n = len(ev.of(obj))
+        if n == 0:
+            return Rejected("no_detection",
+                            f"no detection of {obj!r}; a count of zero is not asked")
+        return Answered(QUESTIONS[self.name].format(name=obj), COUNT_CHOICES,
+                        COUNT_CHOICES[min(n, 4) - 1], {"detections": n})
+
+
+def choose_coverage_scheme(percent: Fraction) -> str:
+    """The scheme whose nearest boundary is farthest from ``percent``; ties go to "A"."""
+    margins = {key: min(abs(percent - b) for b in bounds)
+               for key, bounds in COVERAGE_SCHEMES.items()}
+    return "A" if margins["A"] >= margins["B"] else "B"
+
+
+@dataclass(frozen=True)
+class ImageCoverage:
+    """Mask pixels / image pixels of the one detection, in the better-separated bucket scheme."""
+
+    name: str = "image_coverage"
+    min_names: int = 1
+    max_names: int = 1
+    order_independent: bool = False
+
+    def decide(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
+        """See the class docstring."""
+        (obj,) = names
+        if (missing := _not_queried(names, ev)) is not None:
+            return missing
+        det = _single_masked(obj, ev)
+        if isinstance(det, Rejected):
+            return det
+        area = int(det.mask_area or 0)
+        percent = Fraction(100 * area, ev.width * ev.height)
+        scheme = choose_coverage_scheme(percent)
+        bounds = COVERAGE_SCHEMES[scheme]
+        choices = coverage_choices(bounds)
+        return Answered(QUESTIONS[self.name].format(name=obj), choices,
+                        choices[bucket_index(percent, bounds)],
+                        {"mask_pixels": area, "image_pixels": ev.width * ev.height,
+                         "percent": _r(percent), "scheme": scheme,
+                         "boundary_margin": _r(min(abs(percent - b) for b in bounds))})
+
+
+@dataclass(frozen=True)
+class LargestVisibleArea:
+    """Each reference has one masked detection; the largest has at least 1.2x the runner-up."""
+
+    name: str = "largest_visible_area"
+    min_names: int = MIN_REFERENCES
+    max_names: int = MAX_REFERENCES
+    order_independent: bool = True
+
+    def decide(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
+        """See the class docstring."""
+        if (missing := _not_queried(names, ev)) is not None:
+            return missing
+        areas: dict[str, int] = {}
+        for obj in names:
+            det = _single_masked(obj, ev)
+            if isinstance(det, Rejected):
+                return det
+            areas[obj] = int(det.mask_area or 0)
+        ranked = sorted(names, key=lambda n: -areas[n])
+        winner, runner = ranked[0], ranked[1]
+        evidence = {"mask_pixels": {n: areas[n] for n in names},
+                    "ratio": _r(areas[winner] / areas[runner])}
+        if Fraction(areas[winner]) < AREA_MARGIN * areas[runner]:
+            return Rejected("area_margin_too_small",
+                            f"{winner!r} has {areas[winner]} mask pixels, {runner!r} has "
+                            f"{areas[runner]}: less than {float(AREA_MARGIN)}x")
+        return Answered(QUESTIONS[self.name], tuple(names), winner, evidence)
+
+
+@dataclass(frozen=True)
+class ObjectDistance:
+    """One masked detection with >= 5 LiDAR points; the median decides the bucket.
+
+    Rejects when the first-to-third quartile interval crosses a boundary, i.e. when q1 and q3
+    fall in different buckets (q3 exactly on a boundary counts as crossing into the upper one).
+    """
+
+    name: str = "object_distance"
+    min_names: int = 1
+    max_names: int = 1
+    order_independent: bool = False
+
+    def decide(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
+        """See the class docstring."""
+        (obj,) = names
+        if (missing := _not_queried(names, ev)) is not None:
+            return missing
+        det = _ranged(obj, ev)
+        if isinstance(det, Rejected):
+            return det
+        rng = det.range
+        assert rng is not None  # _ranged guarantees it
+        lo = bucket_index(Fraction(rng.q1), DISTANCE_BOUNDARIES_M)
+        hi = bucket_index(Fraction(rng.q3), DISTANCE_BOUNDARIES_M)
+        if lo != hi:
+            return Rejected("quartiles_cross_boundary",
+                            f"range of {obj!r} has q1={rng.q1:.3f} m and q3={rng.q3:.3f} m, "
+                            "on both sides of a bucket boundary")
+        index = bucket_index(Fraction(rng.median), DISTANCE_BOUNDARIES_M)
+        return Answered(QUESTIONS[self.name].format(name=obj), DISTANCE_CHOICES,
+                        DISTANCE_CHOICES[index], {"range_m": rng.summary()})
+
+
+@dataclass(frozen=True)
+class ClosestObject:
+    """Each reference has one detection with range evidence; the closest (smallest median)
+    reference's [q1, q3] interval must overlap no other reference's (touching counts as overlap)."""
+
+    name: str = "closest_object"
+    min_names: int = MIN_REFERENCES
+    max_names: int = MAX_REFERENCES
+    order_independent: bool = True
+
+    def decide(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
+        """See the class docstring."""
+        if (missing := _not_queried(names, ev)) is not None:
+            return missing
+        ranges: dict[str, RangeEvidence] = {}
+        for obj in names:
+            det = _ranged(obj, ev)
+            if isinstance(det, Rejected):
+                return det
+            assert det.range is not None
+            ranges[obj] = det.range
+        closest = min(names, key=lambda n: ranges[n].median)
+        c = ranges[closest]
+        evidence = {"range_m": {n: ranges[n].summary() for n in names}}
+        for other in names:
+            o = ranges[other]
+            if other != closest and o.q1 <= c.q3 and c.q1 <= o.q3:
+                return Rejected("range_intervals_overlap",
+                                f"{closest!r} [{c.q1:.3f}, {c.q3:.3f}] m overlaps {other!r} "
+                                f"[{o.q1:.3f}, {o.q3:.3f}] m")
+        return Answered(QUESTIONS[self.name], tuple(names), closest, evidence)
+
+
+FAMILIES: dict[str, FamilyRule] = {
+    rule.name: rule
+    for rule in (Presence(), HorizontalDirection(), ObjectCount(), ImageCoverage(),
+                 LargestVisibleArea(), ObjectDistance(), ClosestObject())
+}
+assert tuple(FAMILIES) == FAMILY_NAMES, "families and schema names must stay in the same order"
+
+
+def canonical_names(family: FamilyRule, names: Sequence[str]) -> tuple[str, ...]:
+    """Normalised names, sorted case-insensitively when the family ignores their order."""
+    normalised = tuple(normalize_name(n) for n in names)
+    if family.order_independent:
+        return tuple(sorted(normalised, key=lambda n: (n.casefold(), n)))
+    return normalised
+
+
+def check_shape(family_name: str, names: Sequence[Any]) -> Rejected | None:
+    """Reject a proposal whose family is unknown or whose names do not fit the family."""
+    family = FAMILIES.get(family_name)
+    if family is None:
+        return Rejected("unknown_family",
+                        f"family {family_name!r} is not one of {list(FAMILIES)}")
+    if any(not isinstance(n, str) or not n.strip() for n in names):
+        return Rejected("malformed_author_reply",
+                        f"object_names {list(names)!r} must be non-empty strings")
+    if not family.min_names <= len(names) <= family.max_names:
+        wanted = (str(family.min_names) if family.min_names == family.max_names
+                  else f"{family.min_names} to {family.max_names}")
+        return Rejected("wrong_reference_count",
+                        f"{family_name} takes {wanted} object names, got {len(names)}")
+    normalised = [normalize_name(n) for n in names]
+    if len(set(normalised)) != len(normalised):
+        return Rejected("repeated_reference", f"object_names {list(names)!r} repeat a reference")
+    return None
+
+
+def decide(family_name: str, names: Sequence[str], ev: FrameEvidence) -> Decision:
+    """Answer or reject one proposal: shape checks first, then the family's evidence rule."""
+    shape = check_shape(family_name, names)
+    if shape is not None:
+        return shape
+    family = FAMILIES[family_name]
+    return family.decide(canonical_names(family, names), ev)

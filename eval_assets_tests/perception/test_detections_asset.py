@@ -1,0 +1,77 @@
+"""The ``detections_masks`` asset, materialized for real on an ephemeral Dagster instance."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from dagster import DagsterInstance, materialize
+
+from eval_assets.assets.frames import rectified_frames
+from eval_assets.assets.ingest import recording_ingest
+from eval_assets.assets.perception import detections_masks
+from eval_assets.layout import StorageLayout
+from eval_assets.perception import ConfigurationError, default_vocabulary, read_detections
+from eval_assets.perception.evidence_io import DETECTIONS_TABLE, load_mask
+from eval_assets.resources import PerceptionResource, ProjectStorage
+
+MIN_VISIBLE_PX = 150
+
+
+def _metadata(result, asset: str) -> dict:
+    events = [e for e in result.get_asset_materialization_events()
+              if e.asset_key.to_user_string() == asset]
+    assert len(events) == 1
+    return {k: v.value for k, v in events[0].materialization.metadata.items()}
+
+
+@pytest.mark.slow
+def test_detections_masks_materializes_for_the_sample(tmp_path: Path, sample_db: Path) -> None:
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("recordings", ["sample"])
+    storage = ProjectStorage(recordings_dir=str(sample_db.parent), storage_root=str(tmp_path))
+    result = materialize(
+        [recording_ingest, rectified_frames, detections_masks],
+        partition_key="sample",
+        instance=instance,
+        resources={"storage": storage, "perception": PerceptionResource()},
+    )
+    assert result.success
+    out = StorageLayout(tmp_path).detections_dir("sample")
+    meta = _metadata(result, "detections_masks")
+    scene = json.loads(sample_db.with_suffix(".scene.json").read_text())
+    truth_per_name: dict[str, int] = dict.fromkeys(default_vocabulary(), 0)
+    for frame in scene["frames"]:
+        for obj in frame["objects"]:
+            if obj["visible_pixels"] >= MIN_VISIBLE_PX:
+                truth_per_name[obj["name"]] += 1
+
+    assert meta["num_frames"] == len(scene["frames"])
+    assert meta["detections_per_name"] == truth_per_name
+    assert meta["num_detections"] == sum(truth_per_name.values())
+    assert meta["detector"].startswith("color_shape ")
+    assert meta["segmenter"].startswith("box_region ")
+    assert meta["table"] == str(out / DETECTIONS_TABLE)
+    assert "| frame | name |" in meta["example"] and "masks/frame-000000-00.png" in meta["example"]
+
+    stored = read_detections(out)
+    assert [f.frame_index for f in stored] == [f["index"] for f in scene["frames"]]
+    assert all(f.queried_names == default_vocabulary() for f in stored)
+    for frame in stored:
+        for det in frame.detections:
+            assert int(load_mask(out, det).sum()) == det.mask_area > 0
+    assert len(list((out / "masks").iterdir())) == meta["num_detections"]
+
+
+def test_a_misconfigured_detector_fails_the_run_and_writes_nothing(
+        tmp_path: Path, sample_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MOONDREAM_API_KEY", raising=False)
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("recordings", ["sample"])
+    storage = ProjectStorage(recordings_dir=str(sample_db.parent), storage_root=str(tmp_path))
+    with pytest.raises(ConfigurationError, match="MOONDREAM_API_KEY"):
+        materialize([detections_masks], partition_key="sample", instance=instance,
+                    resources={"storage": storage,
+                               "perception": PerceptionResource(detector="moondream")})
+    assert not StorageLayout(tmp_path).detections_dir("sample").exists()

@@ -1,0 +1,267 @@
+"""Boundary tests of the seven families' evidence rules (pure functions, no files)."""
+
+from __future__ import annotations
+
+import pytest
+
+from eval_assets.metrics.vqa import match_choice
+from eval_assets.vqa.families import (
+    COUNT_CHOICES,
+    COVERAGE_SCHEMES,
+    DIRECTION_CHOICES,
+    DISTANCE_CHOICES,
+    FAMILIES,
+    PRESENCE_CHOICES,
+    QUESTIONS,
+    Answered,
+    DetectionEvidence,
+    FrameEvidence,
+    RangeEvidence,
+    Rejected,
+    case_id_base,
+    coverage_choices,
+    decide,
+    slug,
+)
+
+
+def det(x0: float = 10, x1: float = 20, area: int | None = 50,
+        rng: RangeEvidence | None = None) -> DetectionEvidence:
+    return DetectionEvidence(box_xyxy=(x0, 0.0, x1, 10.0), score=0.9, mask_area=area, range=rng)
+
+
+def rng(q1: float, median: float, q3: float, count: int = 20) -> RangeEvidence:
+    return RangeEvidence(count=count, median=median, q1=q1, q3=q3, min=q1 - 0.05)
+
+
+def frame(detections: dict[str, list[DetectionEvidence]], width: int = 300, height: int = 100,
+          queried: set[str] | None = None, lidar_ok: bool = True) -> FrameEvidence:
+    names = set(detections) if queried is None else queried
+    return FrameEvidence(frame_index=7, width=width, height=height, queried=frozenset(names),
+                         detections={k: tuple(v) for k, v in detections.items()},
+                         lidar_ok=lidar_ok, lidar_reason=None if lidar_ok else "no LiDAR")
+
+
+def answered(decision: Answered | Rejected) -> Answered:
+    assert isinstance(decision, Answered), decision
+    return decision
+
+
+def rejected(decision: Answered | Rejected, reason: str) -> Rejected:
+    assert isinstance(decision, Rejected), decision
+    assert decision.reason == reason, decision
+    return decision
+
+
+# --- presence -----------------------------------------------------------------------------------
+
+def test_presence_yes_no_and_unqueried() -> None:
+    ev = frame({"red ball": [det()]}, queried={"red ball", "blue box"})
+    yes = answered(decide("presence", ["Red  Ball"], ev))
+    assert (yes.answer, yes.choices) == ("yes", PRESENCE_CHOICES)
+    assert yes.question == "Does the image contain any red ball?"
+    assert answered(decide("presence", ["blue box"], ev)).answer == "no"
+    rejected(decide("presence", ["green cylinder"], ev), "name_not_queried")
+
+
+# --- horizontal_direction: thirds -------------------------------------------------------------
+
+@pytest.mark.parametrize(("x0", "x1", "expected"), [
+    (0.0, 199.998, "left"),  # centre 99.999 < W/3 = 100
+    (99.0, 101.0, "center"),  # centre exactly W/3
+    (150.0, 249.998, "center"),  # centre 199.999 < 2W/3
+    (199.0, 201.0, "right"),  # centre exactly 2W/3
+    (290.0, 300.0, "right"),
+])
+def test_horizontal_thirds_boundaries(x0: float, x1: float, expected: str) -> None:
+    ev = frame({"red ball": [det(x0, x1)]}, width=300)
+    a = answered(decide("horizontal_direction", ["red ball"], ev))
+    assert a.answer == expected
+    assert a.choices == DIRECTION_CHOICES
+
+
+def test_horizontal_needs_exactly_one_detection() -> None:
+    ev = frame({"red ball": [det(), det(200, 220)], "blue box": []})
+    rejected(decide("horizontal_direction", ["red ball"], ev), "multiple_detections")
+    rejected(decide("horizontal_direction", ["blue box"], ev), "no_detection")
+
+
+# --- object_count ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("n", "expected"), [(1, "one"), (2, "two"), (3, "three"),
+                                             (4, "four or more"), (7, "four or more")])
+def test_count_is_min_n_4(n: int, expected: str) -> None:
+    ev = frame({"blue box": [det(10 * i, 10 * i + 5) for i in range(n)]})
+    a = answered(decide("object_count", ["blue box"], ev))
+    assert (a.answer, a.choices) == (expected, COUNT_CHOICES)
+
+
+def test_count_zero_rejects() -> None:
+    rejected(decide("object_count", ["blue box"], frame({"blue box": []})), "no_detection")
+
+
+# --- image_coverage: two schemes, ties to A ----------------------------------------------------
+
+@pytest.mark.parametrize(("percent", "scheme", "expected"), [
+    (1, "A", "under 25 percent"),
+    (20, "A", "under 25 percent"),  # tie: A's nearest is 25 (5 away), B's is 15 (5 away)
+    (30, "A", "25 to under 50 percent"),  # tie again (25 / 35)
+    (40, "A", "25 to under 50 percent"),  # A 10 away, B 5 away
+    (25, "B", "15 to under 35 percent"),  # on A's boundary: B is 10 away
+    (50, "B", "35 to under 65 percent"),
+    (75, "B", "65 to under 85 percent"),
+    (15, "A", "under 25 percent"),  # on B's boundary
+    (85, "A", "75 percent or more"),
+    (100, "A", "75 percent or more"),
+])
+def test_coverage_scheme_choice_and_buckets(percent: int, scheme: str, expected: str) -> None:
+    ev = frame({"red ball": [det(area=percent)]}, width=10, height=10)
+    a = answered(decide("image_coverage", ["red ball"], ev))
+    assert a.evidence["scheme"] == scheme
+    assert a.choices == coverage_choices(COVERAGE_SCHEMES[scheme])
+    assert a.answer == expected
+
+
+def test_coverage_needs_one_masked_detection() -> None:
+    ev = frame({"a": [det(area=None)], "b": [det(area=0)], "c": [det(), det()], "d": []})
+    rejected(decide("image_coverage", ["a"], ev), "no_mask")
+    rejected(decide("image_coverage", ["b"], ev), "no_mask")
+    rejected(decide("image_coverage", ["c"], ev), "multiple_detections")
+    rejected(decide("image_coverage", ["d"], ev), "no_detection")
+
+
+# --- largest_visible_area: exactly 1.2x -------------------------------------------------------
+
+@pytest.mark.parametrize(("winner", "runner", "ok"), [
+    (120, 100, True), (6, 5, True), (119, 100, False), (1199, 1000, False), (1200, 1000, True),
+    (121, 100, True),
+])
+def test_largest_area_margin_exactly_1_2(winner: int, runner: int, ok: bool) -> None:
+    ev = frame({"red ball": [det(area=winner)], "blue box": [det(area=runner)],
+                "green cylinder": [det(area=1)]})
+    d = decide("largest_visible_area", ["blue box", "red ball", "green cylinder"], ev)
+    if ok:
+        a = answered(d)
+        assert a.answer == "red ball"
+        assert a.choices == ("blue box", "green cylinder", "red ball")  # sorted
+        assert a.question == QUESTIONS["largest_visible_area"]
+    else:
+        rejected(d, "area_margin_too_small")
+
+
+def test_largest_area_reference_rules() -> None:
+    ev = frame({"a": [det(area=100)], "b": [det(area=10), det(area=10)], "c": []})
+    rejected(decide("largest_visible_area", ["a", "b"], ev), "multiple_detections")
+    rejected(decide("largest_visible_area", ["a", "c"], ev), "no_detection")
+    rejected(decide("largest_visible_area", ["a"], ev), "wrong_reference_count")
+    rejected(decide("largest_visible_area", ["a", "b", "c", "d", "e", "f"], ev),
+             "wrong_reference_count")
+    rejected(decide("largest_visible_area", ["a", "A"], ev), "repeated_reference")
+
+
+# --- object_distance: >= 5 points, quartile rule ------------------------------------------------
+
+@pytest.mark.parametrize(("q1", "median", "q3", "expected"), [
+    (1.9, 2.0, 2.1, None),  # straddles 2.0
+    (1.5, 1.8, 2.0, None),  # q3 exactly on 2.0 reaches the next bucket
+    (2.0, 2.2, 2.4, "2 to under 3 meters"),  # q1 exactly on 2.0 is inside "2 to under 3"
+    (1.5, 1.8, 1.999, "1 to under 2 meters"),
+    (0.2, 0.5, 0.9, "under 1 meter"),
+    (3.0, 4.0, 9.0, "3 meters or more"),
+])
+def test_distance_quartiles_at_2m(q1: float, median: float, q3: float,
+                                  expected: str | None) -> None:
+    ev = frame({"red ball": [det(rng=rng(q1, median, q3))]})
+    d = decide("object_distance", ["red ball"], ev)
+    if expected is None:
+        rejected(d, "quartiles_cross_boundary")
+    else:
+        a = answered(d)
+        assert (a.answer, a.choices) == (expected, DISTANCE_CHOICES)
+        assert a.evidence["range_m"]["median"] == median
+
+
+@pytest.mark.parametrize(("count", "ok"), [(4, False), (5, True)])
+def test_distance_needs_5_points(count: int, ok: bool) -> None:
+    ev = frame({"red ball": [det(rng=rng(1.2, 1.3, 1.4, count=count))]})
+    d = decide("object_distance", ["red ball"], ev)
+    if ok:
+        assert answered(d).answer == "1 to under 2 meters"
+    else:
+        rejected(d, "too_few_points")
+
+
+def test_distance_other_rejections() -> None:
+    ev = frame({"a": [det(rng=None)], "b": [det(area=None, rng=rng(1, 1.1, 1.2))],
+                "c": [det(rng=rng(1, 1.1, 1.2))] * 2})
+    rejected(decide("object_distance", ["a"], ev), "too_few_points")
+    rejected(decide("object_distance", ["b"], ev), "no_mask")
+    rejected(decide("object_distance", ["c"], ev), "multiple_detections")
+    image_only = frame({"a": [det(rng=rng(1, 1.1, 1.2))]}, lidar_ok=False)
+    rejected(decide("object_distance", ["a"], image_only), "image_only_frame")
+
+
+# --- closest_object: interval non-overlap -----------------------------------------------------
+
+def test_closest_separated_intervals() -> None:
+    ev = frame({"b": [det(rng=rng(1.0, 1.2, 1.4))], "a": [det(rng=rng(1.5, 2.0, 2.5))],
+                "c": [det(rng=rng(3.0, 3.1, 3.2))]})
+    a = answered(decide("closest_object", ["c", "a", "b"], ev))
+    assert a.answer == "b"
+    assert a.choices == ("a", "b", "c")
+    assert set(a.evidence["range_m"]) == {"a", "b", "c"}
+
+
+@pytest.mark.parametrize(("other_q1", "ok"), [(1.4, False), (1.39, False), (1.41, True)])
+def test_closest_touching_intervals_overlap(other_q1: float, ok: bool) -> None:
+    ev = frame({"a": [det(rng=rng(1.0, 1.2, 1.4))], "b": [det(rng=rng(other_q1, 1.8, 2.0))]})
+    d = decide("closest_object", ["a", "b"], ev)
+    if ok:
+        assert answered(d).answer == "a"
+    else:
+        rejected(d, "range_intervals_overlap")
+
+
+def test_closest_every_reference_needs_range_evidence() -> None:
+    ev = frame({"a": [det(rng=rng(1.0, 1.2, 1.4))], "b": [det(rng=rng(3, 3.1, 3.2, count=4))],
+                "c": [], "d": [det(rng=rng(3, 3.1, 3.2))] * 2})
+    rejected(decide("closest_object", ["a", "b"], ev), "too_few_points")
+    rejected(decide("closest_object", ["a", "c"], ev), "no_detection")
+    rejected(decide("closest_object", ["a", "d"], ev), "multiple_detections")
+    rejected(decide("closest_object", ["a", "e"], ev), "name_not_queried")
+
+
+# --- shape checks, ids and choice matching ----------------------------------------------------
+
+def test_unknown_family_and_bad_names() -> None:
+    ev = frame({"a": [det()]})
+    rejected(decide("colour", ["a"], ev), "unknown_family")
+    rejected(decide("presence", ["a", "b"], ev), "wrong_reference_count")
+    rejected(decide("presence", [""], ev), "malformed_author_reply")
+
+
+def test_slug_and_case_id() -> None:
+    assert slug(["Red Ball"]) == "red-ball"
+    assert slug(["blue box", "red  ball"]) == "blue-box-vs-red--ball"
+    assert case_id_base(100, ["red ball"], "presence") == "frame-000100-red-ball-presence"
+
+
+def every_choice_list() -> list[tuple[str, ...]]:
+    lists = [PRESENCE_CHOICES, DIRECTION_CHOICES, COUNT_CHOICES, DISTANCE_CHOICES]
+    lists += [coverage_choices(b) for b in COVERAGE_SCHEMES.values()]
+    return lists
+
+
+@pytest.mark.parametrize("choices", every_choice_list())
+def test_every_fixed_choice_round_trips_through_match_choice(choices: tuple[str, ...]) -> None:
+    for choice in choices:
+        for reply in (choice, choice.upper(), f"{choice}.", f"Answer: {choice}", f'"{choice}"'):
+            match = match_choice(reply, list(choices))
+            assert match.choice == choice, (reply, match)
+        assert not choice.endswith("%")
+
+
+def test_families_registry_is_complete() -> None:
+    assert list(FAMILIES) == ["presence", "horizontal_direction", "object_count",
+                              "image_coverage", "largest_visible_area", "object_distance",
+                              "closest_object"]
