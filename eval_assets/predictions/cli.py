@@ -1,0 +1,98 @@
+"""Commands of the predictions stage, registered by ``eval_assets.cli``:
+
+    eval-assets serve --model random|blind-smollm2 [--port 8000] [--seed 0]
+    eval-assets vqa run DATASET --model NAME [--base-url URL] [--output DIR]
+
+``vqa run`` mirrors ``dimos evals vqa run``: it answers a public dataset's cases with one model
+and writes a run folder (config.json, answers.jsonl, descriptions.jsonl, summary.json); scoring
+against the private labels is a separate step. Rerunning the same command resumes: completed
+answers are kept, only missing and failed ones are asked again.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import typer
+
+from eval_assets.predictions.baselines import LOCAL_MODELS
+
+
+def serve_command(
+    model: str = typer.Option(..., help=f"Local model to serve: {', '.join(LOCAL_MODELS)}."),
+    port: int = typer.Option(8000, help="TCP port (0 picks a free one)."),
+    seed: int = typer.Option(0, help="Seed of the random model."),
+    host: str = typer.Option("127.0.0.1", help="Interface to bind; keep it local."),
+) -> None:
+    """Serve a local baseline behind an OpenAI-compatible /v1/chat/completions API."""
+    from eval_assets.predictions.serve import serve
+
+    if model not in LOCAL_MODELS:
+        raise typer.BadParameter(f"{model!r} is not a local model; choose one of "
+                                 f"{sorted(LOCAL_MODELS)}", param_hint="--model")
+    typer.echo(f"serving {model} at http://{host}:{port}/v1 (Ctrl-C to stop)")
+    serve(model, host=host, port=port, seed=seed)
+
+
+def _folder_name(model: str) -> str:
+    """A model id as a folder name (``Qwen/Qwen2.5-VL`` → ``Qwen-Qwen2.5-VL``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-.") or "model"
+
+
+def vqa_run_command(
+    dataset: Path = typer.Argument(..., help="A public dataset folder (cases.jsonl + assets/)."),
+    model: str = typer.Option(..., help="A model declared in the models file, or any model id "
+                                        "served at --base-url."),
+    base_url: str | None = typer.Option(None, help="OpenAI-compatible endpoint (…/v1)."),
+    output: Path | None = typer.Option(
+        None, help="Run folder (default <storage root>/runs/<dataset>/<model>)."),
+    api_key_env: str | None = typer.Option(
+        None, help="NAME of the environment variable holding the API key."),
+    max_concurrency: int | None = typer.Option(None, help="Requests in flight (default 4)."),
+    max_tokens: int | None = typer.Option(None, help="Reply token limit (default 256)."),
+    timeout_s: float | None = typer.Option(None, help="Seconds per request (default 60)."),
+    max_retries: int = typer.Option(4, help="Retries of a transient failure (429, 5xx, timeout)."),
+    describe: bool = typer.Option(True, help="Also ask for a description of every frame."),
+    models_file: Path | None = typer.Option(None, help="Models file (default data/models.yaml)."),
+) -> None:
+    """Answer every case of DATASET with one model and write the run folder (no scoring)."""
+    from eval_assets.layout import StorageLayout, default_models_file, default_storage_root
+    from eval_assets.predictions.client import OpenAIVLMClient, load_model_specs
+    from eval_assets.predictions.runner import open_endpoint, run_predictions
+    from eval_assets.schemas.predictions import ModelSpec
+
+    path = models_file or default_models_file()
+    declared = {s.name: s for s in load_model_specs(path)} if path.is_file() else {}
+    spec = declared.get(model)
+    if spec is None:
+        if base_url is None:
+            raise typer.BadParameter(
+                f"{model!r} is not declared in {path} (declared: {sorted(declared)}); pass "
+                f"--base-url for an undeclared model", param_hint="--model")
+        spec = ModelSpec(name=_folder_name(model), model=model, base_url=base_url)
+    overrides = {"api_key_env": api_key_env, "max_concurrency": max_concurrency,
+                 "max_tokens": max_tokens, "timeout_s": timeout_s}
+    spec = spec.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    out = output or StorageLayout(default_storage_root()).vqa_run_dir(dataset.resolve().name,
+                                                                       spec.name)
+    try:
+        with open_endpoint(spec, {"max_retries": max_retries}, base_url=base_url) as settings, \
+                OpenAIVLMClient(settings) as client:
+            result = run_predictions(dataset, client, out,
+                                     max_concurrency=settings.max_concurrency, describe=describe)
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    answers = result.summary.answers
+    typer.echo(f"{spec.name}: {answers.success}/{answers.total} cases answered "
+               f"({answers.unmatched_choices} name no choice), {answers.failed} failed; "
+               f"{result.calls_made} calls made, {result.skipped} resumed")
+    if result.summary.descriptions is not None:
+        d = result.summary.descriptions
+        typer.echo(f"descriptions: {d.success}/{d.total}, {d.failed} failed")
+    typer.echo(f"run folder: {out}")
+    if not result.summary.complete:
+        typer.echo(f"incomplete ({answers.error_counts}); rerun the same command to retry only "
+                   f"the failed calls", err=True)
+        raise typer.Exit(1)

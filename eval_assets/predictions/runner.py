@@ -1,0 +1,313 @@
+"""Run a VLM over a public dataset: refill scheduling, resume, and the run folder.
+
+Only ``cases.jsonl`` and the PNGs under ``assets/`` of a dataset are ever opened; labels and the
+audit stay unread, so nothing private can reach a model. Requests are kept at ``max_concurrency``
+in flight: a new one starts as soon as any finishes. Each finished call is journalled before the
+next one is scheduled in its place, which makes an interrupted run resumable at any point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from eval_assets.atomic import write_text_atomic
+from eval_assets.predictions.client import ClientSettings, VLMClient
+from eval_assets.predictions.prompts import DESCRIPTION_PROMPT, read_png
+from eval_assets.predictions.store import (
+    Journal,
+    answer_key,
+    description_key,
+    exclusive_run_lock,
+)
+from eval_assets.schemas.predictions import (
+    RUN_ANSWERS,
+    RUN_ANSWERS_JOURNAL,
+    RUN_CONFIG,
+    RUN_DESCRIPTIONS,
+    RUN_DESCRIPTIONS_JOURNAL,
+    RUN_LOCK,
+    RUN_SUMMARY,
+    AnswerRecord,
+    CallSummary,
+    DescriptionRecord,
+    LatencyStats,
+    ModelSpec,
+    RunConfig,
+    RunSummary,
+    TokenUsage,
+)
+from eval_assets.schemas.vqa import DATASET_ASSETS, DATASET_CASES, Case
+
+Record = AnswerRecord | DescriptionRecord
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One distinct image of a dataset, to be described."""
+
+    frame: str
+    image: str
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a run left behind and how many model calls it made."""
+
+    out_dir: Path
+    summary: RunSummary
+    calls_made: int
+    skipped: int
+
+
+def _check_image_path(dataset_dir: Path, image: str, where: str) -> Path:
+    """The asset file of a case, refusing any path outside ``assets/`` (no private file leaks)."""
+    rel = PurePosixPath(image)
+    if (rel.is_absolute() or ".." in rel.parts or len(rel.parts) < 2
+            or rel.parts[0] != DATASET_ASSETS or rel.suffix.lower() != ".png"):
+        raise ValueError(
+            f"{where}: field 'image' is {image!r}; it must be a relative path to a PNG inside "
+            f"{DATASET_ASSETS}/ (e.g. '{DATASET_ASSETS}/frame-000100.png'); fix the case"
+        )
+    path = dataset_dir / rel
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{where}: image {image!r} does not exist under {dataset_dir}; copy the asset or "
+            f"regenerate the dataset"
+        )
+    return path
+
+
+def load_public_cases(dataset_dir: Path) -> list[Case]:
+    """The cases of a public dataset, validated, in file order; images checked to exist."""
+    dataset_dir = Path(dataset_dir)
+    path = dataset_dir / DATASET_CASES
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} does not exist; point at a dataset folder (with {DATASET_CASES} and "
+            f"{DATASET_ASSETS}/) made by the VQA generator"
+        )
+    cases: list[Case] = []
+    seen: set[str] = set()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            case = Case.model_validate_json(line)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "(line)"
+            raise ValueError(
+                f"{where}: field {field!r}: {first['msg']}; each line must be a JSON object with "
+                f"exactly case_id, image, question and choices (a list of at least 2 strings)"
+            ) from exc
+        if case.case_id in seen:
+            raise ValueError(f"{where}: field 'case_id' repeats {case.case_id!r}; case ids must "
+                             f"be unique, regenerate the dataset")
+        seen.add(case.case_id)
+        _check_image_path(dataset_dir, case.image, where)
+        cases.append(case)
+    if not cases:
+        raise ValueError(f"{path} holds no cases; regenerate the dataset")
+    return cases
+
+
+def frames_of(cases: Sequence[Case]) -> list[Frame]:
+    """The distinct images of ``cases``, sorted by path; the frame id is the file stem."""
+    images = sorted({c.image for c in cases})
+    return [Frame(frame=PurePosixPath(i).stem, image=i) for i in images]
+
+
+def _percentile(sorted_values: list[float], q: float) -> float:
+    """Linear-interpolation percentile of an ascending list (numpy's default)."""
+    pos = (len(sorted_values) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def _sum_or_none(values: list[int | None]) -> int | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def summarise(records: Sequence[Record], total: int) -> CallSummary:
+    """Counts, error categories, latency and token totals of the standing records."""
+    ok = [r for r in records if r.status == "success"]
+    latencies = sorted(r.latency_s for r in ok if r.latency_s is not None)
+    latency = LatencyStats(
+        count=len(latencies),
+        mean=round(sum(latencies) / len(latencies), 4) if latencies else None,
+        p50=round(_percentile(latencies, 0.5), 4) if latencies else None,
+        p95=round(_percentile(latencies, 0.95), 4) if latencies else None,
+        max=round(latencies[-1], 4) if latencies else None,
+    )
+    usages = [r.usage for r in records if r.usage is not None]
+    tokens = TokenUsage(
+        prompt_tokens=_sum_or_none([u.prompt_tokens for u in usages]),
+        completion_tokens=_sum_or_none([u.completion_tokens for u in usages]),
+        total_tokens=_sum_or_none([u.total_tokens for u in usages]),
+    )
+    errors = Counter(r.error_category for r in records if r.error_category is not None)
+    unmatched = sum(1 for r in ok if isinstance(r, AnswerRecord) and r.choice is None)
+    return CallSummary(
+        total=total, success=len(ok), failed=len(records) - len(ok),
+        missing=total - len(records), error_counts=dict(sorted(errors.items())),
+        unmatched_choices=unmatched, latency_s=latency, tokens=tokens,
+        attempts=sum(r.attempts for r in records),
+    )
+
+
+def _dump_lines(records: Sequence[BaseModel]) -> str:
+    return "".join(r.model_dump_json() + "\n" for r in records)
+
+
+def _dump_document(model: BaseModel) -> str:
+    return json.dumps(model.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+
+
+def _schedule(tasks: Iterator[Callable[[], None]], max_concurrency: int) -> None:
+    """Run ``tasks`` with ``max_concurrency`` in flight, starting one as soon as one finishes.
+
+    Tasks are pulled lazily, so an interruption (Ctrl-C, a failing task) starts nothing new; the
+    calls already in flight are let finish and journal their records before it propagates.
+    """
+    pool = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="vlm")
+    in_flight: set[Future[None]] = set()
+    try:
+        for task in tasks:
+            in_flight.add(pool.submit(task))
+            if len(in_flight) >= max_concurrency:
+                done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in done:
+                    future.result()
+        while in_flight:
+            done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in done:
+                future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def run_predictions(
+    dataset_dir: Path,
+    client: VLMClient,
+    out_dir: Path,
+    *,
+    max_concurrency: int,
+    describe: bool = True,
+    on_record: Callable[[Record], None] | None = None,
+) -> RunResult:
+    """Answer every public case (and describe every frame) once, resuming what is stored.
+
+    Writes ``config.json`` first, journals each call as it finishes, and at the end writes
+    ``answers.jsonl`` / ``descriptions.jsonl`` (standing record per case / frame, dataset order)
+    and ``summary.json``. ``on_record`` is called after each record is durable.
+    """
+    if max_concurrency < 1:
+        raise ValueError(f"max_concurrency is {max_concurrency}; it must be at least 1")
+    dataset_dir = Path(dataset_dir).resolve()
+    out_dir = Path(out_dir)
+    cases = load_public_cases(dataset_dir)
+    frames = frames_of(cases) if describe else []
+    generation = client.generation
+    config_hash = generation.config_hash()
+    run_config = RunConfig(
+        dataset=str(dataset_dir),
+        cases_sha256=hashlib.sha256((dataset_dir / DATASET_CASES).read_bytes()).hexdigest(),
+        num_cases=len(cases), num_frames=len(frames), generation=generation,
+        config_hash=config_hash, describe=describe,
+        description_prompt=DESCRIPTION_PROMPT if describe else None,
+        max_concurrency=max_concurrency, client=client.public_settings(),
+    )
+    model = generation.model
+    with exclusive_run_lock(out_dir / RUN_LOCK), \
+            Journal(out_dir / RUN_ANSWERS_JOURNAL, AnswerRecord, answer_key) as answers, \
+            Journal(out_dir / RUN_DESCRIPTIONS_JOURNAL, DescriptionRecord,
+                    description_key) as descriptions:
+        write_text_atomic(out_dir / RUN_CONFIG, _dump_document(run_config))
+        pending_cases = [c for c in cases
+                         if not answers.succeeded((c.case_id, model, config_hash))]
+        pending_frames = [f for f in frames
+                          if not descriptions.succeeded((f.frame, model, config_hash))]
+        calls = 0
+
+        def record(journal: Journal, result: Record) -> None:
+            nonlocal calls
+            journal.append(result)
+            calls += 1  # only the main thread reads it, after the pool has shut down
+            if on_record is not None:
+                on_record(result)
+
+        def answer_task(case: Case) -> Callable[[], None]:
+            return lambda: record(answers, client.answer(
+                case, read_png(dataset_dir / case.image)))
+
+        def describe_task(frame: Frame) -> Callable[[], None]:
+            return lambda: record(descriptions, client.describe(
+                frame.frame, frame.image, read_png(dataset_dir / frame.image)))
+
+        tasks = [answer_task(c) for c in pending_cases] + [describe_task(f) for f in
+                                                           pending_frames]
+        _schedule(iter(tasks), max_concurrency)
+
+        standing_answers = [r for c in cases
+                            if (r := answers.get((c.case_id, model, config_hash))) is not None]
+        standing_descriptions = [
+            r for f in frames
+            if (r := descriptions.get((f.frame, model, config_hash))) is not None
+        ]
+    answer_summary = summarise(standing_answers, len(cases))
+    description_summary = summarise(standing_descriptions, len(frames)) if describe else None
+    complete = answer_summary.success == len(cases) and (
+        description_summary is None or description_summary.success == len(frames))
+    summary = RunSummary(model=model, config_hash=config_hash, complete=complete,
+                         answers=answer_summary, descriptions=description_summary)
+    write_text_atomic(out_dir / RUN_ANSWERS, _dump_lines(standing_answers))
+    if describe:
+        write_text_atomic(out_dir / RUN_DESCRIPTIONS, _dump_lines(standing_descriptions))
+    write_text_atomic(out_dir / RUN_SUMMARY, _dump_document(summary))
+    skipped = len(cases) - len(pending_cases) + len(frames) - len(pending_frames)
+    return RunResult(out_dir=out_dir, summary=summary, calls_made=calls, skipped=skipped)
+
+
+@contextlib.contextmanager
+def open_endpoint(spec: ModelSpec, defaults: Mapping[str, Any] | None = None,
+                  base_url: str | None = None) -> Iterator[ClientSettings]:
+    """Client settings for a declared model, serving it in this process when it is local.
+
+    ``defaults`` are :class:`ClientSettings` fields (timeouts, retries, max_tokens, ...); the
+    spec's own fields override them. ``base_url`` (e.g. ``--base-url``) overrides the spec's; a
+    spec with ``serve`` and no URL is started with
+    :func:`eval_assets.predictions.serve.serve_in_thread` for the duration.
+    """
+    values = dict(defaults or {})
+    values["model"] = spec.api_model
+    for field in ("api_key_env", "max_tokens", "max_concurrency", "timeout_s"):
+        if getattr(spec, field) is not None:
+            values[field] = getattr(spec, field)
+    url = base_url or spec.base_url
+    if url is not None:
+        values["base_url"] = url
+        values["endpoint_id"] = None
+        yield ClientSettings.model_validate(values)
+        return
+    if spec.serve is None:
+        raise ValueError(f"model {spec.name!r} has neither base_url nor serve; give one")
+    from eval_assets.predictions.serve import serve_in_thread
+
+    with serve_in_thread(model=spec.serve, port=0, seed=spec.seed) as served_url:
+        values["base_url"] = served_url
+        values["endpoint_id"] = f"serve://{spec.serve}?seed={spec.seed}"
+        values["api_key_env"] = None
+        yield ClientSettings.model_validate(values)

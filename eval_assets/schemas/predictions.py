@@ -1,0 +1,198 @@
+"""Records of the predictions stage: model answers and descriptions of a public dataset.
+
+Public cases are :class:`eval_assets.schemas.vqa.Case`. Everything here crosses a file boundary:
+the append-only journals and the run folder's ``config.json``, ``answers.jsonl``,
+``descriptions.jsonl`` and ``summary.json`` (written), and ``data/models.yaml`` (read).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Status = Literal["success", "failed"]
+
+# Failure categories, shared by answers and descriptions. The first four are transient and retried
+# within a call; the rest come from a server that answered, so a same-request retry would not help
+# (the next run retries them anyway).
+ErrorCategory = Literal[
+    "rate_limited",  # HTTP 429
+    "server_error",  # HTTP 5xx
+    "timeout",  # no response within timeout_s
+    "connection_error",  # refused, reset, DNS
+    "client_error",  # other HTTP 4xx (bad request, auth, unknown model)
+    "malformed_response",  # not JSON, or no ``choices``
+    "empty_response",  # a choice without message content
+    "unexpected_error",  # anything else raised while calling or parsing
+]
+RETRYABLE_CATEGORIES: frozenset[str] = frozenset(
+    {"rate_limited", "server_error", "timeout", "connection_error"}
+)
+
+
+class GenerationConfig(BaseModel):
+    """What determines a model's answers; its hash keys stored records for resume.
+
+    Anything that changes the request (and so possibly the answer) belongs here; anything that
+    only changes how requests are scheduled (concurrency, timeouts, retries) does not.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    base_url: str
+    temperature: float = 0.0
+    max_tokens: int
+    prompt_version: str
+
+    def config_hash(self) -> str:
+        """sha256 of the canonical JSON of this config (sorted keys, no whitespace)."""
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True,
+                               separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class TokenUsage(BaseModel):
+    """Token counts as reported by the server (absent fields stay ``None``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+class _CallRecord(BaseModel):
+    """Fields shared by every stored model call."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    config_hash: str
+    status: Status
+    raw_response: str | None = None
+    latency_s: float | None = Field(
+        default=None, description="Seconds of the last HTTP attempt (the one that produced this)."
+    )
+    wall_s: float | None = Field(
+        default=None, description="Seconds from the first attempt to the end, backoff included."
+    )
+    usage: TokenUsage | None = None
+    error_category: ErrorCategory | None = None
+    error_message: str | None = None
+    attempts: int
+
+
+class AnswerRecord(_CallRecord):
+    """A model's answer to one public case, or why there is none."""
+
+    kind: Literal["answer"] = "answer"
+    case_id: str
+    choice: str | None = None
+    extraction_tier: str | None = None
+
+
+class DescriptionRecord(_CallRecord):
+    """A model's free-text description of one frame (for the vision metrics, CHAIR, the judge)."""
+
+    kind: Literal["description"] = "description"
+    frame: str = Field(description="Frame id, the image file's stem, e.g. ``frame-000100``.")
+    image: str = Field(description="The image path inside the dataset, e.g. ``assets/x.png``.")
+
+
+class RunConfig(BaseModel):
+    """``config.json`` of a run folder: what was asked of whom. Never holds an API key."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dataset: str
+    cases_sha256: str
+    num_cases: int
+    num_frames: int
+    generation: GenerationConfig
+    config_hash: str
+    describe: bool
+    description_prompt: str | None
+    max_concurrency: int
+    client: dict[str, Any] = Field(description="Client settings (api_key_env is a name only).")
+
+
+class LatencyStats(BaseModel):
+    """Latency summary of successful calls, in seconds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    count: int
+    mean: float | None
+    p50: float | None
+    p95: float | None
+    max: float | None
+
+
+class CallSummary(BaseModel):
+    """Counts, errors, latency and tokens of one kind of call (answers or descriptions)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    total: int
+    success: int
+    failed: int
+    missing: int = Field(description="Items with no stored record yet (an interrupted run).")
+    error_counts: dict[str, int]
+    unmatched_choices: int = Field(
+        default=0, description="Successful answers that name no choice (parse failures)."
+    )
+    latency_s: LatencyStats
+    tokens: TokenUsage
+    attempts: int
+
+
+class RunSummary(BaseModel):
+    """``summary.json`` of a run folder. Scoring against labels is a separate stage."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    config_hash: str
+    complete: bool = Field(description="Every case (and frame) has a successful record.")
+    answers: CallSummary
+    descriptions: CallSummary | None
+
+
+class ModelSpec(BaseModel):
+    """One entry of ``data/models.yaml``: a model under test and how to reach it.
+
+    ``serve`` names a local model that ``eval-assets serve`` provides; a spec with ``serve`` is
+    started in-process when no ``base_url`` is given. Fields left ``None`` fall back to the client
+    defaults of the caller (CLI options or the Dagster resource).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    model: str | None = Field(default=None, description="Model id sent to the API (default name).")
+    base_url: str | None = None
+    serve: str | None = None
+    seed: int = 0
+    api_key_env: str | None = None
+    max_tokens: int | None = None
+    max_concurrency: int | None = None
+    timeout_s: float | None = None
+
+    @property
+    def api_model(self) -> str:
+        """The ``model`` field of each request: ``model``, else the served model's id, else name."""
+        return self.model or self.serve or self.name
+
+
+# Run folder layout (one folder per recording × model, or per `eval-assets vqa run`).
+RUN_CONFIG = "config.json"
+RUN_ANSWERS = "answers.jsonl"
+RUN_DESCRIPTIONS = "descriptions.jsonl"
+RUN_SUMMARY = "summary.json"
+RUN_ANSWERS_JOURNAL = "answers.journal.jsonl"
+RUN_DESCRIPTIONS_JOURNAL = "descriptions.journal.jsonl"
+RUN_LOCK = ".run.lock"

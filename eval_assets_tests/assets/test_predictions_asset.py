@@ -1,0 +1,70 @@
+"""The ``predictions`` asset materialized for real: one (recording, model) partition, resumed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from dagster import (
+    AssetKey,
+    DagsterInstance,
+    MultiPartitionKey,
+    MultiToSingleDimensionPartitionMapping,
+    materialize,
+)
+
+from eval_assets.assets.predictions import model_partitions, predictions
+from eval_assets.layout import StorageLayout
+from eval_assets.resources import ProjectStorage, VLMClientResource
+from eval_assets_tests.predictions.helpers import CANARY, make_dataset
+
+
+def _metadata(result) -> dict:
+    events = result.get_asset_materialization_events()
+    assert len(events) == 1
+    return {k: v.value for k, v in events[0].materialization.metadata.items()}
+
+
+def test_asset_declares_pool_partitions_and_public_cases_dependency() -> None:
+    assert predictions.op.pool == "vlm_api"
+    assert {"random", "blind-smollm2"} <= set(model_partitions.get_partition_keys())
+    spec = next(iter(predictions.specs))
+    [dep] = spec.deps
+    assert dep.asset_key == AssetKey("public_cases")
+    assert isinstance(dep.partition_mapping, MultiToSingleDimensionPartitionMapping)
+    assert dep.partition_mapping.partition_dimension_name == "recording"
+
+
+def test_random_partition_materializes_and_resumes(tmp_path: Path) -> None:
+    root = tmp_path / "storage"
+    layout = StorageLayout(root)
+    make_dataset(layout.dataset_dir("rec1"), n_frames=2, cases_per_frame=2)
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("recordings", ["rec1"])
+    resources = {"storage": ProjectStorage(storage_root=str(root)),
+                 "vlm": VLMClientResource(max_concurrency=2)}
+    key = MultiPartitionKey({"recording": "rec1", "model": "random"})
+
+    first = materialize([predictions], partition_key=key, instance=instance, resources=resources)
+    assert first.success
+    meta = _metadata(first)
+    assert meta["complete"] is True and meta["num_answers"] == 4
+    assert meta["calls_made"] == 6 and meta["num_descriptions"] == 2
+
+    out = layout.predictions_dir("rec1", "random")
+    answers = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
+    assert {a["choice"] for a in answers} <= {"yes", "no"} and len(answers) == 4
+    assert all(CANARY not in p.read_text() for p in out.iterdir())
+
+    again = materialize([predictions], partition_key=key, instance=instance, resources=resources)
+    assert _metadata(again)["calls_made"] == 0 and _metadata(again)["resumed"] == 6
+
+
+def test_missing_dataset_is_a_clear_failure(tmp_path: Path) -> None:
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("recordings", ["rec2"])
+    resources = {"storage": ProjectStorage(storage_root=str(tmp_path)), "vlm": VLMClientResource()}
+    key = MultiPartitionKey({"recording": "rec2", "model": "random"})
+    with pytest.raises(FileNotFoundError, match=r"rec2/cases.jsonl does not exist"):
+        materialize([predictions], partition_key=key, instance=instance, resources=resources)
