@@ -10,7 +10,12 @@ from eval_assets.metrics.cli import score_app
 from eval_assets.predictions.cli import serve_command, vqa_run_command
 from eval_assets.vqa.cli import vqa_app
 
-app = typer.Typer(no_args_is_help=True, help="Robot recordings to VLM benchmarks, and VLM scores.")
+# Plain tracebacks: rich ones walk every local (datasets, models) and can take minutes and GBs.
+app = typer.Typer(
+    no_args_is_help=True,
+    help="Robot recordings to VLM benchmarks, and VLM scores.",
+    pretty_exceptions_enable=False,
+)
 vqa_app.command("run")(vqa_run_command)
 app.add_typer(vqa_app, name="vqa")
 app.command("serve")(serve_command)
@@ -23,23 +28,26 @@ def run(
     storage_root: Path | None = typer.Option(
         None, help="Output root (default $EVAL_ASSETS_HOME or ./.eval_assets)."
     ),
+    model: list[str] = typer.Option(
+        [], "--model", help="A model from data/models.yaml (repeatable; default: all)."
+    ),
 ) -> None:
-    """Run the per-recording pipeline on RECORDING and print where its outputs are."""
-    from eval_assets.pipeline import run_recording
+    """Build RECORDING's dataset, benchmark the models on it, and print the report path."""
+    from eval_assets.pipeline import run_benchmark
 
-    outcome = run_recording(recording, storage_root)
-    for name, folder in outcome.asset_dirs.items():
-        typer.echo(f"{name}: {folder}")
-    typer.echo(f"run {outcome.run_id} for partition {outcome.partition_key!r} succeeded")
+    outcome = run_benchmark(recording, storage_root, model or None,
+                            progress=lambda line: typer.echo(line, err=True))
+    typer.echo(f"leaderboard: {outcome.leaderboard}")
+    typer.echo(f"report: {outcome.report}")
 
 
 @app.command()
 def demo(
     storage_root: Path | None = typer.Option(None, help="Output root (default ./.eval_assets)."),
 ) -> None:
-    """Run the pipeline on the bundled sample recording with the offline default models."""
+    """The whole chain on the bundled sample recording with the offline default models."""
     sample = Path(__file__).resolve().parent.parent / "data" / "recordings" / "sample.db"
-    run(sample, storage_root)
+    run(sample, storage_root, [])
 
 
 recording_app = typer.Typer(no_args_is_help=True, help="Create recordings.")

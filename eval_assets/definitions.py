@@ -2,24 +2,38 @@
 
 from __future__ import annotations
 
-from dagster import Definitions, load_assets_from_modules
+from dagster import Definitions, load_asset_checks_from_modules, load_assets_from_modules
 
-from eval_assets.assets import frames, ingest, perception, predictions, vqa
+from eval_assets import checks
+from eval_assets.assets import frames, ingest, metrics, perception, predictions, report, vqa
 from eval_assets.executors import executor_from_env
-from eval_assets.jobs import recording_pipeline_job
+from eval_assets.jobs import leaderboard_report_job, model_benchmark_job, recording_pipeline_job
 from eval_assets.resources import (
+    JudgeResource,
     PerceptionResource,
     ProjectStorage,
     QuestionAuthorResource,
+    ScoringResource,
     VLMClientResource,
 )
-from eval_assets.sensors import new_recordings_sensor
+from eval_assets.schedules import nightly_benchmark
+from eval_assets.sensors import benchmark_new_dataset, new_recordings_sensor, refresh_report
+
+ASSET_MODULES = [ingest, frames, perception, vqa, predictions, metrics, report]
 
 defs = Definitions(
-    assets=load_assets_from_modules([ingest, frames, perception, vqa, predictions]),
-    jobs=[recording_pipeline_job],
-    sensors=[new_recordings_sensor],
-    resources={"storage": ProjectStorage(), "perception": PerceptionResource(),
-               "question_author": QuestionAuthorResource(), "vlm": VLMClientResource()},
+    assets=load_assets_from_modules(ASSET_MODULES),
+    asset_checks=load_asset_checks_from_modules([checks]),
+    jobs=[recording_pipeline_job, model_benchmark_job, leaderboard_report_job],
+    schedules=[nightly_benchmark],
+    sensors=[new_recordings_sensor, benchmark_new_dataset, refresh_report],
+    resources={
+        "storage": ProjectStorage(),
+        "perception": PerceptionResource(),
+        "question_author": QuestionAuthorResource(),
+        "vlm": VLMClientResource(),
+        "scoring": ScoringResource(),
+        "judge": JudgeResource(),
+    },
     executor=executor_from_env(),
 )

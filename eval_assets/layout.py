@@ -90,6 +90,34 @@ class StorageLayout:
         """Run folder of one model on one recording's dataset (journals, answers, summary)."""
         return self.asset_dir("predictions", recording) / model
 
+    def metric_dir(self, metric: str, recording: str, model: str) -> Path:
+        """Output folder of one metric asset for one (recording, model) partition."""
+        return self.asset_dir(metric, recording) / model
+
+    def results_file(self, recording: str, model: str) -> Path:
+        """The combined ``results.json`` (a ``BenchmarkResult``) of one partition."""
+        return self.metric_dir("benchmark_results", recording, model) / "results.json"
+
+    def leaderboard_dir(self) -> Path:
+        """Leaderboard over every partition (Parquet + JSON)."""
+        return self.root / "assets" / "leaderboard"
+
+    def report_file(self) -> Path:
+        """The static HTML report."""
+        return self.root / "assets" / "report" / "report.html"
+
     def vqa_run_dir(self, dataset: str, model: str) -> Path:
         """Run folder of ``eval-assets vqa run`` for a dataset folder name and a model."""
         return self.root / "runs" / dataset / model
+
+
+def default_annotations_dir() -> Path:
+    """``$EVAL_ASSETS_ANNOTATIONS`` if set, else the repository's ``data/annotations``."""
+    default = Path(__file__).resolve().parent.parent / "data" / "annotations"
+    return Path(os.environ.get("EVAL_ASSETS_ANNOTATIONS", default)).resolve()
+
+
+def default_judge_file() -> Path:
+    """``$EVAL_ASSETS_JUDGE`` if set, else the repository's ``data/judge.yaml``."""
+    default = Path(__file__).resolve().parent.parent / "data" / "judge.yaml"
+    return Path(os.environ.get("EVAL_ASSETS_JUDGE", default)).resolve()

@@ -6,15 +6,21 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import yaml
 from dagster import ConfigurableResource
 from pydantic import Field
 
 from eval_assets.layout import (
     StorageLayout,
+    default_annotations_dir,
+    default_judge_file,
     default_models_file,
     default_recordings_dir,
     default_storage_root,
 )
+from eval_assets.metrics.embedders import CosineSimilarity, SentenceTransformerEmbedder
+from eval_assets.metrics.judge import JudgeConfig, OpenAIJudge
+from eval_assets.metrics.vision import SimilarityScorer
 from eval_assets.perception import PerceptionConfig
 from eval_assets.perception.protocols import Detector, Segmenter
 from eval_assets.predictions.client import (
@@ -181,3 +187,64 @@ class VLMClientResource(ConfigurableResource):
         """Settings for the declared model ``name``, its local server running meanwhile."""
         with open_endpoint(self.model_spec(name), self.defaults()) as settings:
             yield settings
+
+
+class ScoringResource(ConfigurableResource):
+    """How descriptions are scored: annotations folder, sentence embedder, hallucination threshold.
+
+    The default embedder is the reference ``all-mpnet-base-v2`` (installed offline by setup);
+    ``all-MiniLM-L6-v2`` is the fast option.
+    """
+
+    annotations_dir: str = ""
+    embedder: str = "all-mpnet-base-v2"
+    hallucination_threshold: float = Field(0.75, ge=0.0, le=1.0)
+    max_parse_failure_rate: float = Field(
+        0.2, ge=0.0, le=1.0, description="above it the parse-failure check warns")
+
+    def annotations_path(self) -> Path:
+        """Where ``<recording>.jsonl`` human annotations are read from."""
+        return Path(self.annotations_dir).resolve() if self.annotations_dir \
+            else default_annotations_dir()
+
+    def scorer(self) -> SimilarityScorer:
+        """Cosine similarity over the configured sentence embedder (models cached per process)."""
+        return CosineSimilarity(SentenceTransformerEmbedder(self.embedder))
+
+
+class JudgeResource(ConfigurableResource):
+    """The LLM judge, configured by a YAML file (default ``data/judge.yaml``).
+
+    The file holds :class:`JudgeConfig` fields; an extra ``serve: NAME`` starts that local model
+    (``eval-assets serve``) in-process instead of calling ``base_url``.
+    """
+
+    config_file: str = ""
+
+    def config_path(self) -> Path:
+        """The judge YAML in use."""
+        return Path(self.config_file).resolve() if self.config_file else default_judge_file()
+
+    @contextlib.contextmanager
+    def judge(self) -> Iterator[tuple[JudgeConfig, OpenAIJudge]]:
+        """The judge settings and client, its local server running meanwhile if ``serve`` is set.
+
+        A served local model needs no key; any other endpoint reads the key from the variable
+        named by ``api_key_env``.
+        """
+        path = self.config_path()
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a mapping of judge settings")
+        served = data.pop("serve", None)
+        with contextlib.ExitStack() as stack:
+            api_key = None
+            if served is not None:
+                from eval_assets.predictions.serve import serve_in_thread
+
+                data["base_url"] = stack.enter_context(serve_in_thread(model=str(served), port=0))
+                api_key = "local-server"
+            config = JudgeConfig.model_validate(data)
+            client = OpenAIJudge(config, api_key=api_key)
+            stack.callback(client.close)
+            yield config, client

@@ -1,17 +1,21 @@
 """Sensors: new recordings dropped into the watched folder become partitions and get runs."""
 
 from dagster import (
+    DagsterRunStatus,
     DefaultSensorStatus,
+    MultiPartitionKey,
     RunRequest,
+    RunStatusSensorContext,
     SensorEvaluationContext,
     SensorResult,
     SkipReason,
+    run_status_sensor,
     sensor,
 )
 
-from eval_assets.jobs import recording_pipeline_job
+from eval_assets.jobs import leaderboard_report_job, model_benchmark_job, recording_pipeline_job
 from eval_assets.layout import list_recordings, partition_key_for
-from eval_assets.partitions import recordings_partitions
+from eval_assets.partitions import MODEL_DIM, RECORDING_DIM, model_partitions, recordings_partitions
 from eval_assets.recording import Recording, RecordingError
 from eval_assets.resources import ProjectStorage
 
@@ -46,3 +50,36 @@ def new_recordings_sensor(
         run_requests=[RunRequest(run_key=key, partition_key=key) for key in new],
         dynamic_partitions_requests=[recordings_partitions.build_add_request(new)],
     )
+
+
+@run_status_sensor(
+    run_status=DagsterRunStatus.SUCCESS,
+    monitored_jobs=[recording_pipeline_job],
+    request_job=model_benchmark_job,
+    default_status=DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=5,
+    description="Once a recording's dataset is built, benchmark every configured model on it.",
+)
+def benchmark_new_dataset(context: RunStatusSensorContext):
+    """One ``model_benchmark`` run per configured model for the recording that just finished."""
+    recording = context.dagster_run.tags.get("dagster/partition")
+    if recording is None:
+        return SkipReason("the finished run has no recording partition")
+    return [
+        RunRequest(run_key=f"{context.dagster_run.run_id}:{model}",
+                   partition_key=MultiPartitionKey({RECORDING_DIM: recording, MODEL_DIM: model}))
+        for model in model_partitions.get_partition_keys()
+    ]
+
+
+@run_status_sensor(
+    run_status=DagsterRunStatus.SUCCESS,
+    monitored_jobs=[model_benchmark_job],
+    request_job=leaderboard_report_job,
+    default_status=DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=5,
+    description="After any model benchmark succeeds, refresh the leaderboard and the report.",
+)
+def refresh_report(context: RunStatusSensorContext) -> RunRequest:
+    """A ``leaderboard_report`` run keyed by the benchmark run that triggered it."""
+    return RunRequest(run_key=f"report-after:{context.dagster_run.run_id}")

@@ -8,30 +8,28 @@ from dagster import (
     AssetKey,
     MaterializeResult,
     MetadataValue,
-    MultiPartitionsDefinition,
-    MultiToSingleDimensionPartitionMapping,
-    StaticPartitionsDefinition,
     asset,
 )
 
-from eval_assets.layout import default_models_file
-from eval_assets.partitions import recordings_partitions
-from eval_assets.predictions.client import OpenAIVLMClient, load_model_specs
+from eval_assets.partitions import (
+    MODEL_DIM,
+    RECORDING_DIM,
+    model_partitions,
+    per_recording,
+    recording_model_partitions,
+)
+from eval_assets.predictions.client import OpenAIVLMClient
 from eval_assets.predictions.runner import run_predictions
 from eval_assets.resources import ProjectStorage, VLMClientResource
 from eval_assets.schemas.predictions import RUN_ANSWERS, RUN_SUMMARY
 
-model_partitions = StaticPartitionsDefinition(
-    [spec.name for spec in load_model_specs(default_models_file())])
-predictions_partitions = MultiPartitionsDefinition(
-    {"recording": recordings_partitions, "model": model_partitions})
+__all__ = ["model_partitions", "predictions"]
 
 
 @asset(
-    partitions_def=predictions_partitions,
+    partitions_def=recording_model_partitions,
     group_name="predictions",
-    deps=[AssetDep(AssetKey("public_cases"), partition_mapping=(
-        MultiToSingleDimensionPartitionMapping(partition_dimension_name="recording")))],
+    deps=[AssetDep(AssetKey("public_cases"), partition_mapping=per_recording)],
     pool="vlm_api",
 )
 def predictions(context: AssetExecutionContext, storage: ProjectStorage,
@@ -43,7 +41,7 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
     (an endpoint that is down or misconfigured) fails the partition instead.
     """
     keys = context.partition_key.keys_by_dimension
-    recording, model = keys["recording"], keys["model"]
+    recording, model = keys[RECORDING_DIM], keys[MODEL_DIM]
     layout = storage.layout()
     out_dir = layout.predictions_dir(recording, model)
     with vlm.endpoint(model) as settings, OpenAIVLMClient(settings) as client:

@@ -34,7 +34,7 @@ mutation Launch($params: ExecutionParams!) {
 RUNS = """
 query Runs {
   runsOrError {
-    ... on Runs { results { runId status tags { key value } } }
+    ... on Runs { results { runId jobName status tags { key value } } }
   }
 }"""
 
@@ -69,9 +69,15 @@ def _wait_for_run(services: DagsterServices, predicate, timeout_s: float) -> dic
     raise TimeoutError(f"no successful run matched within {timeout_s}s: {_runs(services)}")
 
 
+MODELS = "models:\n  - name: random\n    serve: random\n    seed: 0\n"
+# The random baseline as judge: its replies are not JSON, so every row is a recorded judge
+# failure — the chain must still finish and report them.
+JUDGE = "serve: random\nmodel: random\nmax_workers: 1\nbackoff_base_s: 0\n"
+
+
 @pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_launch_from_graphql_then_sensor_runs_only_the_new_recording(
+@pytest.mark.timeout(900)
+def test_launch_from_graphql_then_sensors_finish_the_chain_and_backfill_a_new_recording(
     tmp_path: Path, sample_db: Path
 ) -> None:
     # The watched folder starts empty so the sensor cannot race the GraphQL launch for "sample";
@@ -79,7 +85,12 @@ def test_launch_from_graphql_then_sensor_runs_only_the_new_recording(
     watched = tmp_path / "watched"
     watched.mkdir()
     storage = tmp_path / "storage"
-    env = {"EVAL_ASSETS_RECORDINGS": str(watched), "EVAL_ASSETS_HOME": str(storage)}
+    (tmp_path / "models.yaml").write_text(MODELS)
+    (tmp_path / "judge.yaml").write_text(JUDGE)
+    env = {"EVAL_ASSETS_RECORDINGS": str(watched), "EVAL_ASSETS_HOME": str(storage),
+           "EVAL_ASSETS_MODELS": str(tmp_path / "models.yaml"),
+           "EVAL_ASSETS_JUDGE": str(tmp_path / "judge.yaml"),
+           "EVAL_ASSETS_EXECUTOR": "in_process"}
     with dagster_services(tmp_path / "dagster_home", env) as services:
         added = services.graphql(ADD_PARTITION, {"repo": REPOSITORY, "key": "sample"})
         assert added["addDynamicPartition"]["__typename"] == "AddDynamicPartitionSuccess", added
@@ -94,6 +105,12 @@ def test_launch_from_graphql_then_sensor_runs_only_the_new_recording(
         _wait_for_run(services, lambda r: r["runId"] == run_id, timeout_s=300)
         outputs = storage / "assets"
         assert (outputs / "pointcloud_frames" / "sample" / "pointcloud_frames.parquet").is_file()
+        # The run-status sensors take it from here: benchmark every model, then the report.
+        _wait_for_run(services, lambda r: r["jobName"] == "model_benchmark", timeout_s=420)
+        _wait_for_run(services, lambda r: r["jobName"] == "leaderboard_report", timeout_s=300)
+        assert (outputs / "report" / "report.html").is_file()
+        assert (outputs / "leaderboard" / "leaderboard.parquet").is_file()
+        assert (outputs / "benchmark_results" / "sample" / "random" / "results.json").is_file()
 
         def sample_materializations() -> list[dict]:
             data = services.graphql(MATERIALIZATIONS, {"key": {"path": ["rectified_frames"]}})
@@ -103,8 +120,10 @@ def test_launch_from_graphql_then_sensor_runs_only_the_new_recording(
         before = sample_materializations()
         # A new recording lands in the watched folder: the sensor must run only that partition.
         shutil.copy(sample_db, watched / "hallway.db")
-        _wait_for_run(services, lambda r: r["partition"] == "hallway", timeout_s=240)
+        _wait_for_run(services, lambda r: r["partition"] == "hallway"
+                      and r["jobName"] == "recording_pipeline", timeout_s=300)
         assert (outputs / "rectified_frames" / "hallway" / "frames.parquet").is_file()
         assert sample_materializations() == before
-        hallway_runs = [r for r in _runs(services) if r["partition"] == "hallway"]
+        hallway_runs = [r for r in _runs(services)
+                        if r["partition"] == "hallway" and r["jobName"] == "recording_pipeline"]
         assert len(hallway_runs) == 1

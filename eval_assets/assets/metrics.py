@@ -1,0 +1,243 @@
+"""Stage: every metric of a (recording, model) partition, then the combined results file.
+
+Each asset reads the model's recorded run and the private side of the recording's dataset, calls
+one metric of the library and writes its JSON under the layout; ``benchmark_results`` gathers them
+into one ``BenchmarkResult`` per partition for the leaderboard and the report.
+"""
+
+# No `from __future__ import annotations`: Dagster checks the context annotation at runtime.
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from dagster import (
+    AssetDep,
+    AssetExecutionContext,
+    AssetKey,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
+
+from eval_assets.atomic import write_text_atomic
+from eval_assets.benchmark.inputs import (
+    ModelRun,
+    PrivateDataset,
+    load_annotations,
+    load_private_dataset,
+    load_run,
+)
+from eval_assets.benchmark.scoring import (
+    avlm_description_rows,
+    avlm_mcq_rows,
+    prediction_counts,
+    score_chair,
+    score_pope,
+    score_vision,
+    score_vqa,
+    write_jsonl,
+)
+from eval_assets.layout import StorageLayout
+from eval_assets.metrics.judge import judge_dir
+from eval_assets.metrics.mcq import score_mcq_dir
+from eval_assets.metrics.pope import PopeResult
+from eval_assets.metrics.predictions import InferenceLayout
+from eval_assets.metrics.vqa import VqaReport
+from eval_assets.partitions import (
+    MODEL_DIM,
+    RECORDING_DIM,
+    per_recording,
+    recording_model_partitions,
+)
+from eval_assets.predictions.prompts import DESCRIPTION_PROMPT
+from eval_assets.resources import JudgeResource, ProjectStorage, ScoringResource
+from eval_assets.schemas.results import BenchmarkResult, ChairScores, JudgeScores, VisionScores
+from eval_assets.schemas.vqa import DATASET_CASES
+
+GROUP = "metrics"
+INPUTS = [AssetKey("predictions"),
+          AssetDep(AssetKey("private_labels"), partition_mapping=per_recording)]
+
+VQA_FILE = "vqa.json"
+POPE_FILE = "pope.json"
+VISION_FILE = "vision.json"
+CHAIR_FILE = "chair.json"
+
+
+@dataclass(frozen=True)
+class Partition:
+    """The inputs every metric of one (recording, model) partition reads."""
+
+    recording: str
+    model: str
+    layout: StorageLayout
+    data: PrivateDataset
+    run: ModelRun
+
+    def out_dir(self, metric: str) -> Path:
+        return self.layout.metric_dir(metric, self.recording, self.model)
+
+
+def _partition(context: AssetExecutionContext, storage: ProjectStorage) -> Partition:
+    keys = context.partition_key.keys_by_dimension
+    recording, model = keys[RECORDING_DIM], keys[MODEL_DIM]
+    layout = storage.layout()
+    return Partition(recording, model, layout, load_private_dataset(layout.dataset_dir(recording)),
+                     load_run(layout.predictions_dir(recording, model)))
+
+
+def _write_model(path: Path, document: object) -> Path:
+    text = document.model_dump_json(indent=2) if hasattr(document, "model_dump_json") \
+        else json.dumps(document, indent=2, sort_keys=True)
+    write_text_atomic(path, text + "\n")
+    return path
+
+
+@asset(partitions_def=recording_model_partitions, group_name=GROUP, deps=INPUTS)
+def vqa_accuracy(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
+    """Choice accuracy overall and per family, Wilson 95% intervals, parse failures, chance."""
+    part = _partition(context, storage)
+    report = score_vqa(part.data, part.run, part.recording)
+    path = _write_model(part.out_dir("vqa_accuracy") / VQA_FILE, report)
+    rows = [f"| {family} | {s.n} | {s.accuracy:.3f} | [{s.ci_low:.3f}, {s.ci_high:.3f}] | "
+            f"{s.parse_failures} | {s.chance:.3f} |" for family, s in report.by_family.items()]
+    table = "\n".join(["| family | n | accuracy | 95% CI | parse failures | chance |",
+                       "|---|---|---|---|---|---|", *rows])
+    overall = report.overall
+    return MaterializeResult(metadata={
+        "accuracy": overall.accuracy, "ci_low": overall.ci_low, "ci_high": overall.ci_high,
+        "n": overall.n, "parse_failure_rate": overall.parse_failure_rate,
+        "failed_calls": overall.failed_calls, "by_family": MetadataValue.md(table),
+        "path": MetadataValue.path(str(path)),
+    })
+
+
+@asset(partitions_def=recording_model_partitions, group_name=GROUP, deps=INPUTS)
+def pope_presence(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
+    """POPE accuracy / precision / recall / F1 / yes-ratio on the presence questions."""
+    part = _partition(context, storage)
+    result = score_pope(part.data, part.run)
+    path = part.out_dir("pope_presence") / POPE_FILE
+    _write_model(path, result if result is not None else {"n": 0, "reason": "no presence answers"})
+    meta = {"path": MetadataValue.path(str(path))}
+    if result is not None:
+        meta |= {"accuracy": result.accuracy, "f1": result.f1, "yes_ratio": result.yes_ratio,
+                 "n": result.n}
+    return MaterializeResult(metadata=meta)
+
+
+@asset(partitions_def=recording_model_partitions, group_name=GROUP, deps=INPUTS)
+def mcq_avlm(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
+    """The cases as an AVLM inference folder, scored by the AVLM MCQ rules (strict + lenient)."""
+    part = _partition(context, storage)
+    folder = part.out_dir("mcq_avlm")
+    write_jsonl(InferenceLayout(folder).predictions, avlm_mcq_rows(part.data, part.run))
+    report = score_mcq_dir(folder)
+    return MaterializeResult(metadata={
+        "strict_pct_correct": report.strict["pct_correct"],
+        "strict_parse_failed": report.strict["num_parse_failed"],
+        "lenient_pct_correct": report.lenient["pct_correct"],
+        "mcq_results": MetadataValue.path(str(report.strict_path)),
+    })
+
+
+@asset(partitions_def=recording_model_partitions, group_name=GROUP, deps=INPUTS)
+def description_judge(context: AssetExecutionContext, storage: ProjectStorage,
+                      scoring: ScoringResource, judge: JudgeResource) -> MaterializeResult:
+    """LLM-as-judge of the frame descriptions vs the human ones, the frame evidence as metadata."""
+    part = _partition(context, storage)
+    folder = part.out_dir("description_judge")
+    annotations = load_annotations(scoring.annotations_path(), part.recording)
+    rows = avlm_description_rows(part.data, part.run, annotations, DESCRIPTION_PROMPT)
+    write_jsonl(InferenceLayout(folder).predictions, rows)
+    with judge.judge() as (config, client):
+        report = judge_dir(folder, config, judge=client)
+    summary = report.results
+    return MaterializeResult(metadata={
+        "judge_model": config.model, "num_success": summary["num_success"],
+        "num_failed": summary["num_failed"], "mean_score": summary["mean_score"],
+        "errors": MetadataValue.json(report.predictions["error_counts_by_category"]),
+        "results": MetadataValue.path(str(report.results_path)),
+    })
+
+
+@asset(partitions_def=recording_model_partitions, group_name=GROUP, deps=INPUTS)
+def vision_similarity(context: AssetExecutionContext, storage: ProjectStorage,
+                      scoring: ScoringResource) -> MaterializeResult:
+    """VisionSimilarity and VisionHallucination of descriptions vs the human annotations."""
+    part = _partition(context, storage)
+    annotations = load_annotations(scoring.annotations_path(), part.recording)
+    scores = score_vision(part.run, annotations, recording=part.recording, model=part.model,
+                          scorer=scoring.scorer(), embedder=scoring.embedder,
+                          threshold=scoring.hallucination_threshold)
+    path = part.out_dir("vision_similarity") / VISION_FILE
+    _write_model(path, scores if scores is not None else {"reason": "no annotations"})
+    meta = {"path": MetadataValue.path(str(path))}
+    if scores is not None:
+        meta |= {"mean_similarity": scores.mean_similarity,
+                 "hallucination_rate": scores.hallucination_rate, "n_frames": scores.n_frames,
+                 "summary": scores.similarity_summary}
+    return MaterializeResult(metadata=meta)
+
+
+@asset(partitions_def=recording_model_partitions, group_name=GROUP, deps=INPUTS)
+def chair_hallucination(context: AssetExecutionContext, storage: ProjectStorage,
+                        scoring: ScoringResource) -> MaterializeResult:
+    """CHAIR of the descriptions vs annotated objects (else detector evidence; recorded)."""
+    part = _partition(context, storage)
+    annotations = load_annotations(scoring.annotations_path(), part.recording)
+    scores = score_chair(part.data, part.run, annotations)
+    path = part.out_dir("chair_hallucination") / CHAIR_FILE
+    _write_model(path, scores if scores is not None else {"reason": "no described frames"})
+    meta = {"path": MetadataValue.path(str(path))}
+    if scores is not None:
+        meta |= {"chair_i": scores.chair_i, "chair_s": scores.chair_s,
+                 "ground_truth_source": scores.ground_truth_source}
+    return MaterializeResult(metadata=meta)
+
+
+def _optional(path: Path, model: type):
+    data = read_json(path)
+    return None if "reason" in data else model.model_validate(data)
+
+
+@asset(partitions_def=recording_model_partitions, group_name=GROUP,
+       deps=[vqa_accuracy, pope_presence, mcq_avlm, description_judge, vision_similarity,
+             chair_hallucination])
+def benchmark_results(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
+    """Every metric of the partition in one ``BenchmarkResult`` (``results.json``)."""
+    part = _partition(context, storage)
+    vqa = VqaReport.model_validate_json(
+        (part.out_dir("vqa_accuracy") / VQA_FILE).read_text(encoding="utf-8"))
+    mcq = InferenceLayout(part.out_dir("mcq_avlm"))
+    judged = InferenceLayout(part.out_dir("description_judge"))
+    judge_summary = read_json(judged.judge_results)
+    judge_model = read_json(judged.judge_predictions)["metadata"]["model_used"]
+    result = BenchmarkResult(
+        recording=part.recording,
+        model=part.model,
+        dataset_sha256=_sha256(part.data.root / DATASET_CASES),
+        predictions=prediction_counts(part.data, part.run, vqa),
+        vqa=vqa,
+        pope=_optional(part.out_dir("pope_presence") / POPE_FILE, PopeResult),
+        mcq=read_json(mcq.mcq_results),
+        mcq_lenient_pct_correct=read_json(mcq.mcq_lenient_results)["pct_correct"],
+        judge=JudgeScores(judge_model=judge_model, **{
+            k: judge_summary[k] for k in JudgeScores.model_fields if k != "judge_model"}),
+        vision=_optional(part.out_dir("vision_similarity") / VISION_FILE, VisionScores),
+        chair=_optional(part.out_dir("chair_hallucination") / CHAIR_FILE, ChairScores),
+    )
+    path = _write_model(storage.layout().results_file(part.recording, part.model), result)
+    return MaterializeResult(metadata={
+        "vqa_accuracy": vqa.overall.accuracy, "path": MetadataValue.path(str(path))})
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def read_json(path: Path) -> dict:
+    """A JSON document written by a metric asset."""
+    return json.loads(path.read_text(encoding="utf-8"))

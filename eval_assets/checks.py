@@ -1,0 +1,68 @@
+"""Asset checks: a dataset must be non-empty and leak-free before any model sees it (blocking);
+a model whose answers mostly match no choice is flagged (warning)."""
+
+# No `from __future__ import annotations`: Dagster inspects the context annotation at runtime.
+
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetKey,
+    MetadataValue,
+    asset_check,
+)
+
+from eval_assets.assets.metrics import VQA_FILE, vqa_accuracy
+from eval_assets.metrics.vqa import VqaReport
+from eval_assets.partitions import (
+    MODEL_DIM,
+    RECORDING_DIM,
+    recording_model_partitions,
+    recordings_partitions,
+)
+from eval_assets.resources import ProjectStorage, ScoringResource
+from eval_assets.schemas.vqa import DATASET_CASES, DATASET_LABELS
+from eval_assets.vqa.leakage import find_leaks
+
+PUBLIC_CASES = AssetKey("public_cases")
+
+
+@asset_check(asset=PUBLIC_CASES, partitions_def=recordings_partitions, blocking=True,
+             description="The published dataset has at least one case and one label per case.")
+def dataset_not_empty(context: AssetCheckExecutionContext,
+                      storage: ProjectStorage) -> AssetCheckResult:
+    """Cases and labels exist and match one to one."""
+    folder = storage.layout().dataset_dir(context.partition_key)
+    n_cases = _count_lines(folder / DATASET_CASES)
+    n_labels = _count_lines(folder / DATASET_LABELS)
+    return AssetCheckResult(passed=n_cases > 0 and n_cases == n_labels,
+                            metadata={"cases": n_cases, "labels": n_labels})
+
+
+@asset_check(asset=PUBLIC_CASES, partitions_def=recordings_partitions, blocking=True,
+             description="No private label or audit data in cases.jsonl or assets/.")
+def no_label_leakage(context: AssetCheckExecutionContext,
+                     storage: ProjectStorage) -> AssetCheckResult:
+    """The public files expose nothing from labels.jsonl or audit/."""
+    leaks = find_leaks(storage.layout().dataset_dir(context.partition_key))
+    return AssetCheckResult(passed=not leaks, metadata={
+        "num_problems": len(leaks), "problems": MetadataValue.json(leaks[:20])})
+
+
+@asset_check(asset=vqa_accuracy, partitions_def=recording_model_partitions, blocking=False,
+             description="Warns when too many answers match no choice (ScoringResource bound).")
+def parse_failure_rate_below_bound(context: AssetCheckExecutionContext, storage: ProjectStorage,
+                                   scoring: ScoringResource) -> AssetCheckResult:
+    """Parse-failure rate of the model's answers at or under ``max_parse_failure_rate``."""
+    keys = context.partition_key.keys_by_dimension
+    folder = storage.layout().metric_dir("vqa_accuracy", keys[RECORDING_DIM], keys[MODEL_DIM])
+    report = VqaReport.model_validate_json((folder / VQA_FILE).read_text(encoding="utf-8"))
+    rate, bound = report.overall.parse_failure_rate, scoring.max_parse_failure_rate
+    return AssetCheckResult(passed=rate <= bound, severity=AssetCheckSeverity.WARN,
+                            metadata={"parse_failure_rate": rate, "bound": bound})
+
+
+def _count_lines(path) -> int:
+    if not path.is_file():
+        return 0
+    return sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())

@@ -1,0 +1,87 @@
+"""Audit a published dataset for private data in the files a model under test may see."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from eval_assets.schemas.vqa import (
+    DATASET_ASSETS,
+    DATASET_AUDIT,
+    DATASET_CASES,
+    DATASET_LABELS,
+    Case,
+    Label,
+    read_jsonl,
+)
+
+_ASSET = re.compile(r"^frame-\d{6}\.png$")
+_FRACTION = re.compile(r"^-?\d+\.\d{2,}(e-?\d+)?$")
+# Evidence strings shorter than this (a "yes", a digit) legitimately occur in questions/choices.
+_MIN_SECRET_LEN = 6
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, float) and not value.is_integer():
+        yield json.dumps(value)
+
+
+def find_leaks(dataset_dir: Path) -> list[str]:
+    """Every way the public part of ``dataset_dir`` exposes private data; empty when clean.
+
+    Public files are ``cases.jsonl`` and ``assets/``. Checked: each case has exactly the public
+    fields; every image is a frame PNG under ``assets/``; ``assets/`` holds only such PNGs; and no
+    private evidence value (from ``labels.jsonl`` or ``audit/``) long enough to be telling appears
+    in ``cases.jsonl`` outside the public question, choice, id and image values — and no
+    fractional measurement (a range, a score) anywhere in it.
+    """
+    problems: list[str] = []
+    cases_path = dataset_dir / DATASET_CASES
+    public_text = cases_path.read_text(encoding="utf-8")
+    cases: list[Case] = []
+    allowed = set(Case.model_fields)
+    for number, line in enumerate(public_text.splitlines(), start=1):
+        record = json.loads(line)
+        extra = sorted(set(record) - allowed)
+        if extra:
+            problems.append(f"{cases_path}:{number}: fields {extra} are not public")
+        # Audit the public part of the line even when it also carries extra fields.
+        cases.append(Case.model_validate({k: v for k, v in record.items() if k in allowed}))
+    for case in cases:
+        image = Path(case.image)
+        if image.parent != Path(DATASET_ASSETS) or not _ASSET.match(image.name):
+            problems.append(f"{case.case_id}: image {case.image!r} is not a frame PNG in assets/")
+    assets = dataset_dir / DATASET_ASSETS
+    for path in sorted(assets.rglob("*")) if assets.is_dir() else []:
+        if path.is_file() and (path.parent != assets or not _ASSET.match(path.name)):
+            problems.append(f"{path}: only frame-XXXXXX.png files may be public")
+    # What is left of cases.jsonl once the legitimately public values are cut out: only field
+    # names and punctuation, so any private value found in it was leaked.
+    residual = public_text
+    public_values = {s for c in cases for s in (c.question, *c.choices, c.case_id, c.image)}
+    for value in sorted(public_values | set(Case.model_fields), key=len, reverse=True):
+        residual = residual.replace(json.dumps(value), "")
+    secrets: set[str] = set()
+    for label in read_jsonl(dataset_dir / DATASET_LABELS, Label):
+        secrets.update(_strings(label.evidence))
+    for audit_file in sorted((dataset_dir / DATASET_AUDIT).rglob("*.json")):
+        secrets.update(_strings(json.loads(audit_file.read_text(encoding="utf-8"))))
+    for secret in sorted(secrets):
+        # Fractional measurements (ranges, areas, scores) never occur in our questions or
+        # choices, so they are searched for everywhere; text only outside the public values.
+        telling = _FRACTION.match(secret) is not None and secret in public_text
+        if telling or (len(secret) >= _MIN_SECRET_LEN and secret in residual):
+            problems.append(f"{cases_path}: contains private evidence value {secret!r}")
+    return problems

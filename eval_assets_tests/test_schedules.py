@@ -1,0 +1,32 @@
+"""The nightly schedule requests one run per current recording × configured model."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from dagster import SkipReason, build_schedule_context, instance_for_test
+
+from eval_assets.partitions import model_partitions
+from eval_assets.schedules import nightly_benchmark
+
+
+def test_nightly_requests_every_recording_model_pair_once() -> None:
+    when = dt.datetime(2026, 12, 3, 2, 0, tzinfo=dt.UTC)
+    with instance_for_test() as instance:
+        instance.add_dynamic_partitions("recordings", ["sample", "hallway"])
+        requests = nightly_benchmark(build_schedule_context(instance=instance,
+                                                            scheduled_execution_time=when))
+    models = model_partitions.get_partition_keys()
+    assert len(models) >= 2
+    got = sorted((r.partition_key.keys_by_dimension["recording"],
+                  r.partition_key.keys_by_dimension["model"]) for r in requests)
+    assert got == sorted((rec, m) for rec in ("hallway", "sample") for m in models)
+    assert len({r.run_key for r in requests}) == len(requests)
+    assert all(r.run_key.startswith("2026-12-03:") for r in requests)
+
+
+def test_nightly_skips_without_recordings() -> None:
+    with instance_for_test() as instance:
+        context = build_schedule_context(instance=instance,
+                                         scheduled_execution_time=dt.datetime(2026, 12, 3, 2, 0))
+        assert isinstance(nightly_benchmark(context), SkipReason)
