@@ -21,7 +21,6 @@ redacted from every error message; it is never written or logged.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
 import math
@@ -33,7 +32,6 @@ import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -41,6 +39,7 @@ import openai
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from eval_assets.http_retry import parse_retry_after
 from eval_assets.metrics.judge_prompt import MetadataPlacement, build_messages
 from eval_assets.metrics.predictions import (
     InferenceLayout,
@@ -223,26 +222,7 @@ def backoff_delay(attempt: int, config: JudgeConfig, rng: random.Random) -> floa
 
 def retry_after_s(headers: Mapping[str, str]) -> float | None:
     """Seconds the server asked us to wait (``retry-after-ms``, ``retry-after`` seconds or date)."""
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    return parse_retry_after(headers)
 
 
 class _CallFailed(Exception):

@@ -8,15 +8,12 @@ count attempts, honour ``Retry-After`` and classify what went wrong.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import os
 import random
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,6 +22,7 @@ import yaml
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from eval_assets.http_retry import parse_retry_after
 from eval_assets.metrics.vqa import match_choice
 from eval_assets.predictions.prompts import (
     PROMPT_VERSION,
@@ -143,35 +141,6 @@ class _Failure(Exception):
         self.category = category
         self.retry_after_s = retry_after_s
         self.raw = raw
-
-
-def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
-    """Seconds to wait from ``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms``.
-
-    Returns ``None`` when no usable header is present; never a negative number.
-    """
-    lower = {k.lower(): v for k, v in headers.items()}
-    if "retry-after-ms" in lower:
-        try:
-            return max(0.0, float(lower["retry-after-ms"]) / 1000.0)
-        except ValueError:
-            pass
-    value = lower.get("retry-after")
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    now = now or datetime.now(UTC)
-    return max(0.0, (when - now).total_seconds())
 
 
 def backoff_delay(retry: int, base_s: float, max_s: float, rng: random.Random) -> float:

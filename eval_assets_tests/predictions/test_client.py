@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from eval_assets.http_retry import parse_retry_after
 from eval_assets.predictions.client import (
     ClientSettings,
     OpenAIVLMClient,
     backoff_delay,
     load_model_specs,
-    parse_retry_after,
 )
 from eval_assets.predictions.prompts import PROMPT_VERSION
 from eval_assets.schemas.vqa import Case

@@ -1,0 +1,70 @@
+"""The README's main command, as a Python API call: the whole chain on the sample, twice."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from eval_assets.pipeline import run_benchmark
+from eval_assets.schemas.results import BenchmarkResult
+
+MODELS = "models:\n  - name: random\n    serve: random\n    seed: 0\n"
+JUDGE = "serve: random\nmodel: random\nmax_workers: 1\nbackoff_base_s: 0\n"
+
+
+def _digest(folder: Path, patterns: tuple[str, ...]) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for pattern in patterns for p in sorted(folder.glob(pattern)) if p.is_file()}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_whole_chain_on_the_sample_is_complete_and_deterministic(
+    tmp_path: Path, sample_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "models.yaml").write_text(MODELS)
+    (tmp_path / "judge.yaml").write_text(JUDGE)
+    monkeypatch.setenv("EVAL_ASSETS_MODELS", str(tmp_path / "models.yaml"))
+    monkeypatch.setenv("EVAL_ASSETS_JUDGE", str(tmp_path / "judge.yaml"))
+    monkeypatch.setenv("EVAL_ASSETS_EXECUTOR", "in_process")
+    # model_partitions is built from the models file at import; the default file declares
+    # `random` too, so the partition exists either way.
+    outputs = []
+    for attempt in ("first", "second"):
+        run = run_benchmark(sample_db, tmp_path / attempt, models=["random"])
+        assert run.report.is_file()
+        outputs.append(run)
+
+    first, second = (o.layout.root / "assets" for o in outputs)
+    result = BenchmarkResult.model_validate_json(
+        outputs[0].layout.results_file("sample", "random").read_text())
+    assert result.vqa.overall.n == result.predictions.cases > 100
+    assert result.predictions.failed == 0
+    assert 0.0 < result.vqa.overall.accuracy < 1.0
+    assert result.pope is not None and result.pope.n > 0
+    assert result.vision is not None and result.vision.n_frames == 6
+    assert result.chair is not None and result.chair.ground_truth_source == "annotations"
+    # The random judge never replies with JSON: every row is a recorded failure, none a score.
+    assert result.judge is not None
+    assert result.judge.num_success == 0 and result.judge.mean_score is None
+
+    table = pq.read_table(outputs[0].leaderboard / "leaderboard.parquet").to_pandas()
+    assert set(table["model"]) == {"random"}
+
+    html = outputs[0].report.read_text()
+    assert "data:image/png;base64," in html and "random" in html
+
+    # Same inputs and config: byte-identical public cases, labels, audit and metrics.
+    deterministic = ("datasets/**/*", "assets/vqa_accuracy/**/*.json", "assets/pope_presence/**/*",
+                     "assets/mcq_avlm/**/*", "assets/chair_hallucination/**/*",
+                     "assets/vision_similarity/**/*", "assets/benchmark_results/**/*")
+    a = _digest(outputs[0].layout.root, deterministic)
+    b = _digest(outputs[1].layout.root, deterministic)
+    assert a == b and len(a) > 50
+    assert json.loads((first / "vqa_accuracy" / "sample" / "random" / "vqa.json").read_text())
+    # The report also shows each call's latency, so only its existence is compared.
+    assert (second / "report" / "report.html").is_file()
