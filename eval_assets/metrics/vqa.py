@@ -1,0 +1,271 @@
+"""Multiple-choice VQA accuracy (specs/metrics.md §5; reference: dimOS ``dimos evals vqa run``).
+
+A reply is mapped to one of the case's fixed choices by ``match_choice``, in tiers: the exact
+choice text, a bare letter (only when the choices were shown lettered), or a reply that starts with
+exactly one choice. Anything else is a parse failure and stays in the denominator. Unlike dimOS we
+never let "the last choice mentioned" win: "Yes, there is no doubt" is "yes", not "no".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+__all__ = [
+    "WILSON_Z",
+    "ChoiceMatch",
+    "VqaGroupStats",
+    "VqaReport",
+    "VqaRow",
+    "VqaRowResult",
+    "match_choice",
+    "normalise_reply",
+    "vqa_accuracy",
+    "wilson_interval",
+]
+
+WILSON_Z = 1.959964
+Tier = Literal["exact", "letter", "leading"]
+RowStatus = Literal["correct", "incorrect", "parse_failure", "failed_call"]
+
+_QUOTES = "\"'`“”‘’"
+_TRAILING_PUNCT = ".,;:!?…"
+_ANSWER_PREFIX = re.compile(r"^(?:final\s+)?answer\s*:\s*")
+_LETTER = re.compile(r"^(?:\(([a-z])\)|([a-z])[.)]?)$")
+
+
+class ChoiceMatch(BaseModel):
+    """The choice a reply maps to (None: parse failure) and the tier that matched it."""
+
+    choice: str | None = None
+    tier: Tier | None = None
+
+    @property
+    def parsed(self) -> bool:
+        """Whether the reply mapped to a choice."""
+        return self.choice is not None
+
+
+def normalise_reply(text: str) -> str:
+    """Strip, lower-case, drop an optional leading "answer:", surrounding quotes / ``**`` and
+    trailing punctuation (repeatedly, so ``**"Yes."**`` becomes ``yes``)."""
+    out = text.strip().lower()
+    while True:
+        before = out
+        out = _ANSWER_PREFIX.sub("", out)
+        if out.startswith("**"):
+            out = out[2:]
+        if out.endswith("**"):
+            out = out[:-2]
+        out = out.lstrip(_QUOTES).rstrip(_QUOTES + _TRAILING_PUNCT).strip()
+        if out == before:
+            return out
+
+
+def _boundary(rest: str) -> bool:
+    """Whether ``rest`` (what follows a matched choice) starts at a word boundary.
+
+    A punctuation mark counts only when no letter or digit follows it, so the choice "1" does not
+    match "1.5 m" or "1-2 m", while "yes, there is" and "50%." are fine.
+    """
+    if not rest or rest[0].isspace():
+        return True
+    if rest[0].isalnum() or rest[0] == "_":
+        return False
+    return len(rest) == 1 or not rest[1].isalnum()
+
+
+def match_choice(text: str | None, choices: Sequence[str], lettered: bool = False) -> ChoiceMatch:
+    """Map a model reply to one of ``choices``; tiers are tried in order exact, letter, leading.
+
+    - exact: the normalised reply equals a normalised choice;
+    - letter (only when ``lettered``): "B", "(B)", "B." or "B)" naming an existing choice;
+    - leading: the reply starts with a choice followed by a word boundary, longest choice first
+      (so "1 to under 2 meters" beats "1").
+    Returns ``ChoiceMatch(None, None)`` for a reply that fits none (a parse failure).
+    """
+    normalised = [normalise_reply(c) for c in choices]
+    if len(set(normalised)) != len(normalised):
+        raise ValueError(
+            f"choices {list(choices)!r} are not distinct after normalisation "
+            f"(case, quotes, trailing punctuation); make every choice text unique"
+        )
+    if text is None:
+        return ChoiceMatch()
+    reply = normalise_reply(text)
+    if not reply:
+        return ChoiceMatch()
+    for choice, norm in zip(choices, normalised, strict=True):
+        if reply == norm:
+            return ChoiceMatch(choice=choice, tier="exact")
+    if lettered:
+        m = _LETTER.match(reply)
+        if m:
+            index = ord(m.group(1) or m.group(2)) - ord("a")
+            if index < len(choices):
+                return ChoiceMatch(choice=choices[index], tier="letter")
+    by_length = sorted(range(len(choices)), key=lambda i: (-len(normalised[i]), i))
+    for i in by_length:
+        norm = normalised[i]
+        if norm and reply.startswith(norm) and _boundary(reply[len(norm) :]):
+            return ChoiceMatch(choice=choices[i], tier="leading")
+    return ChoiceMatch()
+
+
+def wilson_interval(correct: int, n: int, z: float = WILSON_Z) -> tuple[float, float]:
+    """Wilson score interval for ``correct`` successes in ``n`` trials; (0.0, 1.0) when n = 0."""
+    if n == 0:
+        return 0.0, 1.0
+    p = correct / n
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+class VqaRow(BaseModel):
+    """One answered case: the question's choices, the gold answer and the model's reply.
+
+    ``prediction`` is None when the call to the model failed (no reply at all).
+    """
+
+    case_id: str
+    family: str
+    recording: str
+    frame_index: int
+    choices: list[str] = Field(min_length=2)
+    answer: str
+    prediction: str | None
+    lettered: bool = False
+
+    @field_validator("choices")
+    @classmethod
+    def _distinct(cls, choices: list[str]) -> list[str]:
+        if len(set(choices)) != len(choices):
+            raise ValueError(f"choices must be distinct, got {choices!r}")
+        return choices
+
+    @model_validator(mode="after")
+    def _answer_is_a_choice(self) -> VqaRow:
+        if self.answer not in self.choices:
+            raise ValueError(
+                f"case {self.case_id!r}: field 'answer' = {self.answer!r} is not one of its "
+                f"choices {self.choices!r}; fix the case's gold answer"
+            )
+        return self
+
+
+class VqaRowResult(BaseModel):
+    """How one row was scored."""
+
+    case_id: str
+    family: str
+    recording: str
+    frame_index: int
+    answer: str
+    predicted_choice: str | None
+    tier: Tier | None
+    status: RowStatus
+
+
+class VqaGroupStats(BaseModel):
+    """Accuracy of one group of rows (overall, a family or a recording)."""
+
+    n: int
+    correct: int
+    parse_failures: int
+    failed_calls: int
+    accuracy: float = Field(description="correct / n; n includes parse failures and failed calls")
+    ci_low: float = Field(description="Wilson 95% interval, lower bound")
+    ci_high: float = Field(description="Wilson 95% interval, upper bound")
+    parse_failure_rate: float = Field(description="parse_failures / n")
+    chance: float = Field(description="mean of 1 / len(choices) over the rows")
+
+
+class VqaReport(BaseModel):
+    """VQA accuracy overall, per question family and per recording (groups sorted by name)."""
+
+    overall: VqaGroupStats
+    by_family: dict[str, VqaGroupStats]
+    by_recording: dict[str, VqaGroupStats]
+    rows: list[VqaRowResult]
+
+
+def _group_stats(results: Sequence[VqaRowResult], chances: Sequence[float]) -> VqaGroupStats:
+    n = len(results)
+    correct = sum(1 for r in results if r.status == "correct")
+    parse_failures = sum(1 for r in results if r.status == "parse_failure")
+    failed_calls = sum(1 for r in results if r.status == "failed_call")
+    low, high = wilson_interval(correct, n)
+    return VqaGroupStats(
+        n=n,
+        correct=correct,
+        parse_failures=parse_failures,
+        failed_calls=failed_calls,
+        accuracy=correct / n if n else 0.0,
+        ci_low=low,
+        ci_high=high,
+        parse_failure_rate=parse_failures / n if n else 0.0,
+        chance=math.fsum(chances) / n if n else 0.0,
+    )
+
+
+def _score_row(row: VqaRow) -> VqaRowResult:
+    if row.prediction is None:
+        match, status = ChoiceMatch(), "failed_call"
+    else:
+        match = match_choice(row.prediction, row.choices, lettered=row.lettered)
+        if match.choice is None:
+            status = "parse_failure"
+        else:
+            status = "correct" if match.choice == row.answer else "incorrect"
+    return VqaRowResult(
+        case_id=row.case_id,
+        family=row.family,
+        recording=row.recording,
+        frame_index=row.frame_index,
+        answer=row.answer,
+        predicted_choice=match.choice,
+        tier=match.tier,
+        status=status,
+    )
+
+
+def vqa_accuracy(rows: Iterable[VqaRow | Mapping[str, Any]]) -> VqaReport:
+    """Score every row and aggregate overall, per family and per recording.
+
+    Rows may be VqaRow or plain mappings with the same fields. Row results keep input order; the
+    family and recording groups are sorted by name.
+    """
+    parsed: list[VqaRow] = []
+    for position, row in enumerate(rows):
+        if isinstance(row, VqaRow):
+            parsed.append(row)
+            continue
+        try:
+            parsed.append(VqaRow.model_validate(row))
+        except ValueError as exc:
+            raise ValueError(f"VQA row #{position} is invalid: {exc}") from exc
+    results = [_score_row(r) for r in parsed]
+    chances = [1.0 / len(r.choices) for r in parsed]
+
+    def grouped(key: str) -> dict[str, VqaGroupStats]:
+        groups: dict[str, list[int]] = {}
+        for i, r in enumerate(results):
+            groups.setdefault(getattr(r, key), []).append(i)
+        return {
+            name: _group_stats([results[i] for i in idx], [chances[i] for i in idx])
+            for name, idx in sorted(groups.items())
+        }
+
+    return VqaReport(
+        overall=_group_stats(results, chances),
+        by_family=grouped("family"),
+        by_recording=grouped("recording"),
+        rows=results,
+    )
