@@ -32,6 +32,7 @@ from eval_assets.benchmark.inputs import (
 from eval_assets.benchmark.scoring import (
     avlm_description_rows,
     avlm_mcq_rows,
+    judge_scores,
     prediction_counts,
     score_chair,
     score_pope,
@@ -53,7 +54,7 @@ from eval_assets.partitions import (
 )
 from eval_assets.predictions.prompts import DESCRIPTION_PROMPT
 from eval_assets.resources import JudgeResource, ProjectStorage, ScoringResource
-from eval_assets.schemas.results import BenchmarkResult, ChairScores, JudgeScores, VisionScores
+from eval_assets.schemas.results import BenchmarkResult, ChairScores, VisionScores
 from eval_assets.schemas.vqa import DATASET_CASES
 
 GROUP = "metrics"
@@ -224,8 +225,7 @@ def benchmark_results(context: AssetExecutionContext, storage: ProjectStorage) -
         pope=_optional(part.out_dir("pope_presence") / POPE_FILE, PopeResult),
         mcq=read_json(mcq.mcq_results),
         mcq_lenient_pct_correct=read_json(mcq.mcq_lenient_results)["pct_correct"],
-        judge=JudgeScores(judge_model=judge_model, **{
-            k: judge_summary[k] for k in JudgeScores.model_fields if k != "judge_model"}),
+        judge=judge_scores(judge_summary, judge_model),
         vision=_optional(part.out_dir("vision_similarity") / VISION_FILE, VisionScores),
         chair=_optional(part.out_dir("chair_hallucination") / CHAIR_FILE, ChairScores),
     )

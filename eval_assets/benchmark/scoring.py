@@ -22,7 +22,7 @@ from eval_assets.metrics.vision import (
 )
 from eval_assets.metrics.vqa import VqaReport, VqaRow, vqa_accuracy
 from eval_assets.schemas.annotations import FrameAnnotation
-from eval_assets.schemas.results import ChairScores, PredictionCounts, VisionScores
+from eval_assets.schemas.results import ChairScores, JudgeScores, PredictionCounts, VisionScores
 
 DESCRIPTION_CLASS = "frame_description"
 PRESENCE = "presence"
@@ -215,3 +215,17 @@ def score_chair(
 def write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
     """Rows as JSON lines (sorted keys), atomically."""
     write_text_atomic(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+
+
+def judge_scores(summary: Mapping[str, Any], judge_model: str) -> JudgeScores:
+    """Our record of an AVLM ``llm_judge_results.json``.
+
+    AVLM writes 0 for the mean, median, min and max when nothing was scored; a 0 is not a score
+    on a 1–10 scale, so ours says ``None`` there (the AVLM file itself is left as AVLM writes it).
+    """
+    scored = summary["num_success"] > 0
+    stats = {k: summary[k] if scored else None
+             for k in ("mean_score", "median_score", "min_score", "max_score")}
+    return JudgeScores(judge_model=judge_model, total_judged=summary["total_judged"],
+                       num_success=summary["num_success"], num_failed=summary["num_failed"],
+                       score_distribution=summary["score_distribution"], **stats)

@@ -125,3 +125,17 @@ def test_labels_for_unknown_cases_are_rejected(sample_dataset: Path, tmp_path: P
     with pytest.raises(ValueError, match="unknown cases"):
         load_private_dataset(broken)
     assert json.loads((sample_dataset / "labels.jsonl").read_text().splitlines()[0])
+
+
+def test_judge_summary_without_scores_has_no_numbers() -> None:
+    from eval_assets.benchmark.scoring import judge_scores
+
+    avlm = {"total_judged": 3, "num_success": 0, "num_failed": 3, "mean_score": 0,
+            "median_score": 0, "min_score": 0, "max_score": 0,
+            "score_distribution": {"excellent_9_10": 0, "good_8": 0, "fair_7": 0, "poor_6": 0,
+                                   "very_poor_1_5": 0}}
+    none_scored = judge_scores(avlm, "j")
+    assert none_scored.mean_score is None and none_scored.max_score is None
+    scored = judge_scores({**avlm, "num_success": 1, "num_failed": 2, "mean_score": 7,
+                           "median_score": 7, "min_score": 7, "max_score": 7}, "j")
+    assert (scored.mean_score, scored.min_score) == (7, 7)
