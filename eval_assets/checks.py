@@ -3,12 +3,18 @@ a model whose answers mostly match no choice is flagged (warning)."""
 
 # No `from __future__ import annotations`: Dagster inspects the context annotation at runtime.
 
+import warnings
+from collections.abc import Callable
+from typing import Any
+
 from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
+    AssetChecksDefinition,
     AssetCheckSeverity,
     AssetKey,
     MetadataValue,
+    PreviewWarning,
     asset_check,
 )
 
@@ -27,7 +33,22 @@ from eval_assets.vqa.leakage import find_leaks
 PUBLIC_CASES = AssetKey("public_cases")
 
 
-@asset_check(asset=PUBLIC_CASES, partitions_def=recordings_partitions, blocking=True,
+def partitioned_check(**kwargs: Any) -> Callable[[Callable[..., AssetCheckResult]],
+                                               AssetChecksDefinition]:
+    """``asset_check`` with ``partitions_def``, its PreviewWarning silenced at this one call.
+
+    We accept the preview API on purpose: without ``partitions_def`` a check on a partitioned
+    asset loads every partition, which is wrong for per-recording checks.
+    """
+    def decorate(fn: Callable[..., AssetCheckResult]) -> AssetChecksDefinition:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=PreviewWarning)
+            return asset_check(**kwargs)(fn)
+
+    return decorate
+
+
+@partitioned_check(asset=PUBLIC_CASES, partitions_def=recordings_partitions, blocking=True,
              description="The published dataset has at least one case and one label per case.")
 def dataset_not_empty(context: AssetCheckExecutionContext,
                       storage: ProjectStorage) -> AssetCheckResult:
@@ -39,7 +60,7 @@ def dataset_not_empty(context: AssetCheckExecutionContext,
                             metadata={"cases": n_cases, "labels": n_labels})
 
 
-@asset_check(asset=PUBLIC_CASES, partitions_def=recordings_partitions, blocking=True,
+@partitioned_check(asset=PUBLIC_CASES, partitions_def=recordings_partitions, blocking=True,
              description="No private label or audit data in cases.jsonl or assets/.")
 def no_label_leakage(context: AssetCheckExecutionContext,
                      storage: ProjectStorage) -> AssetCheckResult:
@@ -49,7 +70,7 @@ def no_label_leakage(context: AssetCheckExecutionContext,
         "num_problems": len(leaks), "problems": MetadataValue.json(leaks[:20])})
 
 
-@asset_check(asset=vqa_accuracy, partitions_def=recording_model_partitions, blocking=False,
+@partitioned_check(asset=vqa_accuracy, partitions_def=recording_model_partitions, blocking=False,
              description="Warns when too many answers match no choice (ScoringResource bound).")
 def parse_failure_rate_below_bound(context: AssetCheckExecutionContext, storage: ProjectStorage,
                                    scoring: ScoringResource) -> AssetCheckResult:

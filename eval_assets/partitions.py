@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
+
 from dagster import (
+    BetaWarning,
     DynamicPartitionsDefinition,
     MultiPartitionsDefinition,
     MultiToSingleDimensionPartitionMapping,
@@ -24,5 +27,9 @@ model_partitions = StaticPartitionsDefinition(
 recording_model_partitions = MultiPartitionsDefinition(
     {RECORDING_DIM: recordings_partitions, MODEL_DIM: model_partitions})
 
-# A (recording, model) partition reads its recording's per-recording assets.
-per_recording = MultiToSingleDimensionPartitionMapping(partition_dimension_name=RECORDING_DIM)
+# A (recording, model) partition reads its recording's per-recording assets. The mapping is a Beta
+# API that we accept on purpose: it is Dagster's only way to map one dimension of a multi-partition
+# onto a single-dimension upstream, so its BetaWarning is silenced here and nowhere else.
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", category=BetaWarning)
+    per_recording = MultiToSingleDimensionPartitionMapping(partition_dimension_name=RECORDING_DIM)

@@ -16,7 +16,8 @@ from dagster import (
 from eval_assets.jobs import leaderboard_report_job, model_benchmark_job, recording_pipeline_job
 from eval_assets.layout import list_recordings, partition_key_for
 from eval_assets.partitions import MODEL_DIM, RECORDING_DIM, model_partitions, recordings_partitions
-from eval_assets.recording import Recording, RecordingError
+from eval_assets.recording import RecordingError
+from eval_assets.recording.validate import validate_recording
 from eval_assets.resources import ProjectStorage
 
 
@@ -36,10 +37,10 @@ def new_recordings_sensor(
         key = partition_key_for(path)
         if key in known:
             continue
-        # Validate here so a corrupt file never becomes a partition whose every run fails.
+        # Validate every row here so a corrupt file never becomes a partition whose every run
+        # fails.
         try:
-            with Recording.open(path, allow_pickle=storage.allow_pickle):
-                pass
+            validate_recording(path, allow_pickle=storage.allow_pickle)
         except RecordingError as exc:
             context.log.warning(f"skipping {path.name}: {exc}")
             continue

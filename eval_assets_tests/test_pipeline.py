@@ -4,16 +4,32 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from eval_assets.layout import StorageLayout
 from eval_assets.pipeline import run_benchmark
 from eval_assets.schemas.results import BenchmarkResult
 
 MODELS = "models:\n  - name: random\n    serve: random\n    seed: 0\n"
 JUDGE = "serve: random\nmodel: random\nmax_workers: 1\nbackoff_base_s: 0\n"
+
+
+def _check_terminal_output(stdout: str, stderr: str, report: Path) -> None:
+    """Concise: a line per step and job, no Dagster event stream, no warning; the report last."""
+    assert stdout.splitlines()[-1] == f"report: {report}"
+    for noise in ("DEBUG", "Warning", "STEP_SUCCESS", "Traceback", "it/s]"):
+        assert noise not in stderr, f"{noise!r} in the terminal output:\n{stderr}"
+    assert "✓ predictions" in stderr and "model_benchmark [sample, random]: " in stderr
+    assert len(stderr.splitlines()) < 40, stderr
+    log_line = next(line for line in stderr.splitlines() if "Dagster log: " in line)
+    log_file = Path(log_line.split("Dagster log: ", 1)[1].strip())
+    assert "STEP_SUCCESS" in log_file.read_text(encoding="utf-8")
 
 
 def _digest(folder: Path, patterns: tuple[str, ...]) -> dict[str, str]:
@@ -33,15 +49,21 @@ def test_whole_chain_on_the_sample_is_complete_and_deterministic(
     monkeypatch.setenv("EVAL_ASSETS_EXECUTOR", "in_process")
     # model_partitions is built from the models file at import; the default file declares
     # `random` too, so the partition exists either way.
-    outputs = []
-    for attempt in ("first", "second"):
-        run = run_benchmark(sample_db, tmp_path / attempt, models=["random"])
-        assert run.report.is_file()
-        outputs.append(run)
+    # First through the console script, as a user runs it; then through the Python API.
+    cli = subprocess.run(
+        [sys.executable, "-c", "from eval_assets.cli import main; main()", "run", str(sample_db),
+         "--model", "random", "--storage-root", str(tmp_path / "first")],
+        capture_output=True, text=True, timeout=900, env={**os.environ})
+    assert cli.returncode == 0, cli.stderr
+    first_layout = StorageLayout((tmp_path / "first").resolve())
+    _check_terminal_output(cli.stdout, cli.stderr, first_layout.report_file())
+    second = run_benchmark(sample_db, tmp_path / "second", models=["random"])
+    layouts = [first_layout, second.layout]
+    assert all(layout.report_file().is_file() for layout in layouts)
 
-    first, second = (o.layout.root / "assets" for o in outputs)
+    first, second_assets = (layout.root / "assets" for layout in layouts)
     result = BenchmarkResult.model_validate_json(
-        outputs[0].layout.results_file("sample", "random").read_text())
+        layouts[0].results_file("sample", "random").read_text())
     assert result.vqa.overall.n == result.predictions.cases > 100
     assert result.predictions.failed == 0
     assert 0.0 < result.vqa.overall.accuracy < 1.0
@@ -52,19 +74,19 @@ def test_whole_chain_on_the_sample_is_complete_and_deterministic(
     assert result.judge is not None
     assert result.judge.num_success == 0 and result.judge.mean_score is None
 
-    table = pq.read_table(outputs[0].leaderboard / "leaderboard.parquet").to_pandas()
+    table = pq.read_table(layouts[0].leaderboard_dir() / "leaderboard.parquet").to_pandas()
     assert set(table["model"]) == {"random"}
 
-    html = outputs[0].report.read_text()
+    html = layouts[0].report_file().read_text()
     assert "data:image/png;base64," in html and "random" in html
 
     # Same inputs and config: byte-identical public cases, labels, audit and metrics.
     deterministic = ("datasets/**/*", "assets/vqa_accuracy/**/*.json", "assets/pope_presence/**/*",
                      "assets/mcq_avlm/**/*", "assets/chair_hallucination/**/*",
                      "assets/vision_similarity/**/*", "assets/benchmark_results/**/*")
-    a = _digest(outputs[0].layout.root, deterministic)
-    b = _digest(outputs[1].layout.root, deterministic)
+    a = _digest(layouts[0].root, deterministic)
+    b = _digest(layouts[1].root, deterministic)
     assert a == b and len(a) > 50
     assert json.loads((first / "vqa_accuracy" / "sample" / "random" / "vqa.json").read_text())
     # The report also shows each call's latency, so only its existence is compared.
-    assert (second / "report" / "report.html").is_file()
+    assert (second_assets / "report" / "report.html").is_file()

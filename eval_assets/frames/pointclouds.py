@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from eval_assets import progress
 from eval_assets.atomic import write_bytes_atomic
 from eval_assets.geometry.ranging import camera_points
 from eval_assets.geometry.transforms import TransformGraph, TransformUnavailable
@@ -88,7 +89,8 @@ def build_pointcloud_frames(
     lidar_ts = np.asarray(recording.timestamps(lidar), dtype=np.float64)
     graph: TransformGraph | None = None  # built on first need: most of a long recording's cost
     results: list[PointCloudFrame] = []
-    for frame in sorted(frames, key=lambda f: f.frame_index):
+    for frame in progress.track(sorted(frames, key=lambda f: f.frame_index),
+                                "point clouds per frame"):
         j = nearest_index(lidar_ts, frame.image_ts)
         if j is None:
             results.append(_image_only(frame, lidar, f"stream {lidar!r} has no LiDAR messages"))

@@ -8,6 +8,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from eval_assets import progress
 from eval_assets.atomic import write_bytes_atomic
 from eval_assets.geometry.camera import CameraModel
 from eval_assets.recording import Recording, image_to_rgb
@@ -86,7 +87,8 @@ def build_rectified_frames(
         )
     models: dict[tuple[object, ...], CameraModel] = {}
     frames: list[RectifiedFrame] = []
-    for index in select_frames(frame_indices, len(image_ts), path):
+    for index in progress.track(select_frames(frame_indices, len(image_ts), path),
+                                "rectifying frames"):
         t = float(image_ts[index])
         j = int(np.searchsorted(info_ts, t, side="right")) - 1
         if j < 0:

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from eval_assets import progress
 from eval_assets.atomic import write_bytes_atomic, write_text_atomic
 from eval_assets.frames import RectifiedFrame, load_rectified_image
 from eval_assets.perception.protocols import Detector, Segmenter, detect_and_segment
@@ -172,7 +173,7 @@ def build_detections(
     if not names:
         raise ValueError("no object names to query; configure a non-empty vocabulary")
     stored: list[FrameDetections] = []
-    for frame in frames:
+    for frame in progress.track(frames, "detecting and segmenting frames"):
         image = load_rectified_image(Path(frames_dir), frame)
         found = detect_and_segment(image, names, detector, segmenter)
         record = FrameDetections(

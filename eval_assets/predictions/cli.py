@@ -16,9 +16,11 @@ from pathlib import Path
 
 import typer
 
+from eval_assets.cli_errors import EXIT_BAD_INPUT, guarded
 from eval_assets.predictions.baselines import LOCAL_MODELS
 
 
+@guarded
 def serve_command(
     model: str = typer.Option(..., help=f"Local model to serve: {', '.join(LOCAL_MODELS)}."),
     port: int = typer.Option(8000, help="TCP port (0 picks a free one)."),
@@ -40,6 +42,7 @@ def _folder_name(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-.") or "model"
 
 
+@guarded
 def vqa_run_command(
     dataset: Path = typer.Argument(..., help="A public dataset folder (cases.jsonl + assets/)."),
     model: str = typer.Option(..., help="A model declared in the models file, or any model id "
@@ -83,7 +86,7 @@ def vqa_run_command(
                                      max_concurrency=settings.max_concurrency, describe=describe)
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
     answers = result.summary.answers
     typer.echo(f"{spec.name}: {answers.success}/{answers.total} cases answered "
                f"({answers.unmatched_choices} name no choice), {answers.failed} failed; "

@@ -22,6 +22,7 @@ import yaml
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from eval_assets.errors import InputError
 from eval_assets.http_retry import parse_retry_after
 from eval_assets.metrics.vqa import match_choice
 from eval_assets.predictions.prompts import (
@@ -321,35 +322,53 @@ class OpenAIVLMClient:
         return DescriptionRecord(frame=frame, image=image, **self._common(outcome))
 
 
+class ModelsFileError(InputError, ValueError):
+    """The models file cannot be used; the message names the file, the entry, the field, the fix."""
+
+
 def load_model_specs(path: Path) -> list[ModelSpec]:
     """The models declared in a ``models.yaml`` (a top-level ``models:`` list), names unique."""
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise FileNotFoundError(
+        raise ModelsFileError(
             f"{path} does not exist; create it with a 'models:' list "
             f"(see data/models.yaml in the repository)"
         ) from None
     except yaml.YAMLError as exc:
-        raise ValueError(f"{path} is not valid YAML: {exc}; fix the syntax") from exc
+        raise ModelsFileError(f"{path} is not valid YAML ({_first_line(exc)}). Fix the syntax "
+                              "there (see data/models.yaml in the repository).") from exc
     entries = document.get("models") if isinstance(document, dict) else None
     if not isinstance(entries, list) or not entries:
-        raise ValueError(f"{path}: expected a top-level 'models:' list with at least one entry")
+        raise ModelsFileError(f"{path}: expected a top-level 'models:' list with at least one "
+                              "entry. Fix: start the file with 'models:' and list '- name: ...' "
+                              "entries under it.")
     specs: list[ModelSpec] = []
     for i, entry in enumerate(entries):
         try:
             specs.append(ModelSpec.model_validate(entry))
         except ValidationError as exc:
-            raise ValueError(f"{path}: models[{i}] is invalid: {exc}; fix that entry") from exc
+            problems = "; ".join(
+                f"field {'.'.join(str(p) for p in err['loc']) or '(entry)'!r}: {err['msg']}"
+                for err in exc.errors()[:3])
+            raise ModelsFileError(f"{path}: models[{i}] is invalid: {problems}. Fix that entry "
+                                  "(fields: name, model, base_url, serve, seed, api_key_env, "
+                                  "max_tokens, max_concurrency, timeout_s).") from exc
     names = [s.name for s in specs]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        raise ValueError(f"{path}: model names must be unique, repeated: {duplicates}")
+        raise ModelsFileError(f"{path}: model names must be unique, repeated: {duplicates}. Fix: "
+                              "rename or remove the repeated entries.")
     for spec in specs:
         if spec.base_url is None and spec.serve is None:
-            raise ValueError(f"{path}: model {spec.name!r} has neither 'base_url' nor 'serve'; "
-                             f"give the endpoint URL or the local model to serve")
+            raise ModelsFileError(f"{path}: model {spec.name!r} has neither 'base_url' nor "
+                                  "'serve'. Fix: give the endpoint URL or the local model to "
+                                  "serve.")
     return specs
+
+
+def _first_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
 
 
 def find_model_spec(specs: list[ModelSpec], name: str, source: Path) -> ModelSpec:

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from eval_assets import progress
 from eval_assets.atomic import write_text_atomic
 from eval_assets.predictions.client import ClientSettings, VLMClient
 from eval_assets.predictions.prompts import DESCRIPTION_PROMPT, read_png
@@ -241,11 +242,13 @@ def run_predictions(
         pending_frames = [f for f in frames
                           if not descriptions.succeeded((f.frame, model, config_hash))]
         calls = 0
+        bar: list[progress.Advance] = []  # set once the loop starts; tasks only run inside it
 
         def record(journal: Journal, result: Record) -> None:
             nonlocal calls
             journal.append(result)
             calls += 1  # only the main thread reads it, after the pool has shut down
+            bar[0](1)
             if on_record is not None:
                 on_record(result)
 
@@ -259,7 +262,10 @@ def run_predictions(
 
         tasks = [answer_task(c) for c in pending_cases] + [describe_task(f) for f in
                                                            pending_frames]
-        _schedule(iter(tasks), max_concurrency)
+        label = f"{generation.model}: answers and descriptions"
+        with progress.task(label, total=len(tasks)) as advance:
+            bar.append(advance)
+            _schedule(iter(tasks), max_concurrency)
 
         standing_answers = [r for c in cases
                             if (r := answers.get((c.case_id, model, config_hash))) is not None]

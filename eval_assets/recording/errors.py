@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from eval_assets.errors import InputError
 
-class RecordingError(Exception):
+
+class RecordingError(InputError):
     """A recording cannot be used; the message names the file, the stream and the fix.
 
     ``path``, ``stream`` and ``row_id`` are kept as attributes so callers (asset checks, audits)

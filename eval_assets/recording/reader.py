@@ -110,7 +110,12 @@ def _connect(path: Path) -> sqlite3.Connection:
             raise
     if rows != [("ok",)]:
         conn.close()
-        detail = "; ".join(str(r[0]) for r in rows[:3])
+        # quick_check can list hundreds of pages in one row: keep the first few, count the rest.
+        problems = [line.strip() for r in rows for line in str(r[0]).splitlines()
+                    if line.strip() and not line.startswith("***")]
+        detail = "; ".join(problems[:3])
+        if len(problems) > 3:
+            detail += f"; and {len(problems) - 3} more"
         raise sqlite3.DatabaseError(f"database disk image is malformed ({detail})")
     return conn
 

@@ -13,10 +13,13 @@ from pathlib import Path
 
 import typer
 
+from eval_assets.cli_errors import EXIT_BAD_INPUT, EXIT_FAILED, guarded
+
 vqa_app = typer.Typer(no_args_is_help=True, help="Generate VQA datasets from recordings.")
 
 
 @vqa_app.command()
+@guarded
 def generate(
     recording: Path = typer.Argument(..., help="A recording file (*.db)."),
     image_index: int | None = typer.Option(None, help="Generate from this one frame."),
@@ -46,15 +49,13 @@ def generate(
     from eval_assets.recording import Recording, RecordingError
     from eval_assets.vqa.generate import default_output_dir, frame_selection
 
-    if not recording.is_file():
-        raise typer.BadParameter(f"{recording}: no such recording file", param_hint="RECORDING")
     try:
         with Recording.open(recording, allow_pickle=allow_pickle) as rec:
             count = len(rec.timestamps("color_image"))
         frames = frame_selection(image_index, start, stop, stride, count)
     except (RecordingError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
     names = ([n.strip() for n in vocabulary.split(",") if n.strip()]
              if vocabulary is not None else None)
     author_config = {
@@ -73,7 +74,7 @@ def generate(
 
 def _run(recording: Path, out: Path, frames: list[int], author: dict[str, object],
          perception: dict[str, object], allow_pickle: bool) -> None:
-    """Generate and print the summary; known failures print their message and exit 1."""
+    """Generate and print the summary; bad input exits 2, an unanswerable recording 1."""
     from eval_assets.perception import PerceptionConfig, PerceptionError
     from eval_assets.recording import RecordingError
     from eval_assets.vqa.authors import AuthorConfig
@@ -87,12 +88,14 @@ def _run(recording: Path, out: Path, frames: list[int], author: dict[str, object
         summary = generate_from_recording(
             recording, out, frames, config, models.build_detector(), models.build_segmenter(),
             allow_pickle=allow_pickle)
-    except (RecordingError, ValueError, DatasetExistsError, NothingAnswerableError,
-            PerceptionError) as exc:
-        # Dataset exists / nothing answerable / bad config / unusable recording: all name the
-        # file or field and the fix, so the message is the whole story.
+    except NothingAnswerableError as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
+        raise typer.Exit(EXIT_FAILED) from exc
+    except (RecordingError, ValueError, DatasetExistsError, PerceptionError) as exc:
+        # Dataset exists / bad config / unusable recording: all name the file or field and the
+        # fix, so the message is the whole story.
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
     typer.echo(f"{summary.num_cases} cases from {summary.num_frames} frames "
                f"({summary.num_proposals} proposals) -> {summary.path}")
     for family, n in summary.cases_per_family.items():

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from eval_assets import progress
 from eval_assets.atomic import write_text_atomic
 from eval_assets.frames import RectifiedFrame, load_rectified_image
 from eval_assets.schemas.vqa import (
@@ -47,7 +48,8 @@ def propose_frames(author: QuestionAuthor, frames_dir: Path, frames: Sequence[Re
                    max_proposals_per_frame: int) -> list[Proposal]:
     """Every frame's proposals, in frame order; the author sees each rectified image only."""
     out: list[Proposal] = []
-    for frame in sorted(frames, key=lambda f: f.frame_index):
+    for frame in progress.track(sorted(frames, key=lambda f: f.frame_index),
+                                "proposing questions per frame"):
         image = load_rectified_image(Path(frames_dir), frame)
         proposed = author.propose(image, frame.frame_index)
         out.extend(limit_proposals(proposed, frame.frame_index, max_proposals_per_frame))

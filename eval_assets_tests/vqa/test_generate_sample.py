@@ -166,7 +166,7 @@ def test_cli_generate_and_refuse_a_non_empty_output(sample_db: Path, tmp_path: P
     assert str(default) in result.output
     assert json.loads((default / "audit/run.json").read_text())["frame_indices"] == [3]
     again = runner.invoke(app, ["vqa", "generate", str(sample_db), "--image-index", "3"])
-    assert again.exit_code == 1
+    assert again.exit_code == 2  # the output folder exists: bad input
     assert "not an empty folder" in again.output
     out = tmp_path / "ranged"
     ranged = runner.invoke(app, ["vqa", "generate", str(sample_db), "--start", "20",

@@ -1,0 +1,73 @@
+"""How every ``eval-assets`` command ends when something goes wrong: a few lines, never a traceback.
+
+Bad input (:class:`~eval_assets.errors.InputError` and its kin) exits with code 2 and its own
+message, which names the file, the field or stream, and the fix. Anything else is unexpected:
+one line with the exception and a hint, exit code 1. ``--debug`` (or ``EVAL_ASSETS_DEBUG=1``)
+prints the traceback as well.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import traceback
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+import click
+import typer
+
+from eval_assets.console import make_console, print_error, showing_progress
+from eval_assets.errors import InputError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+_debug = False
+
+
+def set_debug(enabled: bool) -> None:
+    """Show tracebacks of handled errors (the ``--debug`` flag)."""
+    global _debug
+    _debug = enabled
+
+
+def debug_enabled() -> bool:
+    """Whether ``--debug`` or ``EVAL_ASSETS_DEBUG`` asked for tracebacks."""
+    return _debug or os.environ.get("EVAL_ASSETS_DEBUG", "") not in ("", "0")
+
+
+def _bad_input_types() -> tuple[type[BaseException], ...]:
+    # Imported late: the judge module pulls in openai, which commands that never judge can skip.
+    from eval_assets.metrics.judge import JudgeConfigError
+
+    return (InputError, JudgeConfigError, FileNotFoundError, NotADirectoryError)
+
+
+def guarded(command: Callable[P, R]) -> Callable[P, R]:
+    """Wrap a Typer command: its long loops draw progress bars, and errors end as short messages
+    with the right exit code."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            with showing_progress(make_console()):
+                return command(*args, **kwargs)
+        except (typer.Exit, typer.Abort, typer.exceptions.TyperException,
+                click.exceptions.ClickException, click.exceptions.Exit, KeyboardInterrupt):
+            raise  # usage errors and deliberate exits: click already says the right thing
+        except Exception as exc:
+            console = make_console()
+            if debug_enabled():
+                console.print(traceback.format_exc(), markup=False, highlight=False)
+            if isinstance(exc, _bad_input_types()):
+                print_error(console, str(exc))
+                raise typer.Exit(EXIT_BAD_INPUT) from None
+            print_error(console, f"{type(exc).__name__}: {exc}",
+                        hint="" if debug_enabled() else "Rerun with --debug for the traceback.")
+            raise typer.Exit(EXIT_FAILED) from None
+
+    return wrapper
