@@ -19,6 +19,8 @@ from eval_assets.recording.messages import CameraInfo, TFMessage
 from eval_assets.synth import SceneRaycaster, make_timeline, sample_scene, synthesize_sample
 from eval_assets.synth.render import BACKGROUND_ID, fisheye_directions
 from eval_assets.synth.sample import sidecar_paths
+from eval_assets_tests.synth.compare import byte_differences, compare_samples
+from eval_assets_tests.synth.perturb import change_first_object, jitter_raycasting
 
 
 @pytest.fixture(scope="module")
@@ -61,24 +63,81 @@ def _untruncated(bbox: list[int], width: int, height: int, margin: int = 2) -> b
     return u0 >= margin and v0 >= margin and u1 <= width - margin and v1 <= height - margin
 
 
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default sample synthesized afresh on this machine (~5 s), shared by the slow tests."""
+    return synthesize_sample(tmp_path_factory.mktemp("regenerated") / "sample.db").db
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 3-frame sample: the baseline the perturbed syntheses are compared with."""
+    return synthesize_sample(tmp_path_factory.mktemp("small") / "sample.db", frames=3).db
+
+
 @pytest.mark.slow
-def test_regenerating_gives_byte_identical_files(sample_db: Path, tmp_path: Path) -> None:
-    out = synthesize_sample(tmp_path / "sample.db")
-    committed = (sample_db, *sidecar_paths(sample_db))
-    for new, old in zip((out.db, out.scene_json, out.truth_npz), committed, strict=True):
-        assert new.read_bytes() == old.read_bytes(), f"{new.name} differs from {old}"
+def test_synthesizing_twice_gives_byte_identical_files(regenerated: Path, tmp_path: Path) -> None:
+    """On one machine the synthesizer is deterministic to the last byte (other CPUs round ray
+    casting differently; the committed sample is compared within tolerances below)."""
+    again = synthesize_sample(tmp_path / "sample.db")
+    assert byte_differences(again.db, regenerated) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "sample.db", "sample.scene.json", "sample.truth.npz"]
 
 
-def test_seed_drives_the_output_and_reruns_are_identical(tmp_path: Path) -> None:
-    a = synthesize_sample(tmp_path / "a.db", seed=1, frames=2)
-    b = synthesize_sample(tmp_path / "b.db", seed=1, frames=2)
-    c = synthesize_sample(tmp_path / "c.db", seed=2, frames=2)
-    for x, y in ((a.db, b.db), (a.scene_json, b.scene_json), (a.truth_npz, b.truth_npz)):
-        assert x.read_bytes() == y.read_bytes()
-    assert a.db.read_bytes() != c.db.read_bytes()
-    assert json.loads(c.scene_json.read_text())["seed"] == 2
+@pytest.mark.slow
+def test_regenerating_matches_the_committed_sample(regenerated: Path, sample_db: Path) -> None:
+    comparison = compare_samples(regenerated, sample_db)
+    assert not comparison, comparison.report()
+    print(f"\nregenerated vs committed, {comparison.report()}")
+
+
+def test_a_short_rerun_is_byte_identical(small: Path, tmp_path: Path) -> None:
+    """The strict check at a size the fast suite (``-m "not slow"``) can afford."""
+    again = synthesize_sample(tmp_path / "sample.db", frames=3)
+    assert byte_differences(again.db, small) == []
+
+
+def test_cpu_rounding_fails_the_byte_check_but_passes_the_tolerances(
+        small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What another CPU does to the sample (hit distances and ray directions a few ulps off) must
+    not fail the comparison with the committed sample; it does fail the byte check."""
+    jitter_raycasting(monkeypatch, t_ulps=2, direction_ulps=1)
+    other_cpu = synthesize_sample(tmp_path / "sample.db", frames=3).db
+    assert "  pointlio_lidar: 3 of 3 messages differ" in byte_differences(other_cpu, small)
+    comparison = compare_samples(other_cpu, small)
+    assert not comparison, comparison.report()
+    print(f"\nemulated other CPU vs this one, {comparison.report()}")
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    ("seed", ["color_image: timestamps differ", "pointlio_lidar: timestamps differ",
+              "scene.json: seed differ"]),
+    # 2 mm, a tenth of what the robot moves between two TF samples: pixels, points, truth move.
+    ("moved 2 mm", [*(f"color_image[{i}]" for i in range(3)),
+                    *(f"pointlio_lidar[{i}]" for i in range(3)),
+                    "scene.json: objects differ", "scene.json frame 0 object 0"]),
+    # Red 215 -> 209 on one ball: no geometry changes, only its pixels and its LiDAR intensity.
+    ("recoloured", [*(f"color_image[{i}]" for i in range(3)),
+                    *(f"pointlio_lidar[{i}]" for i in range(3)),
+                    "scene.json: objects differ"]),
+])
+def test_a_real_change_fails_both_checks(change: str, expected: list[str], small: Path,
+                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ball = sample_scene().objects[0]
+    seed = 0
+    if change == "seed":
+        seed = 1
+    elif change == "moved 2 mm":
+        change_first_object(monkeypatch, center=(ball.center[0] + 0.002, *ball.center[1:]))
+    else:
+        change_first_object(monkeypatch, rgb=(ball.rgb[0] - 6, *ball.rgb[1:]))
+    changed = synthesize_sample(tmp_path / "sample.db", seed=seed, frames=3)
+    assert json.loads(changed.scene_json.read_text())["seed"] == seed
+    assert "sample.db and sample.db differ in bytes" in byte_differences(changed.db, small)
+    found = compare_samples(changed.db, small).differences
+    missing = [e for e in expected if not any(d.startswith(e) for d in found)]
+    assert missing == [], "\n".join(found)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
