@@ -107,7 +107,7 @@ class StorageLayout:
         return self.root / "assets" / "report" / "report.html"
 
     def vqa_run_dir(self, dataset: str, model: str) -> Path:
-        """Run folder of ``eval-assets vqa run`` for a dataset folder name and a model."""
+        """Run folder of ``eval-assets vqa run`` for a dataset (name-content hash) and a model."""
         return self.root / "runs" / dataset / model
 
 

@@ -49,7 +49,7 @@ def vqa_run_command(
                                         "served at --base-url."),
     base_url: str | None = typer.Option(None, help="OpenAI-compatible endpoint (…/v1)."),
     output: Path | None = typer.Option(
-        None, help="Run folder (default <storage root>/runs/<dataset>/<model>)."),
+        None, help="Run folder (default <storage root>/runs/<dataset>-<content hash>/<model>)."),
     api_key_env: str | None = typer.Option(
         None, help="NAME of the environment variable holding the API key."),
     max_concurrency: int | None = typer.Option(None, help="Requests in flight (default 4)."),
@@ -62,7 +62,7 @@ def vqa_run_command(
     """Answer every case of DATASET with one model and write the run folder (no scoring)."""
     from eval_assets.layout import StorageLayout, default_models_file, default_storage_root
     from eval_assets.predictions.client import OpenAIVLMClient, load_model_specs
-    from eval_assets.predictions.runner import open_endpoint, run_predictions
+    from eval_assets.predictions.runner import open_endpoint, public_fingerprint, run_predictions
     from eval_assets.schemas.predictions import ModelSpec
 
     path = models_file or default_models_file()
@@ -77,8 +77,10 @@ def vqa_run_command(
     overrides = {"api_key_env": api_key_env, "max_concurrency": max_concurrency,
                  "max_tokens": max_tokens, "timeout_s": timeout_s}
     spec = spec.model_copy(update={k: v for k, v in overrides.items() if v is not None})
-    out = output or StorageLayout(default_storage_root()).vqa_run_dir(dataset.resolve().name,
-                                                                       spec.name)
+    # The default folder carries the dataset's content hash: a dataset regenerated under the
+    # same name gets a run folder of its own instead of sharing the old one.
+    out = output or StorageLayout(default_storage_root()).vqa_run_dir(
+        f"{dataset.resolve().name}-{public_fingerprint(dataset)[:12]}", spec.name)
     try:
         with open_endpoint(spec, {"max_retries": max_retries}, base_url=base_url) as settings, \
                 OpenAIVLMClient(settings) as client:

@@ -7,6 +7,7 @@ is part of the generation config hash, which keeps stale stored answers from bei
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,24 @@ def vqa_messages(png: bytes, question: str, choices: list[str]) -> list[Message]
 def description_messages(png: bytes) -> list[Message]:
     """The free-text description task for one frame, with the same system prompt."""
     return _messages(png, DESCRIPTION_PROMPT)
+
+
+def _fingerprint(image_sha256: str, text: str) -> str:
+    # Everything _messages() sends, with the image by its hash: equal fingerprints mean the model
+    # saw byte-identical requests (apart from the generation config, hashed separately).
+    document = json.dumps({"system": SYSTEM_PROMPT, "image_sha256": image_sha256, "text": text},
+                          sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(document.encode("utf-8")).hexdigest()
+
+
+def vqa_content_sha256(image_sha256: str, question: str, choices: list[str]) -> str:
+    """Identity of the model-facing content of a VQA case: prompt, question, choices, image."""
+    return _fingerprint(image_sha256, question_text(question, choices))
+
+
+def description_content_sha256(image_sha256: str) -> str:
+    """Identity of the model-facing content of a description request: prompt and image."""
+    return _fingerprint(image_sha256, DESCRIPTION_PROMPT)
 
 
 def read_png(path: Path) -> bytes:

@@ -24,7 +24,12 @@ from pydantic import BaseModel, ValidationError
 from eval_assets import progress
 from eval_assets.atomic import write_text_atomic
 from eval_assets.predictions.client import ClientSettings, VLMClient
-from eval_assets.predictions.prompts import DESCRIPTION_PROMPT, read_png
+from eval_assets.predictions.prompts import (
+    DESCRIPTION_PROMPT,
+    description_content_sha256,
+    read_png,
+    vqa_content_sha256,
+)
 from eval_assets.predictions.store import (
     Journal,
     answer_key,
@@ -128,6 +133,35 @@ def frames_of(cases: Sequence[Case]) -> list[Frame]:
     """The distinct images of ``cases``, sorted by path; the frame id is the file stem."""
     images = sorted({c.image for c in cases})
     return [Frame(frame=PurePosixPath(i).stem, image=i) for i in images]
+
+
+def public_fingerprint(dataset_dir: Path) -> str:
+    """Hash of everything public in a dataset: ``cases.jsonl`` and every image it names.
+
+    Two datasets with the same folder name but other content get other fingerprints, so their
+    default run folders differ. Labels and the audit are not read: they are private.
+    """
+    dataset_dir = Path(dataset_dir)
+    digest = hashlib.sha256((dataset_dir / DATASET_CASES).read_bytes())
+    for image in sorted({c.image for c in load_public_cases(dataset_dir)}):
+        digest.update(image.encode("utf-8") + b"\0")
+        digest.update(hashlib.sha256((dataset_dir / image).read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _content_hashes(dataset_dir: Path, cases: Sequence[Case],
+                    frames: Sequence[Frame]) -> dict[str, str]:
+    """The model-facing content hash of every case (by case id) and frame (by image path).
+
+    Each image is read once, here, so that what is reused is decided by the bytes a model would
+    be sent now, not by names.
+    """
+    image_sha = {image: hashlib.sha256(read_png(dataset_dir / image)).hexdigest()
+                 for image in sorted({c.image for c in cases})}
+    hashes = {c.case_id: vqa_content_sha256(image_sha[c.image], c.question, c.choices)
+              for c in cases}
+    hashes.update({f.image: description_content_sha256(image_sha[f.image]) for f in frames})
+    return hashes
 
 
 def _percentile(sorted_values: list[float], q: float) -> float:
@@ -237,10 +271,12 @@ def run_predictions(
             Journal(out_dir / RUN_DESCRIPTIONS_JOURNAL, DescriptionRecord,
                     description_key) as descriptions:
         write_text_atomic(out_dir / RUN_CONFIG, _dump_document(run_config))
-        pending_cases = [c for c in cases
-                         if not answers.succeeded((c.case_id, model, config_hash))]
-        pending_frames = [f for f in frames
-                          if not descriptions.succeeded((f.frame, model, config_hash))]
+        content = _content_hashes(dataset_dir, cases, frames)
+        answer_keys = {c.case_id: (c.case_id, model, config_hash, content[c.case_id])
+                       for c in cases}
+        frame_keys = {f.frame: (f.frame, model, config_hash, content[f.image]) for f in frames}
+        pending_cases = [c for c in cases if not answers.succeeded(answer_keys[c.case_id])]
+        pending_frames = [f for f in frames if not descriptions.succeeded(frame_keys[f.frame])]
         calls = 0
         bar: list[progress.Advance] = []  # set once the loop starts; tasks only run inside it
 
@@ -254,11 +290,13 @@ def run_predictions(
 
         def answer_task(case: Case) -> Callable[[], None]:
             return lambda: record(answers, client.answer(
-                case, read_png(dataset_dir / case.image)))
+                case, read_png(dataset_dir / case.image)).model_copy(
+                    update={"content_sha256": content[case.case_id]}))
 
         def describe_task(frame: Frame) -> Callable[[], None]:
             return lambda: record(descriptions, client.describe(
-                frame.frame, frame.image, read_png(dataset_dir / frame.image)))
+                frame.frame, frame.image, read_png(dataset_dir / frame.image)).model_copy(
+                    update={"content_sha256": content[frame.image]}))
 
         tasks = [answer_task(c) for c in pending_cases] + [describe_task(f) for f in
                                                            pending_frames]
@@ -268,11 +306,9 @@ def run_predictions(
             _schedule(iter(tasks), max_concurrency)
 
         standing_answers = [r for c in cases
-                            if (r := answers.get((c.case_id, model, config_hash))) is not None]
-        standing_descriptions = [
-            r for f in frames
-            if (r := descriptions.get((f.frame, model, config_hash))) is not None
-        ]
+                            if (r := answers.get(answer_keys[c.case_id])) is not None]
+        standing_descriptions = [r for f in frames
+                                 if (r := descriptions.get(frame_keys[f.frame])) is not None]
     answer_summary = summarise(standing_answers, len(cases))
     description_summary = summarise(standing_descriptions, len(frames)) if describe else None
     complete = answer_summary.success == len(cases) and (

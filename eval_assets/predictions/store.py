@@ -24,14 +24,18 @@ from eval_assets.schemas.predictions import AnswerRecord, DescriptionRecord
 R = TypeVar("R", bound=BaseModel)
 
 
-def answer_key(record: AnswerRecord) -> tuple[str, str, str]:
-    """Resume key of an answer: (case_id, model, config_hash)."""
-    return (record.case_id, record.model, record.config_hash)
+def answer_key(record: AnswerRecord) -> tuple[str, str, str, str | None]:
+    """Resume key of an answer: (case_id, model, config_hash, content_sha256).
+
+    The content hash makes a case id alone worthless as identity: a case regenerated with another
+    image, question or choices under the same id is asked again.
+    """
+    return (record.case_id, record.model, record.config_hash, record.content_sha256)
 
 
-def description_key(record: DescriptionRecord) -> tuple[str, str, str]:
-    """Resume key of a description: (frame, model, config_hash)."""
-    return (record.frame, record.model, record.config_hash)
+def description_key(record: DescriptionRecord) -> tuple[str, str, str, str | None]:
+    """Resume key of a description: (frame, model, config_hash, content_sha256)."""
+    return (record.frame, record.model, record.config_hash, record.content_sha256)
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -84,6 +84,9 @@ class _CallRecord(BaseModel):
     error_category: ErrorCategory | None = None
     error_message: str | None = None
     attempts: int
+    content_sha256: str | None = Field(
+        default=None, description="Hash of everything the model saw (prompt, question, choices, "
+        "image bytes); a stored record is reused only for identical content.")
 
 
 class AnswerRecord(_CallRecord):

@@ -21,7 +21,7 @@ from eval_assets_tests.fakes.openai_server import (
     message_text,
     route_by_text,
 )
-from eval_assets_tests.predictions.helpers import CANARY, TinyDataset, make_dataset
+from eval_assets_tests.predictions.helpers import CANARY, TinyDataset, make_dataset, write_png
 
 DESCRIBE = "Describe what you observe in this frame."
 
@@ -90,6 +90,35 @@ def test_rerun_makes_no_calls_and_rewrites_identical_files(tmp_path: Path) -> No
         again = run_predictions(dataset.root, client, out, max_concurrency=2)
         assert len(srv.requests) == n and again.calls_made == 0 and again.skipped == n
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first
+
+
+def test_changed_content_under_the_same_ids_is_asked_again(tmp_path: Path) -> None:
+    """A dataset regenerated into the same folder with the same case ids: only cases whose
+    model-facing content (image bytes, question, choices) changed are asked again."""
+    dataset = make_dataset(tmp_path / "ds", n_frames=3, cases_per_frame=2)
+    out = tmp_path / "run"
+    with OpenAICompatibleServer(default=Reply("yes")) as srv, client_for(srv.base_url) as client:
+        run_predictions(dataset.root, client, out, max_concurrency=2, describe=True)
+        n = len(srv.requests)
+        # New pixels for the first frame, a reworded question for one case of the second frame.
+        write_png(dataset.root / dataset.cases[0]["image"], seed=99)
+        cases = [dict(c) for c in dataset.cases]
+        cases[2]["question"] = cases[2]["question"].replace("any", "at least one")
+        (dataset.root / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+        changed = TinyDataset(root=dataset.root, cases=cases)
+
+        again = run_predictions(dataset.root, client, out, max_concurrency=2, describe=True)
+
+        asked = answered_cases(srv.requests[n:], changed)
+        described = [r for r in srv.requests[n:] if DESCRIBE in message_text(r.body)]
+    assert sorted(asked) == sorted([cases[0]["case_id"], cases[1]["case_id"],
+                                    cases[2]["case_id"]])
+    assert len(described) == 1  # only the frame whose pixels changed
+    assert again.calls_made == 4 and again.skipped == 6 + 3 - 4
+    stored = {a["case_id"]: a for a in read_jsonl(out / "answers.jsonl")}
+    assert all(a["content_sha256"] for a in stored.values())
+    assert stored[cases[0]["case_id"]]["content_sha256"] != stored[cases[3]["case_id"]][
+        "content_sha256"]
 
 
 def test_failures_are_recorded_and_only_they_are_retried_next_run(tmp_path: Path) -> None:

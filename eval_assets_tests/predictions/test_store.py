@@ -11,13 +11,13 @@ from eval_assets.schemas.predictions import AnswerRecord
 
 
 def rec(case_id: str, status: str = "success", choice: str | None = "yes",
-        config_hash: str = "h1") -> AnswerRecord:
+        config_hash: str = "h1", content: str = "c1") -> AnswerRecord:
     failed = status == "failed"
     return AnswerRecord(case_id=case_id, model="m", config_hash=config_hash, status=status,
                         raw_response=None if failed else choice, choice=None if failed else choice,
                         extraction_tier=None if failed else "exact", attempts=1,
                         error_category="server_error" if failed else None,
-                        error_message="HTTP 500" if failed else None)
+                        error_message="HTTP 500" if failed else None, content_sha256=content)
 
 
 def open_journal(path: Path) -> Journal[AnswerRecord]:
@@ -30,10 +30,12 @@ def test_appended_records_survive_reopening(tmp_path: Path) -> None:
         journal.append(rec("a"))
         journal.append(rec("b", "failed"))
     with open_journal(path) as journal:
-        assert journal.succeeded(("a", "m", "h1"))
-        assert not journal.succeeded(("b", "m", "h1"))
-        assert journal.get(("b", "m", "h1")).error_category == "server_error"
-        assert not journal.succeeded(("a", "m", "other-hash"))
+        assert journal.succeeded(("a", "m", "h1", "c1"))
+        assert not journal.succeeded(("b", "m", "h1", "c1"))
+        assert journal.get(("b", "m", "h1", "c1")).error_category == "server_error"
+        assert not journal.succeeded(("a", "m", "other-hash", "c1"))
+        # Same case id, model and config, other model-facing content: not the same answer.
+        assert not journal.succeeded(("a", "m", "h1", "other-content"))
     assert len(path.read_text().splitlines()) == 2
 
 
@@ -43,7 +45,7 @@ def test_first_success_stands_and_failures_give_way(tmp_path: Path) -> None:
         journal.append(rec("a", choice="no"))
         journal.append(rec("a", "failed"))
         journal.append(rec("a", choice="yes"))
-        standing = journal.get(("a", "m", "h1"))
+        standing = journal.get(("a", "m", "h1", "c1"))
     assert standing.status == "success" and standing.choice == "no"
 
 
@@ -56,7 +58,8 @@ def test_torn_last_line_is_dropped_and_appending_continues_cleanly(tmp_path: Pat
         fh.write(line_b[: len(line_b) // 2])  # a write cut short by a kill
     with open_journal(path) as journal:
         assert journal.dropped_torn_line
-        assert journal.succeeded(("a", "m", "h1")) and journal.get(("b", "m", "h1")) is None
+        assert journal.succeeded(("a", "m", "h1", "c1"))
+        assert journal.get(("b", "m", "h1", "c1")) is None
         journal.append(rec("c"))
     with open_journal(path) as journal:
         assert not journal.dropped_torn_line
@@ -67,7 +70,7 @@ def test_complete_last_line_without_newline_is_kept(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
     path.write_text(rec("a").model_dump_json())
     with open_journal(path) as journal:
-        assert not journal.dropped_torn_line and journal.succeeded(("a", "m", "h1"))
+        assert not journal.dropped_torn_line and journal.succeeded(("a", "m", "h1", "c1"))
         journal.append(rec("b"))
     assert [line[:14] for line in path.read_text().splitlines()] == ['{"model":"m","'] * 2
 
