@@ -11,7 +11,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 log() { printf '[setup] %s\n' "$*" >&2; }
 
 # open3d's wheel links libusb-1.0 at import time.
-if ! ldconfig -p 2>/dev/null | grep -q 'libusb-1.0.so.0'; then
+# No grep -q: with pipefail its early exit would fail the pipeline and reinstall every time.
+if ! ldconfig -p 2>/dev/null | grep 'libusb-1.0.so.0' >/dev/null; then
     log "installing system library libusb-1.0-0 (needed by open3d)"
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get update -qq
