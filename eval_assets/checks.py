@@ -79,7 +79,8 @@ def parse_failure_rate_below_bound(context: AssetCheckExecutionContext, storage:
     folder = storage.layout().metric_dir("vqa_accuracy", keys[RECORDING_DIM], keys[MODEL_DIM])
     report = VqaReport.model_validate_json((folder / VQA_FILE).read_text(encoding="utf-8"))
     rate, bound = report.overall.parse_failure_rate, scoring.max_parse_failure_rate
-    return AssetCheckResult(passed=rate <= bound, severity=AssetCheckSeverity.WARN,
+    # No answered case means no rate (n/a), which is not a failure of this check.
+    return AssetCheckResult(passed=rate is None or rate <= bound, severity=AssetCheckSeverity.WARN,
                             metadata={"parse_failure_rate": rate, "bound": bound})
 
 

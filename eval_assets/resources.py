@@ -6,7 +6,6 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-import yaml
 from dagster import ConfigurableResource
 from pydantic import Field
 
@@ -19,7 +18,7 @@ from eval_assets.layout import (
     default_storage_root,
 )
 from eval_assets.metrics.embedders import CosineSimilarity, SentenceTransformerEmbedder
-from eval_assets.metrics.judge import JudgeConfig, OpenAIJudge
+from eval_assets.metrics.judge import JudgeConfig, OpenAIJudge, open_judge, self_judging_models
 from eval_assets.metrics.vision import SimilarityScorer
 from eval_assets.perception import PerceptionConfig
 from eval_assets.perception.protocols import Detector, Segmenter
@@ -215,36 +214,38 @@ class ScoringResource(ConfigurableResource):
 class JudgeResource(ConfigurableResource):
     """The LLM judge, configured by a YAML file (default ``data/judge.yaml``).
 
-    The file holds :class:`JudgeConfig` fields; an extra ``serve: NAME`` starts that local model
-    (``eval-assets serve``) in-process instead of calling ``base_url``.
+    The file is read by :meth:`JudgeConfig.from_yaml`, the loader ``eval-assets score judge``
+    uses too; ``serve: NAME`` starts that local model in-process instead of calling ``base_url``.
+    ``models_file`` (default ``$EVAL_ASSETS_MODELS`` / ``data/models.yaml``) lists the models
+    under test, so a judge that is one of them is flagged ``self_judging``.
     """
 
     config_file: str = ""
+    models_file: str = ""
 
     def config_path(self) -> Path:
         """The judge YAML in use."""
         return Path(self.config_file).resolve() if self.config_file else default_judge_file()
+
+    def models_path(self) -> Path:
+        """The models file the judge is compared with."""
+        return Path(self.models_file).resolve() if self.models_file else default_models_file()
+
+    def load_config(self) -> JudgeConfig:
+        """The validated judge config (``JudgeConfigError`` names the file, field and fix)."""
+        return JudgeConfig.from_yaml(self.config_path())
+
+    def self_judging_models(self, config: JudgeConfig) -> list[str]:
+        """The models under test that are the judge itself (none when there is no models file)."""
+        path = self.models_path()
+        return self_judging_models(config, load_model_specs(path)) if path.is_file() else []
 
     @contextlib.contextmanager
     def judge(self) -> Iterator[tuple[JudgeConfig, OpenAIJudge]]:
         """The judge settings and client, its local server running meanwhile if ``serve`` is set.
 
         A served local model needs no key; any other endpoint reads the key from the variable
-        named by ``api_key_env``.
+        named by ``api_key_env``. The settings yielded carry the URL actually called.
         """
-        path = self.config_path()
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: expected a mapping of judge settings")
-        served = data.pop("serve", None)
-        with contextlib.ExitStack() as stack:
-            api_key = None
-            if served is not None:
-                from eval_assets.predictions.serve import serve_in_thread
-
-                data["base_url"] = stack.enter_context(serve_in_thread(model=str(served), port=0))
-                api_key = "local-server"
-            config = JudgeConfig.model_validate(data)
-            client = OpenAIJudge(config, api_key=api_key)
-            stack.callback(client.close)
-            yield config, client
+        with open_judge(self.load_config()) as client:
+            yield client.config, client

@@ -96,14 +96,19 @@ def _write_model(path: Path, document: object) -> Path:
     return path
 
 
+def _num(value: float | None) -> str:
+    """Three decimals, or n/a for an empty denominator."""
+    return "n/a" if value is None else f"{value:.3f}"
+
+
 @asset(partitions_def=recording_model_partitions, group_name=GROUP, deps=INPUTS)
 def vqa_accuracy(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """Choice accuracy overall and per family, Wilson 95% intervals, parse failures, chance."""
     part = _partition(context, storage)
     report = score_vqa(part.data, part.run, part.recording)
     path = _write_model(part.out_dir("vqa_accuracy") / VQA_FILE, report)
-    rows = [f"| {family} | {s.n} | {s.accuracy:.3f} | [{s.ci_low:.3f}, {s.ci_high:.3f}] | "
-            f"{s.parse_failures} | {s.chance:.3f} |" for family, s in report.by_family.items()]
+    rows = [f"| {family} | {s.n} | {_num(s.accuracy)} | [{_num(s.ci_low)}, {_num(s.ci_high)}] | "
+            f"{s.parse_failures} | {_num(s.chance)} |" for family, s in report.by_family.items()]
     table = "\n".join(["| family | n | accuracy | 95% CI | parse failures | chance |",
                        "|---|---|---|---|---|---|", *rows])
     overall = report.overall
@@ -147,18 +152,39 @@ def mcq_avlm(context: AssetExecutionContext, storage: ProjectStorage) -> Materia
 @asset(partitions_def=recording_model_partitions, group_name=GROUP, deps=INPUTS)
 def description_judge(context: AssetExecutionContext, storage: ProjectStorage,
                       scoring: ScoringResource, judge: JudgeResource) -> MaterializeResult:
-    """LLM-as-judge of the frame descriptions vs the human ones, the frame evidence as metadata."""
+    """LLM-as-judge of the frame descriptions vs the human ones, the frame evidence as metadata.
+
+    The judge first has to pass a calibration on corrupted copies of the human descriptions; if
+    it fails, no description is judged and the results say ``withheld``. Calls are journalled in
+    the asset's folder, so a rematerialization repeats only the calls a crash interrupted.
+    """
     part = _partition(context, storage)
     folder = part.out_dir("description_judge")
     annotations = load_annotations(scoring.annotations_path(), part.recording)
     rows = avlm_description_rows(part.data, part.run, annotations, DESCRIPTION_PROMPT)
     write_jsonl(InferenceLayout(folder).predictions, rows)
     with judge.judge() as (config, client):
-        report = judge_dir(folder, config, judge=client)
+        report = judge_dir(folder, config, judge=client,
+                           self_judging_models=judge.self_judging_models(config))
     summary = report.results
+    calibration = report.calibration
+    if calibration.withheld:
+        context.log.warning(f"judge {config.model} {report.status}: its scores are withheld")
+    if summary["self_judging"]:
+        context.log.warning(f"judge {config.model} is also a model under test "
+                            f"({', '.join(summary['self_judging_models'])})")
     return MaterializeResult(metadata={
-        "judge_model": config.model, "num_success": summary["num_success"],
-        "num_failed": summary["num_failed"], "mean_score": summary["mean_score"],
+        "judge_model": config.model, "status": report.status,
+        "num_success": summary["num_success"], "num_failed": summary["num_failed"],
+        "num_withheld": summary["num_withheld"], "mean_score": summary["mean_score"],
+        "self_judging": summary["self_judging"],
+        "calibration_status": calibration.status,
+        "calibration_agreement": calibration.agreement,
+        "calibration_pairs": f"{calibration.agreed}/{calibration.evaluated} agreed "
+                             f"({calibration.planned} planned)",
+        "calibration_seconds": round(report.calibration_s, 2),
+        "judging_seconds": round(report.judging_s, 2),
+        "calls_made": report.calls_made, "calls_replayed": report.calls_replayed,
         "errors": MetadataValue.json(report.predictions["error_counts_by_category"]),
         "results": MetadataValue.path(str(report.results_path)),
     })

@@ -10,6 +10,7 @@ from typing import Any
 from eval_assets.atomic import write_text_atomic
 from eval_assets.benchmark.inputs import ModelRun, PrivateDataset
 from eval_assets.metrics.chair import chair_from_texts, load_coco_synonyms, tokenize_caption
+from eval_assets.metrics.judge_calibration import CalibrationReport
 from eval_assets.metrics.pope import PopeResult, parse_pope_answer, pope_metrics
 from eval_assets.metrics.vision import (
     Batch,
@@ -218,14 +219,28 @@ def write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
 
 
 def judge_scores(summary: Mapping[str, Any], judge_model: str) -> JudgeScores:
-    """Our record of an AVLM ``llm_judge_results.json``.
+    """Our record of an ``llm_judge_results.json``, with the trust fields the report shows.
 
-    AVLM writes 0 for the mean, median, min and max when nothing was scored; a 0 is not a score
-    on a 1–10 scale, so ours says ``None`` there (the AVLM file itself is left as AVLM writes it).
+    AVLM writes 0 for the mean, median, min and max when nothing was scored (our judge does too
+    in AVLM compatibility mode); a 0 is not a score on a 1–10 scale, so ours says ``None`` there.
+    Files written before calibration and strict scoring existed read as ``scored`` / ``strict``.
     """
     scored = summary["num_success"] > 0
     stats = {k: summary[k] if scored else None
              for k in ("mean_score", "median_score", "min_score", "max_score")}
-    return JudgeScores(judge_model=judge_model, total_judged=summary["total_judged"],
-                       num_success=summary["num_success"], num_failed=summary["num_failed"],
-                       score_distribution=summary["score_distribution"], **stats)
+    calibration = summary.get("calibration")
+    coercions = summary.get("avlm_coercions") or {}
+    status = str(summary.get("status", "scored" if scored else "nothing scored"))
+    return JudgeScores(
+        judge_model=judge_model, total_judged=summary["total_judged"],
+        num_success=summary["num_success"], num_failed=summary["num_failed"],
+        score_distribution=summary["score_distribution"], **stats,
+        status=status, withheld=status.startswith("withheld"),
+        num_withheld=summary.get("num_withheld", 0),
+        failure_counts=summary.get("failure_counts", {}),
+        self_judging=summary.get("self_judging", False),
+        self_judging_models=summary.get("self_judging_models", []),
+        scoring_mode=summary.get("scoring_mode", "strict"),
+        coerced_rows=coercions.get("rows", 0), coercions=coercions.get("by_kind", {}),
+        calibration=None if calibration is None else CalibrationReport.model_validate(calibration),
+    )

@@ -14,6 +14,7 @@ from eval_assets.metrics.predictions import PredictionsError
 
 if TYPE_CHECKING:
     from eval_assets.metrics.judge import JudgeReport
+    from eval_assets.schemas.predictions import ModelSpec
 
 score_app = typer.Typer(
     no_args_is_help=True,
@@ -60,22 +61,92 @@ def mcq(inference_dir: Path = typer.Argument(..., help=_INFERENCE_DIR_HELP)) -> 
 def judge(
     inference_dir: Path = typer.Argument(..., help=_INFERENCE_DIR_HELP),
     config: Path = typer.Option(..., "--config", "-c",
-                                help="Judge YAML (base_url, model, api_key_env, ...)."),
+                                help="Judge YAML (base_url, model, api_key_env, ... or serve)."),
     max_samples: int | None = typer.Option(
         None, "--max-samples", min=1, help="Judge only the first N open-ended rows."),
+    avlm_compat: bool = typer.Option(
+        False, "--avlm-compat",
+        help="AVLM's score coercions (>10 divided by 10, rounding, clamping, no score = 1) "
+             "instead of failures; every coerced row is counted. Same as avlm_compat: true."),
+    models: Path | None = typer.Option(
+        None, "--models",
+        help="Models under test, to flag a judge that is one of them (default: "
+             "$EVAL_ASSETS_MODELS or data/models.yaml, when it exists)."),
 ) -> None:
-    """Judge open-ended rows; write llm_judge/llm_judge_predictions.json and _results.json."""
+    """Calibrate the judge, then judge open-ended rows; write llm_judge/*.json.
+
+    Exit 0: rows scored. Exit 1: nothing scored (all failed, or withheld by calibration).
+    Exit 2: bad input (config, files). Calls are journalled: a rerun repeats only those in flight.
+    """
     # Imported here so that other eval-assets commands do not pay for the openai import.
-    from eval_assets.metrics.judge import JudgeConfig, judge_dir
+    from eval_assets.metrics.judge import JudgeConfig, judge_dir, self_judging_models
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
     def run() -> JudgeReport:
-        return judge_dir(inference_dir, JudgeConfig.from_yaml(config), limit=max_samples)
+        overrides = {"avlm_compat": True} if avlm_compat else {}
+        judge_config = JudgeConfig.from_yaml(config, **overrides)
+        flagged = self_judging_models(judge_config, _models_under_test(models))
+        return judge_dir(inference_dir, judge_config, limit=max_samples,
+                         self_judging_models=flagged)
 
     report = _run_reporting(run)
     summary = report.results
+    calibration = report.calibration
+    if calibration.status in ("passed", "failed"):
+        typer.echo(f"calibration: {calibration.status}, agreement "
+                   f"{calibration.agreement or 0:.0%} on {calibration.evaluated} of "
+                   f"{calibration.planned} pairs (needs {calibration.min_agreement:.0%}"
+                   f"{', stopped early' if calibration.stopped_early else ''}) in "
+                   f"{report.calibration_s:.1f} s")
+    else:
+        typer.echo(f"calibration: {calibration.status} ({calibration.reason})")
+    mean = summary["mean_score"]
+    failures = ", ".join(f"{k} {v}" for k, v in summary["failure_counts"].items())
     typer.echo(f"judged {summary['total_judged']}: {summary['num_success']} scored, "
-               f"{summary['num_failed']} failed, mean_score={summary['mean_score']:.2f}")
+               f"{summary['num_failed']} failed{f' ({failures})' if failures else ''}, "
+               f"mean_score={'null' if mean is None else f'{mean:.2f}'}")
+    coerced = summary.get("avlm_coercions")
+    if coerced is not None:
+        kinds = ", ".join(f"{k} {v}" for k, v in coerced["by_kind"].items()) or "none"
+        typer.echo(f"avlm compat: {coerced['rows']} of {summary['num_success']} scores coerced "
+                   f"({kinds})")
+    if summary["self_judging"]:
+        typer.echo(f"self-judging: the judge is also a model under test "
+                   f"({', '.join(summary['self_judging_models'])})")
+    typer.echo(f"journal: {report.calls_made} calls made, {report.calls_replayed} replies "
+               f"replayed")
     typer.echo(f"wrote {report.predictions_path}")
     typer.echo(f"wrote {report.results_path}")
+    if not report.scored:
+        if calibration.withheld:
+            why = (f"{report.status}: {calibration.agreed} of {calibration.evaluated} "
+                   f"calibration pairs ranked the reference above its corruption, "
+                   f"{calibration.min_agreement:.0%} needed; no row was judged. Fix: use a "
+                   f"judge that can read the rubric (base_url/model in {config}), or lower "
+                   f"calibration_min_agreement there if you accept a weaker judge; the pairs "
+                   f"and their scores are in {report.results_path}")
+        elif not summary["total_judged"]:
+            why = (f"nothing scored: {inference_dir} has no open-ended rows to judge. Fix: "
+                   f"check evaluation_type in {inference_dir / 'predictions.jsonl'}")
+        else:
+            why = (f"nothing scored: all {summary['total_judged']} rows failed ({failures}). "
+                   f"Fix: see the errors in {report.predictions_path}; transient failures "
+                   f"(timeout, rate_limited, api_failed) are retried when you run this again")
+        typer.echo(f"error: {why}", err=True)
+        raise typer.Exit(code=1)
+
+
+def _models_under_test(path: Path | None) -> list[ModelSpec]:
+    """The declared models under test: ``path``, else the default models file if it exists."""
+    from eval_assets.layout import default_models_file
+    from eval_assets.metrics.judge import JudgeConfigError
+    from eval_assets.predictions.client import load_model_specs
+
+    chosen = path if path is not None else default_models_file()
+    if path is None and not chosen.is_file():
+        return []
+    try:
+        return load_model_specs(chosen)
+    except ValueError as exc:
+        raise JudgeConfigError(f"--models: {exc}") from None

@@ -2,50 +2,86 @@
 
 Rows with ``evaluation_type == "open_ended"`` (schema: :mod:`eval_assets.metrics.predictions`) are
 scored 1-10 by any OpenAI-compatible chat endpoint with the AVLM rubric
-(:mod:`eval_assets.metrics.judge_prompt`). The reply's JSON is the text from the first ``{`` to the
-last ``}``; the score is normalised as AVLM does (number or numeric string, > 10 divided by 10,
-round half to even, clamp to 1..10, a reply without a score gets 1).
+(:mod:`eval_assets.metrics.judge_prompt`). How a reply is read, and both score rules, are in
+:mod:`eval_assets.metrics.judge_reply`.
 
-Where we differ from the reference, on purpose: empty or unparseable replies are retried
-(``reply_tries``), API errors are retried with exponential backoff and jitter (honouring
-Retry-After), and a row that still fails is a recorded failure with a category — the run goes on,
-and the failure never enters the mean (its ``score`` is null, not 0). Results keep input order.
-No timestamp is written, so the same replies give byte-identical files.
+The judge never invents a score. By default a reply counts only when its ``score`` is an integer
+1..10 (or a string or float holding one); anything else is a failure with its category
+(``missing_score``, ``score_out_of_range``, ``invalid_score``, ``parse_error``,
+``empty_response``, ``oversized_reply``), asked again up to ``reply_tries`` times, then kept in the
+failure count and out of the mean. ``avlm_compat: true`` applies AVLM's coercions instead (> 10
+divided by 10, round half to even, clamp to 1..10, no score becomes 1), and every coerced row is
+counted by kind (``avlm_coercions``) so the numbers can be compared with AVLM's knowingly.
+
+Where we differ from the reference, on purpose: API errors are retried with exponential backoff
+and jitter (honouring Retry-After); a row that still fails is a recorded failure with a category
+and the run goes on; a summary with nothing scored says ``null``, not AVLM's 0 (kept in
+compatibility mode); a reply longer than ``max_reply_chars`` is an ``oversized_reply`` failure
+in both modes (AVLM has no limit); results keep input order and carry no timestamp, so the same
+replies give byte-identical files. Two additions guard the numbers themselves:
+
+- every call is journalled (:mod:`eval_assets.metrics.judge_journal`), so a rerun after a crash
+  repeats only the calls that were in flight, and replies are never paid for twice;
+- before any row, the judge must pass a calibration (:mod:`eval_assets.metrics.judge_calibration`):
+  ranking reference descriptions above corrupted copies. A judge that fails has its scores
+  withheld and no row is judged. A judge that is also a model under test is flagged
+  ``self_judging``.
 
 ``response_format`` (off by default, so requests stay AVLM's) asks the endpoint for structured
 output; ``response_format: judgement_schema`` in YAML means :data:`JUDGEMENT_SCHEMA_FORMAT`, the
 rubric's reply as a JSON schema, which small local judges cannot write reliably unaided.
 
 Error categories: ``infer_failed``, ``missing_gt``, ``missing_pred``, ``empty_response``,
-``parse_error``, ``timeout``, ``rate_limited``, ``api_failed``, ``processing_error``.
+``parse_error``, ``missing_score``, ``score_out_of_range``, ``invalid_score``,
+``oversized_reply``, ``timeout``, ``rate_limited``, ``api_failed``, ``processing_error``.
 
 The API key is read from the environment variable the config names, handed to the client, and
-redacted from every error message; it is never written or logged.
+redacted from every error message and journalled reply; it is never written or logged.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
-import json
+import dataclasses
 import logging
-import math
 import os
 import random
 import statistics
+import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import openai
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from eval_assets import progress
 from eval_assets.http_retry import parse_retry_after
+from eval_assets.metrics.judge_calibration import CalibrationReport, calibrate
+from eval_assets.metrics.judge_journal import (
+    JOURNAL_CONTENT_LIMIT,
+    JOURNAL_FILE,
+    LOCK_FILE,
+    CallPurpose,
+    JudgeCallRecord,
+    call_key,
+    open_journal,
+    request_sha256,
+)
 from eval_assets.metrics.judge_prompt import MetadataPlacement, build_messages
+from eval_assets.metrics.judge_reply import JudgeOutcome as JudgeOutcome
+from eval_assets.metrics.judge_reply import ReplyProblem, read_reply
+from eval_assets.metrics.judge_reply import ScoreError as ScoreError
+from eval_assets.metrics.judge_reply import avlm_score as avlm_score
+from eval_assets.metrics.judge_reply import extract_json as extract_json
+from eval_assets.metrics.judge_reply import normalize_score as normalize_score
+from eval_assets.metrics.judge_reply import strict_score as strict_score
 from eval_assets.metrics.predictions import (
     InferenceLayout,
     PredictionRow,
@@ -53,6 +89,8 @@ from eval_assets.metrics.predictions import (
     read_predictions,
     write_json_atomic,
 )
+from eval_assets.predictions.store import Journal, exclusive_run_lock
+from eval_assets.schemas.predictions import ModelSpec
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +99,9 @@ log = logging.getLogger(__name__)
 _RETRYABLE_STATUS = {408, 409, 425, 429}
 
 DEFAULT_API_KEY_ENV = "CLIENT_API_KEY"
+SERVED_API_KEY = "local-server"
+
+ScoringMode = Literal["strict", "avlm_compat"]
 
 # The rubric's reply as an OpenAI structured-output format. The rubric asks for lists of
 # strengths and weaknesses, but the local server builds flat objects only, and the outcome
@@ -82,6 +123,20 @@ JUDGEMENT_SCHEMA_FORMAT: dict[str, Any] = {
         },
     },
 }
+# Calibration asks for the score alone: a few tokens instead of a paragraph per call.
+SCORE_ONLY_FORMAT: dict[str, Any] = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "score",
+        "schema": {
+            "type": "object",
+            "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 10}},
+            "required": ["score"],
+        },
+    },
+}
+SCORE_ONLY_GUIDANCE = ('For this request, reply with the score only, as {"score": <1-10>}, and '
+                       'no other field or text.')
 # Names a YAML config may give instead of spelling out a response format.
 RESPONSE_FORMAT_SHORTHANDS: dict[str, dict[str, Any]] = {
     "judgement_schema": JUDGEMENT_SCHEMA_FORMAT,
@@ -93,18 +148,24 @@ class JudgeConfigError(ValueError):
 
 
 class JudgeConfig(BaseModel):
-    """How to reach the judge and how hard to try. Loadable from YAML with :meth:`from_yaml`."""
+    """How to reach the judge, how hard to try, and how far to trust it.
+
+    The one loader of ``judge.yaml`` is :meth:`from_yaml`, used by the CLI and the Dagster
+    resource alike; :func:`open_judge` turns a config into a running judge (starting the local
+    model named by ``serve`` when there is no ``base_url``).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    base_url: str
-    model: str
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint; None: serve")
+    serve: str | None = Field(None, description="local model to start when base_url is absent")
+    model: str = Field("", description="model id sent; default: the served model")
     api_key_env: str = DEFAULT_API_KEY_ENV
     temperature: float = 0.0
     max_tokens: int = Field(1000, ge=1)
     timeout_s: float = Field(60.0, gt=0)
     max_retries: int = Field(3, ge=0, description="extra attempts after a failed API call")
-    reply_tries: int = Field(5, ge=1, description="tries for an empty or unparseable reply")
+    reply_tries: int = Field(5, ge=1, description="tries for a reply without a valid score")
     backoff_base_s: float = Field(1.0, ge=0)
     backoff_max_s: float = Field(30.0, ge=0)
     backoff_jitter: float = Field(0.25, ge=0, le=1, description="0: no jitter")
@@ -118,6 +179,15 @@ class JudgeConfig(BaseModel):
     extra_guidance: str | None = None
     response_format: dict[str, Any] | None = Field(
         None, description="sent as the request's response_format; None: not sent")
+    max_reply_chars: int = Field(
+        16000, ge=1, le=JOURNAL_CONTENT_LIMIT,
+        description="a longer reply is an oversized_reply failure, never parsed")
+    avlm_compat: bool = Field(
+        False, description="AVLM's score coercions instead of failures (counted by kind)")
+    calibration_pairs: int = Field(8, ge=0, le=32, description="0: no calibration")
+    calibration_frames: int = Field(3, ge=1)
+    calibration_min_agreement: float = Field(0.75, ge=0, le=1)
+    calibration_max_tokens: int = Field(16, ge=1)
 
     @field_validator("response_format", mode="before")
     @classmethod
@@ -134,17 +204,57 @@ class JudgeConfig(BaseModel):
                              "json_schema)")
         return value
 
+    @field_validator("serve")
     @classmethod
-    def from_yaml(cls, path: Path) -> JudgeConfig:
-        """Load and validate a YAML config; errors name the file, the field and the fix."""
+    def _known_local_model(cls, value: str | None) -> str | None:
+        from eval_assets.predictions.baselines import LOCAL_MODELS
+
+        if value is not None and value not in LOCAL_MODELS:
+            raise ValueError(f"unknown local model {value!r}; serve one of "
+                             f"{sorted(LOCAL_MODELS)}, or remove 'serve' and set base_url")
+        return value
+
+    @model_validator(mode="after")
+    def _endpoint(self) -> JudgeConfig:
+        """An endpoint is a base_url or a served model; a served model answers to its own name."""
+        if self.base_url is None and self.serve is None:
+            raise ValueError("field 'base_url' is required when 'serve' is absent; fix: set "
+                             "base_url (an OpenAI-compatible endpoint) and model, or serve a "
+                             "local model (serve: blind-smollm2)")
+        if not self.model:
+            if self.base_url is not None:
+                raise ValueError("field 'model' is required with base_url; fix: set model to "
+                                 "the endpoint's model id")
+            object.__setattr__(self, "model", self.serve)
+        elif self.base_url is None and self.model != self.serve:
+            raise ValueError(f"field 'model' is {self.model!r} but the served model answers as "
+                             f"{self.serve!r}; fix: remove 'model' or set it to {self.serve!r}")
+        return self
+
+    @property
+    def scoring_mode(self) -> ScoringMode:
+        """``avlm_compat`` when AVLM's coercions are on, else ``strict``."""
+        return "avlm_compat" if self.avlm_compat else "strict"
+
+    @classmethod
+    def from_yaml(cls, path: Path, **overrides: Any) -> JudgeConfig:
+        """Load and validate a YAML config; errors name the file, the field and the fix.
+
+        ``overrides`` (e.g. ``avlm_compat=True`` from a CLI flag) replace the file's values.
+        """
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"{path}: judge config not found; fix: pass --config with a "
-                                    f"YAML file that sets at least base_url and model")
+                                    f"YAML file that sets base_url and model, or serve")
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:
-            raise JudgeConfigError(f"{path}: not valid YAML ({exc})") from None
+            # One line: the parser's own message spans several, with a code excerpt.
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or type(exc).__name__
+            raise JudgeConfigError(f"{path}: not valid YAML ({problem}{where}); fix: correct "
+                                   f"the syntax") from None
         if not isinstance(data, dict):
             raise JudgeConfigError(f"{path}: expected a mapping of settings, got "
                                    f"{type(data).__name__}; fix: write 'key: value' lines")
@@ -155,11 +265,14 @@ class JudgeConfig(BaseModel):
                 f"fix: remove it and export the key in the environment variable named by "
                 f"'api_key_env' (default {DEFAULT_API_KEY_ENV})")
         try:
-            return cls.model_validate(data)
+            return cls.model_validate({**data, **overrides})
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"])
-            raise JudgeConfigError(f"{path}: field {where!r}: {first['msg']}; fix: correct or "
+            message = str(first["msg"]).removeprefix("Value error, ")
+            if not where:  # a rule across fields: the message names them
+                raise JudgeConfigError(f"{path}: {message}") from None
+            raise JudgeConfigError(f"{path}: field {where!r}: {message}; fix: correct or "
                                    f"remove {where!r} (see JudgeConfig)") from None
 
     def resolve_api_key(self) -> str:
@@ -190,34 +303,12 @@ class JudgeConfig(BaseModel):
         }
 
 
-@dataclass(frozen=True)
-class JudgeOutcome:
-    """A judge's verdict on one row: a 1-10 score, or an error with its category."""
-
-    score: int | None
-    reasoning: str = ""
-    strengths: Any = field(default_factory=list)
-    weaknesses: Any = field(default_factory=list)
-    metadata_alignment: Any = ""
-    metadata_mode_used: str | None = None
-    error: str | None = None
-    error_category: str | None = None
-    attempts: int = 0
-
-    @property
-    def ok(self) -> bool:
-        """True when the row has a score."""
-        return self.error is None and self.score is not None
-
-    @classmethod
-    def failure(cls, category: str, error: str, attempts: int = 0) -> JudgeOutcome:
-        """A recorded failure: no score, an error message and its category."""
-        return cls(score=None, error=error, error_category=category, attempts=attempts)
-
-
 @runtime_checkable
 class Judge(Protocol):
-    """Anything that scores one judgeable row (inference succeeded, gt and prediction present)."""
+    """Anything that scores one judgeable row (inference succeeded, gt and prediction present).
+
+    A judge may also offer ``score_only(row)``, a cheaper call used for calibration.
+    """
 
     @property
     def name(self) -> str:
@@ -227,39 +318,6 @@ class Judge(Protocol):
     def judge(self, row: PredictionRow) -> JudgeOutcome:
         """Score ``row``; report trouble as a failure outcome rather than raising."""
         ...
-
-
-def normalize_score(raw: Any) -> int:
-    """AVLM's score rule: number or numeric string; > 10 is /10; round half to even; clamp 1..10.
-
-    Anything else (missing, null, text) counts as 0 and is clamped to 1. Infinity and NaN raise
-    ``ValueError`` (an unusable reply, retried like unparseable JSON).
-    """
-    if isinstance(raw, bool):
-        raw = int(raw)
-    elif isinstance(raw, str):
-        try:
-            raw = float(raw.strip())
-        except ValueError:
-            raw = 0
-    if not isinstance(raw, int | float):
-        raw = 0
-    if not math.isfinite(raw):
-        raise ValueError(f"score {raw!r} is not a finite number")
-    if raw > 10:
-        raw = raw / 10
-    return min(10, max(1, round(raw)))
-
-
-def extract_json(text: str) -> dict[str, Any]:
-    """The JSON object from the first ``{`` to the last ``}`` of ``text``; ValueError otherwise."""
-    start, end = text.find("{"), text.rfind("}")
-    if start == -1 or end == -1:
-        raise ValueError("no JSON object in the reply")
-    parsed = json.loads(text[start:end + 1])
-    if not isinstance(parsed, dict):
-        raise ValueError(f"the reply's JSON is a {type(parsed).__name__}, not an object")
-    return parsed
 
 
 def backoff_delay(attempt: int, config: JudgeConfig, rng: random.Random) -> float:
@@ -286,13 +344,24 @@ class _CallFailed(Exception):
 
 
 class OpenAIJudge:
-    """The :class:`Judge` for an OpenAI-compatible chat endpoint; retries are ours, not openai's."""
+    """The :class:`Judge` for an OpenAI-compatible chat endpoint; retries are ours, not openai's.
+
+    With a journal attached (:meth:`journalled`), every reply try is looked up by the SHA-256 of
+    its request before it is sent, and journalled (fsynced) as soon as it is answered.
+    """
 
     def __init__(self, config: JudgeConfig, *, api_key: str | None = None) -> None:
+        if config.base_url is None:
+            raise JudgeConfigError(f"judge {config.model!r} has no base_url; use open_judge() "
+                                   f"to start the served model {config.serve!r}")
         self.config = config
         self._api_key = api_key if api_key is not None else config.resolve_api_key()
         self._client = openai.OpenAI(base_url=config.base_url, api_key=self._api_key,
                                      max_retries=0, timeout=config.timeout_s)
+        self._journal: Journal[JudgeCallRecord] | None = None
+        self._counts_lock = threading.Lock()
+        self.calls_made = 0
+        self.calls_replayed = 0
 
     def __repr__(self) -> str:
         return f"OpenAIJudge(model={self.config.model!r}, base_url={self.config.base_url!r})"
@@ -306,28 +375,43 @@ class OpenAIJudge:
         """Close the HTTP connections."""
         self._client.close()
 
+    @contextlib.contextmanager
+    def journalled(self, journal: Journal[JudgeCallRecord]) -> Iterator[None]:
+        """Look up and record every call in ``journal`` while the block runs."""
+        previous, self._journal = self._journal, journal
+        try:
+            yield
+        finally:
+            self._journal = previous
+
     def _redact(self, text: str) -> str:
         return text.replace(self._api_key, "[REDACTED]") if self._api_key else text
 
-    def _rng(self, row: PredictionRow) -> random.Random:
+    def _rng(self, row: PredictionRow, purpose: str) -> random.Random:
         # Per row, so jitter does not depend on which thread asks first.
-        return random.Random(f"{self.config.seed}:{row.index}:{row.id}")
+        return random.Random(f"{self.config.seed}:{purpose}:{row.index}:{row.id}")
 
-    def _call(self, messages: list[Mapping[str, str]], rng: random.Random,
-              row: PredictionRow) -> tuple[str | None, int]:
+    def _request(self, messages: list[Mapping[str, str]], max_tokens: int,
+                 response_format: dict[str, Any] | None) -> dict[str, Any]:
+        """The chat request body: exactly what is sent and what the journal key hashes."""
+        cfg = self.config
+        request: dict[str, Any] = {"model": cfg.model, "messages": messages,
+                                   "temperature": cfg.temperature, "max_tokens": max_tokens}
+        # Absent unless configured: some endpoints reject a response_format they do not know.
+        if response_format is not None:
+            request["response_format"] = response_format
+        return request
+
+    def _call(self, request: dict[str, Any], rng: random.Random, label: str) -> tuple[str | None,
+                                                                                      int]:
         """One chat completion with API-error retries: (content, calls made)."""
         cfg = self.config
         total = cfg.max_retries + 1
         category, message = "api_failed", ""
-        # Absent unless configured: some endpoints reject a response_format they do not know.
-        extra: dict[str, Any] = ({"response_format": cfg.response_format}
-                                 if cfg.response_format is not None else {})
         for attempt in range(total):
             wait: float | None = None
             try:
-                response = self._client.chat.completions.create(
-                    model=cfg.model, messages=messages,  # type: ignore[arg-type]
-                    temperature=cfg.temperature, max_tokens=cfg.max_tokens, **extra)
+                response = self._client.chat.completions.create(**request)
                 # A 200 whose body is not a chat completion comes back as a str or raises a
                 # JSON error: a server fault, retried like a 5xx.
                 choices = getattr(response, "choices", None)
@@ -350,8 +434,8 @@ class OpenAIJudge:
                 category, message = "api_failed", f"connection error: {exc.message}"
             except openai.APIResponseValidationError as exc:
                 category, message = "api_failed", f"malformed response: {exc.message}"
-            log.debug("judge call for row %s failed (attempt %d/%d): %s", row.id, attempt + 1,
-                      total, self._redact(message))
+            log.debug("judge call %s failed (attempt %d/%d): %s", label, attempt + 1, total,
+                      self._redact(message))
             if attempt + 1 < total:
                 if wait is not None:
                     time.sleep(min(wait, cfg.retry_after_max_s))
@@ -360,8 +444,65 @@ class OpenAIJudge:
         raise _CallFailed(category, self._redact(f"API call failed after {total} attempts: "
                                                  f"{message}"), total)
 
+    def _reply(self, request: dict[str, Any], reply_try: int, rng: random.Random, *,
+               label: str, purpose: CallPurpose, delay_s: float) -> JudgeCallRecord:
+        """Reply try ``reply_try`` of ``request``: from the journal if answered, else asked now."""
+        digest = request_sha256(request)
+        key = call_key(digest, reply_try)
+        journal = self._journal
+        if journal is not None and journal.succeeded(key):
+            stored = journal.get(key)
+            if stored is not None:
+                with self._counts_lock:
+                    self.calls_replayed += 1
+                return stored
+        if delay_s:
+            time.sleep(delay_s)
+        common = {"key": key, "request_sha256": digest, "reply_try": reply_try,
+                  "purpose": purpose, "label": label}
+        try:
+            content, made = self._call(request, rng, label)
+        except _CallFailed as failed:
+            record = JudgeCallRecord(status="failed", error_category=failed.category,
+                                     error=failed.message, calls=failed.attempts, **common)
+        else:
+            text = None if content is None else self._redact(content)
+            record = JudgeCallRecord(
+                status="success", calls=made, content_chars=len(text or ""),
+                content=None if text is None else text[:JOURNAL_CONTENT_LIMIT], **common)
+        with self._counts_lock:
+            self.calls_made += record.calls
+        if journal is not None:
+            journal.append(record)
+        return record
+
+    def _ask(self, row: PredictionRow, messages: list[Mapping[str, str]], *, max_tokens: int,
+             response_format: dict[str, Any] | None, tries: int, purpose: CallPurpose,
+             avlm_compat: bool) -> JudgeOutcome:
+        """Ask until a reply gives a score, ``tries`` replies at most; API failures end it."""
+        request = self._request(messages, max_tokens, response_format)
+        rng = self._rng(row, purpose)
+        label = f"{purpose}:{row.id}"
+        calls = 0
+        problem = ReplyProblem("empty_response", "no reply")
+        for reply_try in range(tries):
+            delay = backoff_delay(reply_try - 1, self.config, rng) if reply_try else 0.0
+            record = self._reply(request, reply_try, rng, label=label, purpose=purpose,
+                                 delay_s=delay)
+            calls += record.calls
+            if record.status == "failed":
+                return JudgeOutcome.failure(record.error_category or "api_failed",
+                                            record.error or "", calls)
+            read = read_reply(record.content, record.content_chars,
+                              max_chars=self.config.max_reply_chars, avlm_compat=avlm_compat)
+            if isinstance(read, JudgeOutcome):
+                return dataclasses.replace(read, attempts=calls)
+            problem = read
+        return JudgeOutcome.failure(problem.category, self._redact(
+            f"{problem.message} (after {tries} tries)"), calls)
+
     def judge(self, row: PredictionRow) -> JudgeOutcome:
-        """Score one row; empty or unparseable replies are asked again up to ``reply_tries``."""
+        """Score one row; a reply without a valid score is asked again up to ``reply_tries``."""
         cfg = self.config
         messages, placement = build_messages(
             ground_truth=row.ground_truth or "", conversation=row.prompt_turns(),
@@ -369,38 +510,61 @@ class OpenAIJudge:
             placement=cfg.metadata_placement, domain=cfg.domain,
             extra_guidance=cfg.extra_guidance, metadata_max_chars=cfg.metadata_max_chars,
             metadata_compact=cfg.metadata_compact)
-        rng = self._rng(row)
-        calls = 0
-        category, error = "empty_response", ""
-        for reply_try in range(cfg.reply_tries):
-            if reply_try:
-                time.sleep(backoff_delay(reply_try - 1, cfg, rng))
-            try:
-                content, made = self._call(messages, rng, row)
-            except _CallFailed as failed:
-                return JudgeOutcome.failure(failed.category, failed.message,
-                                            calls + failed.attempts)
-            calls += made
-            text = (content or "").strip()
-            if not text:
-                category = "empty_response"
-                error = (f"Empty response from the judge (no content in "
-                         f"choices[0].message.content) after {reply_try + 1} tries")
-                continue
-            try:
-                parsed = extract_json(text)
-                score = normalize_score(parsed.get("score", 0))
-            except ValueError as exc:
-                category = "parse_error"
-                error = self._redact(f"Failed to parse the judge reply as JSON after "
-                                     f"{reply_try + 1} tries: {exc}")
-                continue
-            return JudgeOutcome(
-                score=score, reasoning=parsed.get("reasoning", ""),
-                strengths=parsed.get("strengths", []), weaknesses=parsed.get("weaknesses", []),
-                metadata_alignment=parsed.get("metadata_alignment", ""),
-                metadata_mode_used=placement, attempts=calls)
-        return JudgeOutcome.failure(category, error, calls)
+        outcome = self._ask(row, messages, max_tokens=cfg.max_tokens,
+                            response_format=cfg.response_format, tries=cfg.reply_tries,
+                            purpose="row", avlm_compat=cfg.avlm_compat)
+        if outcome.ok:
+            return dataclasses.replace(outcome, metadata_mode_used=placement)
+        return outcome
+
+    def score_only(self, row: PredictionRow) -> JudgeOutcome:
+        """The rubric score alone, for calibration: one short, strictly read reply.
+
+        Same rubric and evidence as :meth:`judge`, plus guidance asking for ``{"score": N}``
+        only, ``calibration_max_tokens`` tokens, and a score-only schema when the endpoint takes
+        structured output (``response_format`` is configured).
+        """
+        cfg = self.config
+        guidance = "\n\n".join(p for p in (cfg.extra_guidance, SCORE_ONLY_GUIDANCE) if p)
+        messages, _ = build_messages(
+            ground_truth=row.ground_truth or "", conversation=row.prompt_turns(),
+            prediction=row.prediction or "", metadata=row.metadata,
+            placement=cfg.metadata_placement, domain=cfg.domain, extra_guidance=guidance,
+            metadata_max_chars=cfg.metadata_max_chars, metadata_compact=cfg.metadata_compact)
+        return self._ask(row, messages, max_tokens=cfg.calibration_max_tokens,
+                         response_format=SCORE_ONLY_FORMAT if cfg.response_format else None,
+                         tries=1, purpose="calibration", avlm_compat=False)
+
+
+@contextlib.contextmanager
+def open_judge(config: JudgeConfig, *, api_key: str | None = None) -> Iterator[OpenAIJudge]:
+    """A client for the configured judge; a ``serve`` judge's local server runs meanwhile.
+
+    With ``base_url`` the key comes from ``api_key`` or the variable ``api_key_env``; a served
+    local model needs none. The yielded judge's ``config`` has the URL actually used.
+    """
+    with contextlib.ExitStack() as stack:
+        if config.base_url is None:
+            from eval_assets.predictions.serve import serve_in_thread
+
+            url = stack.enter_context(serve_in_thread(model=str(config.serve), port=0,
+                                                      seed=config.seed))
+            judge = OpenAIJudge(config.model_copy(update={"base_url": url}),
+                                api_key=SERVED_API_KEY)
+        else:
+            judge = OpenAIJudge(config, api_key=api_key)
+        stack.callback(judge.close)
+        yield judge
+
+
+def self_judging_models(config: JudgeConfig, specs: Sequence[ModelSpec]) -> list[str]:
+    """Names of the models under test that are the judge itself (same model id or served model).
+
+    A model grading its own kind of output is not an independent judge; the results say so.
+    """
+    judge_ids = {config.model} | ({config.serve} if config.serve else set())
+    return [spec.name for spec in specs
+            if judge_ids & ({spec.name, spec.api_model} | ({spec.serve} if spec.serve else set()))]
 
 
 def precheck(row: PredictionRow) -> JudgeOutcome | None:
@@ -435,32 +599,40 @@ def open_ended_rows(rows: Sequence[PredictionRow], limit: int | None = None) -> 
     return selected if limit is None else selected[:max(0, limit)]
 
 
+def _guarded(judge: Judge, method: str, row: PredictionRow) -> JudgeOutcome:
+    try:
+        return getattr(judge, method)(row)
+    except Exception as exc:  # a plug-in judge's bug must not sink the other rows
+        log.exception("judge %s raised on row %s", judge.name, row.id)
+        return JudgeOutcome.failure(
+            "processing_error", f"Error processing entry: {type(exc).__name__}: {exc}")
+
+
 def judge_rows(rows: Sequence[PredictionRow], judge: Judge, *, max_workers: int) -> list[JudgedRow]:
     """Judge every row on a bounded thread pool; results come back in input order."""
-
-    def one(row: PredictionRow) -> JudgedRow:
-        early = precheck(row)
-        if early is not None:
-            return JudgedRow(row, early)
-        try:
-            return JudgedRow(row, judge.judge(row))
-        except Exception as exc:  # a plug-in judge's bug must not sink the other rows
-            log.exception("judge %s raised on row %s", judge.name, row.id)
-            return JudgedRow(row, JudgeOutcome.failure(
-                "processing_error", f"Error processing entry: {type(exc).__name__}: {exc}"))
-
     if not rows:
         return []
-    with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(rows))),
-                            thread_name_prefix="judge") as pool:
-        return list(pool.map(one, rows))
+    with progress.task("judge rows", total=len(rows)) as advance:
+
+        def one(row: PredictionRow) -> JudgedRow:
+            early = precheck(row)
+            judged = JudgedRow(row, early if early is not None else _guarded(judge, "judge", row))
+            advance(1)
+            return judged
+
+        with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(rows))),
+                                thread_name_prefix="judge") as pool:
+            return list(pool.map(one, rows))
 
 
 def result_record(judged: JudgedRow, model_used: str) -> dict[str, Any]:
-    """One entry of ``results``: AVLM's keys, plus ``error_category`` and ``attempts``."""
+    """One entry of ``results``: AVLM's keys, plus ``error_category`` and ``attempts``.
+
+    A score that AVLM compatibility coerced also lists how (``avlm_coercions``, last key).
+    """
     row, out = judged.row, judged.outcome
     if out.ok:
-        return {
+        record = {
             "score": out.score, "reasoning": out.reasoning, "strengths": out.strengths,
             "weaknesses": out.weaknesses, "metadata_alignment": out.metadata_alignment,
             "index": row.index, "id": row.id, "gt": row.ground_truth, "pred": row.prediction,
@@ -468,6 +640,9 @@ def result_record(judged: JudgedRow, model_used: str) -> dict[str, Any]:
             "model_used": model_used, "metadata_mode_used": out.metadata_mode_used,
             "class": row.question_class, "attempts": out.attempts,
         }
+        if out.coercions:
+            record["avlm_coercions"] = list(out.coercions)
+        return record
     return {
         "index": row.index, "id": row.id, "error": out.error, "error_category": out.error_category,
         "score": None, "gt": row.ground_truth, "pred": row.prediction,
@@ -493,8 +668,13 @@ def score_distribution(scores: Sequence[int]) -> dict[str, int]:
     }
 
 
-def judge_statistics(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The ``statistics`` block of ``llm_judge_predictions.json`` (AVLM keys and arithmetic)."""
+def judge_statistics(results: Sequence[Mapping[str, Any]], *,
+                     avlm_compat: bool = False) -> dict[str, Any]:
+    """The ``statistics`` block of ``llm_judge_predictions.json`` (AVLM keys and arithmetic).
+
+    With nothing scored the score fields are null; AVLM writes 0 there, which compatibility mode
+    keeps.
+    """
     scores = [int(r["score"]) for r in results if not _is_failure(r)]
     explicit = sum(1 for r in results if r.get("error"))
     stats: dict[str, Any] = {
@@ -514,97 +694,207 @@ def judge_statistics(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "score_distribution": score_distribution(scores),
         })
     else:
-        stats.update({"mean_score": 0, "median_score": 0, "std_dev": 0, "min_score": 0,
-                      "max_score": 0, "score_distribution": score_distribution([])})
+        empty = 0 if avlm_compat else None
+        stats.update({"mean_score": empty, "median_score": empty, "std_dev": empty,
+                      "min_score": empty, "max_score": empty,
+                      "score_distribution": score_distribution([])})
     return stats
 
 
 def _median(scores: Sequence[int]) -> float | int:
     ordered = sorted(scores)
-    if not ordered:
-        return 0
     mid = len(ordered) // 2
     if len(ordered) % 2:
         return ordered[mid]
     return (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def _summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _summary(results: Sequence[Mapping[str, Any]], avlm_compat: bool) -> dict[str, Any]:
     scores = [int(r["score"]) for r in results if not _is_failure(r)]
+    empty = 0 if avlm_compat else None
     return {
         "total_judged": len(results),
         "num_success": len(scores),
         "num_failed": len(results) - len(scores),
-        "mean_score": sum(scores) / len(scores) if scores else 0,
-        "median_score": _median(scores),
-        "min_score": min(scores) if scores else 0,
-        "max_score": max(scores) if scores else 0,
+        "mean_score": sum(scores) / len(scores) if scores else empty,
+        "median_score": _median(scores) if scores else empty,
+        "min_score": min(scores) if scores else empty,
+        "max_score": max(scores) if scores else empty,
         "score_distribution": score_distribution(scores),
     }
 
 
-def summarize_judge_results(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The ``llm_judge_results.json`` document; failures are counted, never averaged."""
-    summary = _summary(results)
+def summarize_judge_results(results: Sequence[Mapping[str, Any]], *,
+                            avlm_compat: bool = False) -> dict[str, Any]:
+    """The ``llm_judge_results.json`` summary; failures are counted, never averaged.
+
+    With nothing scored, mean, median, min and max are null (AVLM's 0 in compatibility mode).
+    """
+    summary = _summary(results, avlm_compat)
     by_class: dict[Any, list[Mapping[str, Any]]] = {}
     for result in results:
         by_class.setdefault(result.get("class"), []).append(result)
-    summary["per_class"] = {cls: _summary(group) for cls, group in by_class.items()}
+    summary["per_class"] = {cls: _summary(group, avlm_compat) for cls, group in by_class.items()}
     return summary
 
 
+def coercion_counts(judged: Sequence[JudgedRow]) -> dict[str, Any]:
+    """AVLM-compatibility coercions: rows coerced, and rows per kind (a row may have two kinds)."""
+    by_kind: dict[str, int] = {}
+    rows = 0
+    for item in judged:
+        if item.outcome.ok and item.outcome.coercions:
+            rows += 1
+            for kind in item.outcome.coercions:
+                by_kind[kind] = by_kind.get(kind, 0) + 1
+    return {"rows": rows, "by_kind": dict(sorted(by_kind.items()))}
+
+
 def judge_predictions_document(judged: Sequence[JudgedRow], *, model_used: str,
-                               metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``llm_judge_predictions.json`` document: statistics, results, failures, metadata."""
+                               metadata: Mapping[str, Any],
+                               avlm_compat: bool = False) -> dict[str, Any]:
+    """The ``llm_judge_predictions.json`` document: statistics, results, failures, metadata.
+
+    In compatibility mode an ``avlm_coercions`` block follows AVLM's keys.
+    """
     results = [result_record(item, model_used) for item in judged]
     failures = [{"index": r["index"], "id": r["id"], "error": r["error"],
                  "category": r["error_category"]} for r in results if r.get("error")]
     counts: dict[str, int] = {}
     for failure in failures:
         counts[failure["category"]] = counts.get(failure["category"], 0) + 1
-    return {
-        "statistics": judge_statistics(results),
+    document = {
+        "statistics": judge_statistics(results, avlm_compat=avlm_compat),
         "results": results,
         "failures": failures,
         "error_counts_by_category": counts,
         "metadata": dict(metadata),
     }
+    if avlm_compat:
+        document["avlm_coercions"] = coercion_counts(judged)
+    return document
+
+
+def withheld_status(calibration: CalibrationReport) -> str:
+    """The status of a judge whose scores are withheld, with its agreement."""
+    return f"withheld: judge failed calibration (agreement {calibration.agreement or 0:.0%})"
+
+
+def judge_status(calibration: CalibrationReport, num_success: int) -> str:
+    """``scored``, ``nothing scored`` or ``withheld: judge failed calibration (agreement X%)``."""
+    if calibration.withheld:
+        return withheld_status(calibration)
+    return "scored" if num_success else "nothing scored"
 
 
 @dataclass(frozen=True)
 class JudgeReport:
-    """What :func:`judge_dir` wrote."""
+    """What :func:`judge_dir` wrote, and what it cost (the costs are not written: they vary).
+
+    ``calls_made`` counts HTTP calls this run made; ``calls_replayed`` replies read back from the
+    journal instead.
+    """
 
     predictions: dict[str, Any]
     results: dict[str, Any]
     predictions_path: Path
     results_path: Path
+    calibration: CalibrationReport
+    journal_path: Path | None = None
+    calls_made: int = 0
+    calls_replayed: int = 0
+    calibration_s: float = 0.0
+    judging_s: float = 0.0
+
+    @property
+    def status(self) -> str:
+        """``scored``, ``nothing scored`` or ``withheld: ...``."""
+        return str(self.results["status"])
+
+    @property
+    def scored(self) -> bool:
+        """True when at least one row has a score."""
+        return int(self.results["num_success"]) > 0
+
+
+def _calibration_scorer(judge: Judge) -> Any:
+    method = "score_only" if callable(getattr(judge, "score_only", None)) else "judge"
+    return lambda row: _guarded(judge, method, row)
 
 
 def judge_dir(inference_dir: Path, config: JudgeConfig, *, judge: Judge | None = None,
-              limit: int | None = None) -> JudgeReport:
-    """Judge ``INFERENCE_DIR/predictions.jsonl`` and write both ``llm_judge/`` files.
+              limit: int | None = None,
+              self_judging_models: Sequence[str] = ()) -> JudgeReport:
+    """Calibrate the judge, judge ``INFERENCE_DIR/predictions.jsonl``, write ``llm_judge/``.
 
-    ``judge`` defaults to an :class:`OpenAIJudge` built from ``config``; ``limit`` keeps only the
-    first open-ended rows.
+    ``judge`` defaults to the configured one (:func:`open_judge`, which starts a served model);
+    ``limit`` keeps only the first open-ended rows; ``self_judging_models`` names the models
+    under test that are the judge itself. An :class:`OpenAIJudge` journals every call in
+    ``llm_judge/judge.journal.jsonl``, so a rerun repeats only calls that were in flight. A judge
+    that fails calibration judges no row: the results say ``withheld`` and hold no score.
     """
     layout = InferenceLayout(Path(inference_dir))
     rows = open_ended_rows(read_predictions(layout.predictions), limit)
-    owned = judge is None
-    active: Judge = OpenAIJudge(config) if judge is None else judge
-    try:
-        judged = judge_rows(rows, active, max_workers=config.max_workers)
-    finally:
-        if owned and isinstance(active, OpenAIJudge):
-            active.close()
-    metadata = {"inference_dir": str(inference_dir), **config.settings_record(),
-                "model_used": active.name}
-    document = judge_predictions_document(judged, model_used=active.name, metadata=metadata)
-    summary = summarize_judge_results(document["results"])
+    out_dir = layout.judge_predictions.parent
+    journal_path = out_dir / JOURNAL_FILE
+    with contextlib.ExitStack() as stack:
+        # The judge first: a missing key must fail before anything is written.
+        active: Judge = judge if judge is not None else stack.enter_context(open_judge(config))
+        try:
+            stack.enter_context(exclusive_run_lock(out_dir / LOCK_FILE))
+        except RuntimeError as exc:
+            raise JudgeConfigError(str(exc)) from None
+        client = active if isinstance(active, OpenAIJudge) else None
+        if client is not None:
+            try:
+                journal = stack.enter_context(open_journal(journal_path))
+            except ValueError as exc:
+                raise JudgeConfigError(str(exc)) from None
+            stack.enter_context(client.journalled(journal))
+        made_before = client.calls_made if client else 0
+        replayed_before = client.calls_replayed if client else 0
+        started = time.monotonic()
+        calibration = calibrate(
+            rows, _calibration_scorer(active), max_pairs=config.calibration_pairs,
+            max_frames=config.calibration_frames,
+            min_agreement=config.calibration_min_agreement, seed=config.seed)
+        calibrated = time.monotonic()
+        if calibration.withheld:
+            log.warning("judge %s failed calibration (%d of %d pairs agreed); its scores are "
+                        "withheld and no row is judged", active.name, calibration.agreed,
+                        calibration.evaluated)
+        judged = [] if calibration.withheld else judge_rows(rows, active,
+                                                             max_workers=config.max_workers)
+        finished = time.monotonic()
+        calls_made = (client.calls_made - made_before) if client else 0
+        calls_replayed = (client.calls_replayed - replayed_before) if client else 0
+    document = judge_predictions_document(
+        judged, model_used=active.name, avlm_compat=config.avlm_compat,
+        metadata={"inference_dir": str(inference_dir), **config.settings_record(),
+                  "model_used": active.name})
+    summary = summarize_judge_results(document["results"], avlm_compat=config.avlm_compat)
+    status = judge_status(calibration, summary["num_success"])
+    document["metadata"].update({"scoring_mode": config.scoring_mode, "status": status,
+                                 "self_judging": bool(self_judging_models)})
+    summary.update({
+        "status": status,
+        "scoring_mode": config.scoring_mode,
+        "failure_counts": document["error_counts_by_category"],
+        "num_withheld": len(rows) if calibration.withheld else 0,
+        "self_judging": bool(self_judging_models),
+        "self_judging_models": list(self_judging_models),
+        "calibration": calibration.model_dump(mode="json"),
+    })
+    if config.avlm_compat:
+        summary["avlm_coercions"] = document["avlm_coercions"]
     write_json_atomic(layout.judge_predictions, document)
     write_json_atomic(layout.judge_results, summary)
     stats = document["statistics"]
-    log.info("judged %d rows with %s: %d scored, %d failed %s", stats["total_entries"],
-             active.name, stats["successful_evaluations"], stats["failed_evaluations"],
-             document["error_counts_by_category"])
-    return JudgeReport(document, summary, layout.judge_predictions, layout.judge_results)
+    log.info("judge %s: %s; %d rows, %d scored, %d failed %s; calibration %s in %.1f s; %d calls "
+             "made, %d replayed from the journal", active.name, status, len(rows),
+             stats["successful_evaluations"], stats["failed_evaluations"],
+             document["error_counts_by_category"], calibration.status, calibrated - started,
+             calls_made, calls_replayed)
+    return JudgeReport(document, summary, layout.judge_predictions, layout.judge_results,
+                       calibration, journal_path if client else None, calls_made,
+                       calls_replayed, calibrated - started, finished - calibrated)

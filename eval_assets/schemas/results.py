@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from eval_assets.metrics.judge_calibration import CalibrationReport
 from eval_assets.metrics.pope import PopeResult
 from eval_assets.metrics.vqa import VqaReport
 
@@ -53,7 +54,15 @@ class ChairScores(BaseModel):
 
 
 class JudgeScores(BaseModel):
-    """The LLM judge summary (``llm_judge_results.json``) plus which judge produced it."""
+    """The LLM judge summary (``llm_judge_results.json``) plus which judge produced it.
+
+    ``status`` is ``scored``, ``nothing scored`` or ``withheld: judge failed calibration
+    (agreement X%)``; when withheld (``withheld``), no row was judged, ``num_withheld`` rows were
+    skipped and every score field is null. ``failure_counts`` are the failed rows by category
+    (all in ``num_failed``, none in the mean). ``self_judging`` flags a judge that is also a
+    model under test (``self_judging_models``). ``scoring_mode`` is ``strict`` or
+    ``avlm_compat``; in the latter ``coerced_rows`` scores were coerced, ``coercions`` by kind.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -66,6 +75,16 @@ class JudgeScores(BaseModel):
     min_score: float | None
     max_score: float | None
     score_distribution: dict[str, int]
+    status: str = "scored"
+    withheld: bool = False
+    num_withheld: int = 0
+    failure_counts: dict[str, int] = Field(default_factory=dict)
+    self_judging: bool = False
+    self_judging_models: list[str] = Field(default_factory=list)
+    scoring_mode: Literal["strict", "avlm_compat"] = "strict"
+    coerced_rows: int = 0
+    coercions: dict[str, int] = Field(default_factory=dict)
+    calibration: CalibrationReport | None = None
 
 
 class BenchmarkResult(BaseModel):

@@ -17,11 +17,18 @@ Behaviours: :class:`Reply` (a chat completion with this content), :class:`HttpEr
 headers such as ``Retry-After``, OpenAI error body) and :class:`RawResponse` (any bytes); each can
 wait ``delay_s`` first, to provoke client timeouts. Every request is recorded (path, headers, body).
 ``GET /v1/models`` lists ``models``.
+
+Judge mode: :func:`rubric_judge` builds a script that reads the AVLM rubric's **Ground Truth** and
+**Prediction** sections out of each request and replies with a verdict whose score a function of
+the two texts decides; :func:`overlap_score` is such a function (a crude but honest judge: 10 less
+the word bigrams the two texts do not share), ``lambda gt, pred: 10`` a judge that cannot judge.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -111,6 +118,48 @@ def route_by_text(routes: Mapping[str, Sequence[Behaviour]],
         return HttpError(500, body={"error": {"message": "fake server: no route matches",
                                               "type": "fake_server", "param": None,
                                               "code": None}})
+
+    return script
+
+
+_GT_SECTION = re.compile(r"\*\*Ground Truth\*\*\n(.*?)\n\n\*\*Conversation\*\*", re.DOTALL)
+_PRED_SECTION = re.compile(r"\*\*Prediction\*\*\n(.*?)\n\n\*\*Metadata\*\*", re.DOTALL)
+
+
+def rubric_texts(body: Mapping[str, Any]) -> tuple[str, str]:
+    """The ground truth and the prediction a judge request asks about (empty when absent)."""
+    text = message_text(body)
+    gt, pred = _GT_SECTION.search(text), _PRED_SECTION.search(text)
+    return (gt.group(1) if gt else ""), (pred.group(1) if pred else "")
+
+
+def _bigrams(text: str) -> set[tuple[str, str]]:
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return set(itertools.pairwise(words))
+
+
+def overlap_score(ground_truth: str, prediction: str) -> int:
+    """10 less the number of word bigrams only one of the texts has, at least 1."""
+    return max(1, 10 - len(_bigrams(ground_truth) ^ _bigrams(prediction)))
+
+
+def rubric_judge(score: Callable[[str, str], Any], *, delay_s: float = 0.0,
+                 omit_score: Callable[[str, str], bool] | None = None
+                 ) -> Callable[[dict[str, Any]], Behaviour]:
+    """A judge script: ``score(ground_truth, prediction)`` is the reply's ``score`` value.
+
+    The value goes into the JSON as is (42, -3, "7", None), so a test can make the judge break
+    the rubric in any way; ``omit_score`` drops the key altogether for the texts it accepts.
+    """
+
+    def script(body: dict[str, Any]) -> Behaviour:
+        gt, pred = rubric_texts(body)
+        verdict: dict[str, Any] = {"score": score(gt, pred), "reasoning": "by the fake judge",
+                                   "strengths": [], "weaknesses": [],
+                                   "metadata_alignment": "n/a"}
+        if omit_score is not None and omit_score(gt, pred):
+            del verdict["score"]
+        return Reply(json.dumps(verdict), delay_s=delay_s)
 
     return script
 

@@ -16,11 +16,13 @@ from eval_assets.metrics.judge import (
     JudgeConfigError,
     JudgeOutcome,
     OpenAIJudge,
+    avlm_score,
     extract_json,
     judge_dir,
     judge_predictions_document,
     judge_rows,
     normalize_score,
+    open_judge,
     summarize_judge_results,
 )
 from eval_assets.metrics.judge_prompt import build_messages
@@ -33,6 +35,7 @@ from eval_assets_tests.fakes.openai_server import (
     route_by_text,
 )
 
+REPO = Path(__file__).resolve().parents[2]
 KEY_ENV = "EVAL_ASSETS_TEST_JUDGE_KEY"
 KEY = "sk-test-judge-key-0001"
 
@@ -208,11 +211,60 @@ def test_timeout_is_recorded(server: OpenAICompatibleServer, api_key: str) -> No
     assert time.monotonic() - start < 2.5  # did not wait for the slow server
 
 
-@pytest.mark.parametrize(("reply_score", "expected"), [(85, 8), ("9.5", 10), (None, 1)])
-def test_score_normalisation_through_the_server(server: OpenAICompatibleServer, api_key: str,
-                                                reply_score: Any, expected: int) -> None:
+@pytest.mark.parametrize(("reply_score", "expected"), [(8, 8), ("7", 7), (" 6 ", 6), (9.0, 9)])
+def test_valid_scores_through_the_server(server: OpenAICompatibleServer, api_key: str,
+                                         reply_score: Any, expected: int) -> None:
     server.push(Reply(verdict(reply_score)))
-    assert judge_one(server, open_row(0)).score == expected
+    outcome = judge_one(server, open_row(0))
+    assert outcome.ok and outcome.score == expected and outcome.coercions == ()
+
+
+@pytest.mark.parametrize(("reply_score", "category"), [
+    (None, "missing_score"), (42, "score_out_of_range"), (-3, "score_out_of_range"),
+    (0, "score_out_of_range"), (11, "score_out_of_range"), ("9.5", "invalid_score"),
+    (7.5, "invalid_score"), ("eight", "invalid_score"), (True, "invalid_score"),
+    ([8], "invalid_score"),
+])
+def test_a_reply_without_a_valid_score_is_a_failure_never_a_score(
+        server: OpenAICompatibleServer, api_key: str, reply_score: Any, category: str) -> None:
+    server.push(*[Reply(verdict(reply_score))] * 2)
+    outcome = judge_one(server, open_row(0), reply_tries=2)
+    assert not outcome.ok and outcome.score is None
+    assert outcome.error_category == category and outcome.attempts == 2
+    assert "after 2 tries" in (outcome.error or "")
+
+
+def test_a_valid_score_on_a_later_try_is_accepted(server: OpenAICompatibleServer,
+                                                  api_key: str) -> None:
+    server.push(Reply(verdict(42)), Reply(verdict(None)), Reply(verdict(4)))
+    outcome = judge_one(server, open_row(0), reply_tries=3)
+    assert outcome.score == 4 and outcome.attempts == 3
+
+
+def test_an_oversized_reply_is_not_parsed(server: OpenAICompatibleServer, api_key: str) -> None:
+    huge = verdict(9, reasoning="x" * 20_000)
+    server.push(Reply(huge))
+    outcome = judge_one(server, open_row(0), reply_tries=1)
+    assert outcome.error_category == "oversized_reply" and outcome.score is None
+    assert f"{len(huge)} characters" in (outcome.error or "")
+    server.push(Reply(huge))
+    assert judge_one(server, open_row(1), reply_tries=1, max_reply_chars=30_000).score == 9
+
+
+@pytest.mark.parametrize(("reply_score", "expected", "coercions"), [
+    (85, 8, ("scaled_down", "rounded")), (100, 10, ("scaled_down",)),
+    (42, 4, ("scaled_down", "rounded")), ("9.5", 10, ("rounded",)),
+    (None, 1, ("missing_score",)), (-3, 1, ("clamped",)), (0, 1, ("clamped",)),
+    (11, 1, ("scaled_down", "rounded")), ("eight", 1, ("non_numeric",)), (7, 7, ()),
+])
+def test_avlm_compat_coerces_as_avlm_and_says_how(server: OpenAICompatibleServer, api_key: str,
+                                                  reply_score: Any, expected: int,
+                                                  coercions: tuple[str, ...]) -> None:
+    server.push(Reply(verdict(reply_score)))
+    outcome = judge_one(server, open_row(0), avlm_compat=True)
+    assert outcome.score == expected and outcome.coercions == coercions
+    assert normalize_score(reply_score) == expected
+    assert avlm_score(reply_score) == (expected, coercions)
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
@@ -356,6 +408,42 @@ def test_config_from_yaml(tmp_path: Path) -> None:
         JudgeConfig.from_yaml(path)
 
 
+def test_config_serve_is_an_endpoint_of_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "judge.yaml"
+    path.write_text("serve: random\nmax_workers: 1\n")
+    config = JudgeConfig.from_yaml(path)
+    assert (config.serve, config.model, config.base_url) == ("random", "random", None)
+    assert JudgeConfig.from_yaml(path, avlm_compat=True).scoring_mode == "avlm_compat"
+
+    for text, expected in [
+        ("serve: gpt-5\n", r"judge\.yaml: field 'serve': unknown local model 'gpt-5'"),
+        ("serve: random\nmodel: other\n", r"judge\.yaml: field 'model' is 'other' but the "
+                                           r"served model answers as 'random'; fix: "),
+        ("base_url: http://127.0.0.1:9/v1\n", r"judge\.yaml: field 'model' is required"),
+        ("calibration_min_agreement: 2\nserve: random\n",
+         r"field 'calibration_min_agreement'"),
+    ]:
+        path.write_text(text)
+        with pytest.raises(JudgeConfigError, match=expected):
+            JudgeConfig.from_yaml(path)
+
+
+def test_the_shipped_config_loads_with_the_one_loader() -> None:
+    config = JudgeConfig.from_yaml(REPO / "data" / "judge.yaml")
+    assert config.serve == "blind-smollm2" and config.base_url is None
+    assert config.calibration_pairs > 0 and 0 < config.calibration_min_agreement <= 1
+    assert not config.avlm_compat
+
+
+def test_open_judge_starts_the_served_model(tmp_path: Path) -> None:
+    config = JudgeConfig(serve="random", response_format="judgement_schema")  # type: ignore[arg-type]
+    with open_judge(config) as judge:
+        assert judge.config.base_url is not None and judge.config.base_url.startswith("http://")
+        outcome = judge.judge(rows_from_dicts([open_row(0)])[0])
+    # The random model builds the schema with a random score: a valid one.
+    assert outcome.ok and 1 <= (outcome.score or 0) <= 10
+
+
 def test_missing_api_key_env_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
     config = JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env=KEY_ENV)
@@ -378,8 +466,10 @@ def test_other_judges_plug_in(tmp_path: Path) -> None:
     assert isinstance(LengthJudge(), Judge)
     rows = [open_row(0, pred="abc"), open_row(1, pred="boom"), open_row(2, pred="x" * 20)]
     (tmp_path / "predictions.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
-    config = JudgeConfig(base_url="http://127.0.0.1:9/v1", model="unused", max_workers=2)
+    config = JudgeConfig(base_url="http://127.0.0.1:9/v1", model="unused", max_workers=2,
+                         calibration_pairs=0)
     report = judge_dir(tmp_path, config, judge=LengthJudge())
+    assert report.calibration.status == "disabled" and report.journal_path is None
     assert [r["score"] for r in report.predictions["results"]] == [3, None, 10]
     assert report.predictions["results"][1]["error_category"] == "processing_error"
     assert report.predictions["metadata"]["model_used"] == "length-judge"
@@ -392,13 +482,18 @@ def test_outputs_are_byte_identical_across_runs(tmp_path: Path, api_key: str) ->
     (tmp_path / "predictions.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     routes = {f"[ROW-{i}]": [Reply(verdict(5 + i))] for i in range(4)}
     routes["[ROW-4]"] = [HttpError(500)]
-    outputs = []
+    outputs, requests = [], []
     for _ in range(2):
         with OpenAICompatibleServer(route_by_text(routes)) as srv:
-            report = judge_dir(tmp_path, fast_config(srv, max_retries=1, max_workers=3))
+            report = judge_dir(tmp_path, fast_config(srv, max_retries=1, max_workers=3,
+                                                     calibration_pairs=0))
+            requests.append(srv.requests)
         outputs.append((report.predictions_path.read_bytes(), report.results_path.read_bytes()))
     assert outputs[0] == outputs[1]
     assert report.predictions_path == tmp_path / "llm_judge" / "llm_judge_predictions.json"
     assert report.results_path == tmp_path / "llm_judge" / "llm_judge_results.json"
     assert report.results["total_judged"] == 5 and report.results["num_failed"] == 1
     assert report.results["mean_score"] == 6.5
+    # The second run read the four replies from the journal; only the failed row asked again.
+    assert len(requests[0]) == 4 + 2 and report.calls_replayed == 4
+    assert len(requests[1]) == 2 and all("[ROW-4]" in json.dumps(r.body) for r in requests[1])

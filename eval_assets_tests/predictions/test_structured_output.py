@@ -344,8 +344,10 @@ def test_judge_over_the_local_smollm2_server_scores_every_row(smollm2_url: str,
             open_row(1, "An empty grey room with a green cylinder on the left.",
                      "A kitchen with a dog.")]
     (tmp_path / "predictions.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    # Calibration off: this tests that structured output yields scores, not whether they are
+    # trustworthy (SmolLM2 fails calibration; see metrics/test_judge_smollm2.py).
     config = JudgeConfig(base_url=smollm2_url, model="blind-smollm2", max_tokens=40,
-                         reply_tries=1, max_retries=0, timeout_s=120,
+                         reply_tries=1, max_retries=0, timeout_s=120, calibration_pairs=0,
                          response_format="judgement_schema")  # type: ignore[arg-type]
     judge = OpenAIJudge(config, api_key="local-server")
     report = judge_dir(tmp_path, config, judge=judge)

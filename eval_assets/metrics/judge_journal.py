@@ -1,0 +1,74 @@
+"""The judge's resume journal: one fsynced JSON line per judge call, keyed by the exact request.
+
+It is the predictions journal (:class:`eval_assets.predictions.store.Journal`: append-only, one
+whole-line write plus fsync per record, a torn last line repaired on open) holding
+:class:`JudgeCallRecord` s. A record is keyed by the SHA-256 of the request as sent (judge model,
+messages, temperature, max_tokens and response_format: everything that can change the reply) and
+the reply try it answers, so a restart after a crash or SIGKILL makes again only the calls that
+were in flight, and any change to the rubric, the row or the settings asks again.
+
+Retry policy on a rerun:
+
+- ``success`` means the endpoint returned a reply; whatever that reply says (a score, no score, a
+  score of 42, text that is not JSON, an oversized body) is a deterministic answer that was paid
+  for, so it is kept and never asked again. How it is read (strict or AVLM-compatible) is decided
+  afterwards, so switching modes costs no call.
+- ``failed`` means no reply after the in-run retries (timeout, rate limit, 5xx, connection error,
+  a 4xx such as a bad key). These are transient or fixed by changing the setup, so a rerun asks
+  again; the record stays in the file as a trace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from eval_assets.predictions.store import Journal
+
+JOURNAL_FILE = "judge.journal.jsonl"
+LOCK_FILE = ".judge.lock"
+
+# Replies are journalled up to this many characters; ``content_chars`` keeps the true length, and
+# ``max_reply_chars`` may not exceed it, so a cut reply is always classified as oversized.
+JOURNAL_CONTENT_LIMIT = 65536
+
+CallPurpose = Literal["row", "calibration"]
+
+
+class JudgeCallRecord(BaseModel):
+    """One judge call as journalled: the reply text, or why there was none."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str
+    request_sha256: str
+    reply_try: int
+    status: Literal["success", "failed"]
+    content: str | None = None
+    content_chars: int = 0
+    error_category: str | None = None
+    error: str | None = None
+    calls: int = 1
+    purpose: CallPurpose = "row"
+    label: str = ""
+
+
+def request_sha256(request: Mapping[str, Any]) -> str:
+    """SHA-256 of a chat request body in canonical JSON (sorted keys, no spaces)."""
+    canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def call_key(request_digest: str, reply_try: int) -> str:
+    """The journal key of reply try ``reply_try`` (0-based) of one request."""
+    return f"{request_digest}:{reply_try}"
+
+
+def open_journal(path: Path) -> Journal[JudgeCallRecord]:
+    """Open (or create) the judge journal at ``path``."""
+    return Journal(path, JudgeCallRecord, key=lambda record: record.key)
