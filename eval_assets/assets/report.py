@@ -2,6 +2,8 @@
 
 # No `from __future__ import annotations`: Dagster checks the context annotation at runtime.
 
+import math
+
 from dagster import (
     AllPartitionMapping,
     AssetDep,
@@ -12,11 +14,18 @@ from dagster import (
 )
 
 from eval_assets.assets.metrics import benchmark_results
-from eval_assets.benchmark.collect import load_results, publish_leaderboard, publish_report
+from eval_assets.benchmark.collect import load_results
 from eval_assets.partitions import model_partitions, recordings_partitions
+from eval_assets.report.publish import publish_leaderboard, publish_report
 from eval_assets.resources import ProjectStorage
 
 GROUP = "report"
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return "n/a" if math.isnan(value) else f"{value:.3f}"
+    return str(value)
 
 
 def _results(context: AssetExecutionContext, storage: ProjectStorage):
@@ -27,7 +36,8 @@ def _results(context: AssetExecutionContext, storage: ProjectStorage):
 @asset(group_name=GROUP,
        deps=[AssetDep(benchmark_results, partition_mapping=AllPartitionMapping())])
 def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
-    """Every model × recording with results, plus pooled all-recordings rows (Parquet + JSON)."""
+    """Every model × recording with results, plus pooled all-recordings rows (Parquet + JSON),
+    and a paired comparison (McNemar, clustered difference interval, MDD) of every two models."""
     results = _results(context, storage)
     if not results:
         raise RuntimeError("no benchmark_results found: materialize predictions and metrics for "
@@ -35,8 +45,8 @@ def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> Mate
     table, parquet, json_path = publish_leaderboard(storage.layout(), results)
     columns = ["model", "recording", "vqa_accuracy", "vqa_ci_low", "vqa_ci_high", "n_cases"]
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row)
-              + " |" for row in table[columns].itertuples(index=False)]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |"
+              for row in table[columns].itertuples(index=False)]
     return MaterializeResult(metadata={
         "rows": len(table), "parquet": MetadataValue.path(str(parquet)),
         "json": MetadataValue.path(str(json_path)),
@@ -46,7 +56,8 @@ def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> Mate
 
 @asset(group_name=GROUP, deps=[leaderboard])
 def report(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
-    """The static HTML report: headline, charts, metric sections, per-case overlay cards."""
+    """The static HTML report: headline, paired comparisons, charts, metric sections, and every
+    case browsable by model, family, recording and outcome (one overlay per frame)."""
     results = _results(context, storage)
     path = publish_report(storage.layout(), results)
     context.log.info(f"report: {path}")

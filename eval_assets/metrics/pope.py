@@ -2,7 +2,8 @@
 
 The parsing rule is the reference's, quirks included: it is case-sensitive, so "NO" and "Nope"
 count as "yes", and any "not" in the first sentence makes the answer "no". Where the reference
-divides by zero and crashes, we return 0.0 and warn.
+divides by zero and crashes, the quantity is None ("n/a") and a warning names it: a precision
+over no "yes" answers is undefined, and a 0.0 there would read as "every yes was wrong".
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ _NEGATIONS = ("No", "not", "no")
 
 
 class ZeroDenominatorWarning(RuntimeWarning):
-    """A metric had an empty denominator and was reported as 0.0."""
+    """A metric had an empty denominator and was reported as None (n/a)."""
 
 
 def parse_pope_answer(text: str) -> Literal["yes", "no"]:
@@ -46,11 +47,11 @@ def pope_label(label: str) -> int:
 class PopeResult(BaseModel):
     """POPE metrics over n answers (positive class: "yes")."""
 
-    accuracy: float
-    precision: float
-    recall: float
-    f1: float
-    yes_ratio: float
+    accuracy: float | None
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    yes_ratio: float | None
     tp: int
     fp: int
     tn: int
@@ -58,10 +59,10 @@ class PopeResult(BaseModel):
     n: int
 
 
-def _ratio(num: float, den: float, name: str, empty: list[str]) -> float:
+def _ratio(num: float, den: float, name: str, empty: list[str]) -> float | None:
     if den == 0:
         empty.append(name)
-        return 0.0
+        return None
     return num / den
 
 
@@ -69,7 +70,8 @@ def pope_metrics(answers: Sequence[str], labels: Sequence[str]) -> PopeResult:
     """Accuracy, precision, recall, F1 and yes-ratio of raw answers against yes/no labels.
 
     Every answer goes through ``parse_pope_answer`` (so "yes"/"no" pass through unchanged).
-    Quantities with a zero denominator are 0.0 and one ZeroDenominatorWarning names them.
+    Quantities with a zero denominator are None and one ZeroDenominatorWarning names them; F1
+    is None when precision or recall is, and 0.0 when both are 0 (defined, just bad).
     """
     if len(answers) != len(labels):
         raise ValueError(
@@ -86,12 +88,18 @@ def pope_metrics(answers: Sequence[str], labels: Sequence[str]) -> PopeResult:
     empty: list[str] = []
     precision = _ratio(tp, tp + fp, "precision (no 'yes' predictions)", empty)
     recall = _ratio(tp, tp + fn, "recall (no 'yes' labels)", empty)
-    f1 = _ratio(2 * precision * recall, precision + recall, "f1 (precision + recall = 0)", empty)
+    if precision is None or recall is None:
+        f1 = None
+        empty.append("f1 (precision or recall undefined)")
+    else:
+        # Both defined and both 0 means every positive was missed: F1 is 0, not undefined.
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     accuracy = _ratio(tp + tn, n, "accuracy (no answers)", empty)
     yes_ratio = _ratio(preds.count(1), n, "yes_ratio (no answers)", empty)
     if empty:
         warnings.warn(
-            f"POPE over {n} answers: zero denominator for {', '.join(empty)}; reported as 0.0",
+            f"POPE over {n} answers: zero denominator for {', '.join(empty)}; reported as None "
+            "(n/a)",
             ZeroDenominatorWarning,
             stacklevel=2,
         )

@@ -4,6 +4,10 @@ A reply is mapped to one of the case's fixed choices by ``match_choice``, in tie
 choice text, a bare letter (only when the choices were shown lettered), or a reply that starts with
 exactly one choice. Anything else is a parse failure and stays in the denominator. Unlike dimOS we
 never let "the last choice mentioned" win: "Yes, there is no doubt" is "yes", not "no".
+
+Intervals are clustered by frame (see :mod:`eval_assets.metrics.stats`): the cases of one frame
+share one image and are not independent. A group without cases has no accuracy: its rates are
+None ("n/a"), never 0.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from eval_assets.metrics.stats import WILSON_Z, clustered_wilson, wilson_interval
+
 __all__ = [
     "WILSON_Z",
     "ChoiceMatch",
@@ -22,13 +28,13 @@ __all__ = [
     "VqaReport",
     "VqaRow",
     "VqaRowResult",
+    "frame_keys",
     "match_choice",
     "normalise_reply",
     "vqa_accuracy",
     "wilson_interval",
 ]
 
-WILSON_Z = 1.959964
 Tier = Literal["exact", "letter", "leading"]
 RowStatus = Literal["correct", "incorrect", "parse_failure", "failed_call"]
 
@@ -116,18 +122,6 @@ def match_choice(text: str | None, choices: Sequence[str], lettered: bool = Fals
     return ChoiceMatch()
 
 
-def wilson_interval(correct: int, n: int, z: float = WILSON_Z) -> tuple[float, float]:
-    """Wilson score interval for ``correct`` successes in ``n`` trials; (0.0, 1.0) when n = 0."""
-    if n == 0:
-        return 0.0, 1.0
-    p = correct / n
-    z2 = z * z
-    denom = 1.0 + z2 / n
-    centre = (p + z2 / (2 * n)) / denom
-    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 class VqaRow(BaseModel):
     """One answered case: the question's choices, the gold answer and the model's reply.
 
@@ -171,6 +165,8 @@ class VqaRowResult(BaseModel):
     predicted_choice: str | None
     tier: Tier | None
     status: RowStatus
+    lettered: bool = Field(
+        default=False, description="whether the prompt showed the choices lettered (A), (B), ...")
 
 
 class VqaGroupStats(BaseModel):
@@ -180,11 +176,16 @@ class VqaGroupStats(BaseModel):
     correct: int
     parse_failures: int
     failed_calls: int
-    accuracy: float = Field(description="correct / n; n includes parse failures and failed calls")
-    ci_low: float = Field(description="Wilson 95% interval, lower bound")
-    ci_high: float = Field(description="Wilson 95% interval, upper bound")
-    parse_failure_rate: float = Field(description="parse_failures / n")
-    chance: float = Field(description="mean of 1 / len(choices) over the rows")
+    accuracy: float | None = Field(
+        description="correct / n; n includes parse failures and failed calls; None when n = 0")
+    ci_low: float | None = Field(
+        description="95% interval clustered by frame (design-effect-adjusted Wilson), lower")
+    ci_high: float | None = Field(description="the same interval, upper bound")
+    parse_failure_rate: float | None = Field(description="parse_failures / n; None when n = 0")
+    chance: float | None = Field(description="mean of 1 / len(choices) over the rows")
+    n_frames: int | None = Field(default=None, description="frames (clusters) of the rows")
+    design_effect: float | None = Field(
+        default=None, description="estimated frame design effect; None: not estimable")
 
 
 class VqaReport(BaseModel):
@@ -201,18 +202,25 @@ def _group_stats(results: Sequence[VqaRowResult], chances: Sequence[float]) -> V
     correct = sum(1 for r in results if r.status == "correct")
     parse_failures = sum(1 for r in results if r.status == "parse_failure")
     failed_calls = sum(1 for r in results if r.status == "failed_call")
-    low, high = wilson_interval(correct, n)
+    interval = clustered_wilson(frame_keys(results), [r.status == "correct" for r in results])
     return VqaGroupStats(
         n=n,
         correct=correct,
         parse_failures=parse_failures,
         failed_calls=failed_calls,
-        accuracy=correct / n if n else 0.0,
-        ci_low=low,
-        ci_high=high,
-        parse_failure_rate=parse_failures / n if n else 0.0,
-        chance=math.fsum(chances) / n if n else 0.0,
+        accuracy=correct / n if n else None,
+        ci_low=interval.low if interval else None,
+        ci_high=interval.high if interval else None,
+        parse_failure_rate=parse_failures / n if n else None,
+        chance=math.fsum(chances) / n if n else None,
+        n_frames=interval.n_clusters if interval else 0,
+        design_effect=interval.design_effect if interval else None,
     )
+
+
+def frame_keys(results: Sequence[VqaRowResult]) -> list[tuple[str, int]]:
+    """The cluster of each row: its (recording, frame_index)."""
+    return [(r.recording, r.frame_index) for r in results]
 
 
 def _score_row(row: VqaRow) -> VqaRowResult:
@@ -233,6 +241,7 @@ def _score_row(row: VqaRow) -> VqaRowResult:
         predicted_choice=match.choice,
         tier=match.tier,
         status=status,
+        lettered=row.lettered,
     )
 
 

@@ -1,4 +1,4 @@
-"""Per-case cards: a model's answer beside the frame with its ground truth drawn on it.
+"""Per-case cards (a model's answer with the case's gold and evidence) and per-frame overlays.
 
 Inputs are the published dataset folder (public cases, private labels and audit), the models'
 answer records, their scored VQA rows, and optionally the perception and point-cloud stage
@@ -6,14 +6,17 @@ folders and the LLM judge's per-row results. Boxes and masks come from the audit
 (masks from its run-length encoding, else from the detections folder); LiDAR points are projected
 with the audit's rectified intrinsics exactly as the range statistics were.
 
-Cases are chosen the same for every model, so a reader can compare models on one frame: failures
-(any model incorrect, unparsed or failed) before all-correct cases, round-robin over families.
+Cards carry no image: each frame's overlay is built once (``build_frame_images``) and every case
+of that frame refers to it, which keeps a report of every case small. By default every case is
+carded, in dataset order; with a limit, cases are chosen the same for every model, so a reader can
+compare models on one frame: failures (any model incorrect, unparsed or failed) before
+all-correct cases, round-robin over families.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,14 +29,14 @@ from eval_assets.metrics.vqa import VqaRowResult
 from eval_assets.perception.evidence_io import load_mask, read_detections
 from eval_assets.report.overlays import (
     BoxLabel,
-    encode_png,
+    encode_jpeg,
     project_points,
     render_overlay,
     resize_to_width,
 )
 from eval_assets.schemas.perception import Detection
 from eval_assets.schemas.predictions import AnswerRecord
-from eval_assets.schemas.report import CaseCard, JudgeNote
+from eval_assets.schemas.report import CaseCard, FrameImage, JudgeNote
 from eval_assets.schemas.vqa import (
     DATASET_CASES,
     DATASET_LABELS,
@@ -48,9 +51,17 @@ from eval_assets.schemas.vqa import (
     read_jsonl,
 )
 
-__all__ = ["DEFAULT_MAX_WIDTH", "build_case_cards", "decode_rle", "select_cases"]
+__all__ = [
+    "DEFAULT_JPEG_QUALITY",
+    "DEFAULT_MAX_WIDTH",
+    "build_case_cards",
+    "build_frame_images",
+    "decode_rle",
+    "select_cases",
+]
 
 DEFAULT_MAX_WIDTH = 640
+DEFAULT_JPEG_QUALITY = 70
 _FAILURE_STATUSES = {"incorrect", "parse_failure", "failed_call"}
 _FRAME_ID = re.compile(r"^frame-(\d{6})$")
 
@@ -181,8 +192,10 @@ def _box_label(det: DetectionAudit) -> str:
     return f"{det.name} (score {det.score:.2f})"
 
 
-def _overlay(frame: _Frame, names: Sequence[str] | None, max_width: int) -> tuple[bytes, str]:
-    """PNG bytes of the frame with the detections of ``names`` (None: all) and a caption."""
+def _overlay(frame: _Frame, names: Sequence[str] | None, max_width: int, quality: int
+             ) -> tuple[bytes, bytes, int, int, str]:
+    """JPEG bytes of the frame with the detections of ``names`` (None: all) drawn on it and of
+    the plain frame (both shrunk to ``max_width``), their width and height, and a caption."""
     wanted = None if names is None else {_normal(n) for n in names}
     chosen = [i for i, d in enumerate(frame.detections)
               if wanted is None or _normal(d.name) in wanted]
@@ -202,11 +215,12 @@ def _overlay(frame: _Frame, names: Sequence[str] | None, max_width: int) -> tupl
     if frame.points_uv is not None:
         # Pixel centres scale to pixel centres; truncation keeps them inside the smaller image.
         uv = np.floor((frame.points_uv.astype(np.float64) + 0.5) * scale).astype(np.int64)
-    png = encode_png(render_overlay(image, boxes, masks, uv, frame.ranges))
+    overlay = encode_jpeg(render_overlay(image, boxes, masks, uv, frame.ranges), quality,
+                          full_chroma=False)
     shown = ", ".join(sorted({frame.detections[i].name for i in chosen})) or "none"
     what = "all detections" if names is None else f"detections of {', '.join(names)}"
     caption = f"{what}: {len(chosen)} box(es) [{shown}]; {frame.note}"
-    return png, caption
+    return overlay, encode_jpeg(image, quality), w, h, caption
 
 
 def select_cases(cases: Sequence[Case], labels: Mapping[str, Label],
@@ -277,27 +291,26 @@ def build_case_cards(
     dataset_dir: Path,
     answers: Mapping[str, Sequence[AnswerRecord]],
     vqa_rows: Mapping[str, Sequence[VqaRowResult]],
-    detections_dir: Path | None = None,
-    pointcloud_dir: Path | None = None,
     judge_results: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
-    limit_per_model: int = 12,
+    limit_per_model: int | None = None,
     *,
     recording: str | None = None,
-    max_width: int = DEFAULT_MAX_WIDTH,
 ) -> list[CaseCard]:
-    """Cards for up to ``limit_per_model`` cases per model, plus judged open-ended items.
+    """Cards for every case (or up to ``limit_per_model`` per model), plus judged open items.
 
     ``answers`` and ``vqa_rows`` map a model name to its answer records and scored rows on this
     dataset; ``judge_results`` maps a model to the ``results`` list of its
     ``llm_judge_predictions.json``. A judge result whose ``id`` is a case id is attached to that
     case's card; one whose ``id`` is a frame id (``frame-000100``, a description) becomes an
-    open-ended card, up to ``max(1, limit_per_model // 4)`` frames; other ids are ignored.
-    ``recording`` defaults to the rows' recording, else the dataset folder's name. Cards come
-    grouped by case (dataset order of selection), models sorted by name within a case.
+    open-ended card (all of them, or up to ``max(1, limit_per_model // 4)`` frames); other ids
+    are ignored. ``recording`` defaults to the rows' recording, else the dataset folder's name.
+    Cards come grouped by case (dataset order, or the order of ``select_cases`` with a limit),
+    models sorted by name within a case. Overlays are not built here: see
+    ``build_frame_images``.
     """
     dataset_dir = Path(dataset_dir)
-    if limit_per_model < 0:
-        raise ValueError(f"limit_per_model must be >= 0, got {limit_per_model}")
+    if limit_per_model is not None and limit_per_model < 0:
+        raise ValueError(f"limit_per_model must be >= 0 or None, got {limit_per_model}")
     cases = read_jsonl(dataset_dir / DATASET_CASES, Case)
     labels = {lab.case_id: lab for lab in read_jsonl(dataset_dir / DATASET_LABELS, Label)}
     case_by_id = {c.case_id: c for c in cases}
@@ -314,14 +327,15 @@ def build_case_cards(
     if recording is None:
         recs = {r.recording for rs in rows.values() for r in rs.values()}
         recording = recs.pop() if len(recs) == 1 else dataset_dir.name
-    loader = _FrameLoader(dataset_dir, detections_dir, pointcloud_dir)
+    if limit_per_model is None:
+        chosen = [c.case_id for c in cases if any(c.case_id in r for r in rows.values())]
+    else:
+        chosen = select_cases(cases, labels, rows, limit_per_model)
     cards: list[CaseCard] = []
-    for case_id in select_cases(cases, labels, rows, limit_per_model):
+    for case_id in chosen:
         case, label = case_by_id[case_id], labels.get(case_id)
         row0 = next(r[case_id] for r in rows.values() if case_id in r)
         frame_index = label.frame_index if label else row0.frame_index
-        names = list(label.object_names) if label else None
-        png, note = _overlay(loader.frame(frame_index), names, max_width)
         for model in sorted(rows):
             row = rows[model].get(case_id)
             if row is None:
@@ -341,17 +355,19 @@ def build_case_cards(
                 predicted_choice=row.predicted_choice, tier=row.tier, status=row.status,
                 error=error,
                 latency_s=record.latency_s if record is not None else None,
-                evidence=dict(label.evidence) if label else {}, overlay_png=png,
-                overlay_note=note, judge=_judge_note(judge) if judge is not None else None))
+                evidence=dict(label.evidence) if label else {},
+                object_names=list(label.object_names) if label else [],
+                judge=_judge_note(judge) if judge is not None else None))
     frames: dict[str, int] = {}
     for model in sorted(judged):
         for item_id in judged[model]:
             match = _FRAME_ID.match(item_id)
             if match is not None:
                 frames.setdefault(item_id, int(match.group(1)))
-    n_open = max(1, limit_per_model // 4) if limit_per_model else 0
-    for item_id, frame_index in list(frames.items())[:n_open]:
-        png, note = _overlay(loader.frame(frame_index), None, max_width)
+    items = list(frames.items())
+    if limit_per_model is not None:
+        items = items[:max(1, limit_per_model // 4) if limit_per_model else 0]
+    for item_id, frame_index in items:
         for model in sorted(judged):
             result = judged[model].get(item_id)
             if result is None:
@@ -364,6 +380,32 @@ def build_case_cards(
                 raw_response=None if result.get("pred") is None else str(result["pred"]),
                 predicted_choice=None, tier=None,
                 status="judged" if note_j.score is not None else "judge_failed",
-                error=note_j.error, evidence={}, overlay_png=png, overlay_note=note,
-                judge=note_j))
+                error=note_j.error, evidence={}, judge=note_j))
     return cards
+
+
+def build_frame_images(
+    dataset_dir: Path,
+    frame_indices: Iterable[int],
+    detections_dir: Path | None = None,
+    pointcloud_dir: Path | None = None,
+    *,
+    recording: str,
+    max_width: int = DEFAULT_MAX_WIDTH,
+    quality: int = DEFAULT_JPEG_QUALITY,
+) -> list[FrameImage]:
+    """One record per frame (sorted, each once): the overlay (every detection's box and mask
+    outline, and the LiDAR points) and the plain frame, shrunk to at most ``max_width`` pixels,
+    as JPEG.
+
+    Raises FileNotFoundError when a frame's image is missing from the dataset.
+    """
+    loader = _FrameLoader(Path(dataset_dir), detections_dir, pointcloud_dir)
+    images = []
+    for frame_index in sorted(set(frame_indices)):
+        overlay, plain, width, height, note = _overlay(loader.frame(frame_index), None,
+                                                       max_width, quality)
+        images.append(FrameImage(recording=recording, frame_index=frame_index,
+                                 overlay_jpeg=overlay, plain_jpeg=plain, width=width,
+                                 height=height, note=note))
+    return images

@@ -1,8 +1,19 @@
-"""The leaderboard: one row per (recording, model) plus one pooled "all recordings" row per model.
+"""The leaderboard: per model, rows on the common case set (what models are ranked on) and rows
+on every case the model answered, plus a paired comparison of every two models.
 
-Pooled rows are recomputed from pooled counts (correct / n, a Wilson interval of the pooled
-counts, POPE from the summed confusion matrix), never averaged from per-recording percentages:
-an average of percentages weights a 3-case recording like a 300-case one.
+Two case sets, named in the ``case_set`` column:
+
+- ``common``: the cases every ranked model answered (``coverage.Coverage``), one pooled
+  ``ALL_RECORDINGS`` row per ranked model (the ranking) and one row per recording with common
+  cases. Only these rows compare models. There are none when no case is common to all models.
+- ``answered``: every case of the model's usable (not missing, not stale) results, pooled and per
+  recording. ``comparable`` says whether that case set is the common one; when it is not, the row
+  describes the model alone and must not be ranked against another model's.
+
+Pooled rows are recomputed from the pooled per-case rows (correct / n, an interval clustered by
+frame, POPE from the summed confusion matrix), never averaged from per-recording percentages:
+an average of percentages weights a 3-case recording like a 300-case one. A quantity with an
+empty denominator is NaN in the table and null in the JSON, never 0.
 """
 
 from __future__ import annotations
@@ -20,36 +31,117 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eval_assets.atomic import write_bytes_atomic, write_text_atomic
-from eval_assets.metrics.vqa import VqaGroupStats, wilson_interval
+from eval_assets.metrics.stats import (
+    ALPHA,
+    BOOTSTRAP_REPLICATES,
+    BOOTSTRAP_SEED,
+    MIN_RELIABLE_N,
+    POWER,
+    PairedComparison,
+    clustered_wilson,
+    paired_comparison,
+)
+from eval_assets.metrics.vqa import VqaGroupStats, VqaRowResult, frame_keys
+from eval_assets.report.coverage import (
+    CaseKey,
+    Coverage,
+    build_coverage,
+    case_key,
+    check_results,
+)
 from eval_assets.schemas.results import BenchmarkResult
 from eval_assets.schemas.vqa import FAMILY_NAMES
 
 __all__ = [
     "ALL_RECORDINGS",
+    "ANSWERED",
     "BASE_COLUMNS",
+    "COMMON",
     "FAMILY_STATS",
+    "LEADERBOARD_FORMAT",
     "LEADERBOARD_JSON",
     "LEADERBOARD_PARQUET",
+    "METHODS",
+    "MIN_RELIABLE_N",
     "PooledVqa",
     "build_leaderboard",
     "family_column",
     "leaderboard_families",
+    "leaderboard_json",
+    "mcq_measured",
+    "paired_comparisons",
     "pool_vqa",
+    "ranked_rows",
+    "ranking",
     "write_leaderboard",
 ]
 
 ALL_RECORDINGS = "all recordings"
 LEADERBOARD_PARQUET = "leaderboard.parquet"
 LEADERBOARD_JSON = "leaderboard.json"
+LEADERBOARD_FORMAT = "eval_assets.leaderboard/3"
+COMMON = "common"  # case_set of rows on the cases every ranked model answered
+ANSWERED = "answered"  # case_set of rows on every case one model answered
+
+# How every number is computed, written into the JSON so a reader needs no source code.
+METHODS: dict[str, Any] = {
+    "accuracy": "correct / n over every scored case of the row's case set; parse failures and "
+                "failed calls count as wrong and stay in n",
+    "case_sets": "a case is (recording, dataset_sha256, case id): results on different dataset "
+                 "versions share no case. 'common' rows: the cases every ranked model has a "
+                 "scored row for (the intersection); models are ranked only on these. "
+                 "'answered' rows: every case of the model's usable results; comparable is "
+                 "false when that set differs from the common set, and such rows must not be "
+                 "ranked against each other",
+    "coverage": "every expected (recording, model) cell is ok, missing (no result) or stale "
+                "(its dataset_sha256 is not the recording's current dataset fingerprint, or "
+                "the caller marked it); missing and stale cells are in no row. A model with no "
+                "ok cell is not ranked; with no case common to all ranked models there is no "
+                "ranking",
+    "common_row_metrics": "POPE, MCQ, judge, vision and CHAIR columns are null in 'common' "
+                          "rows: they are stored per result, not per case, so they cannot be "
+                          "restricted to the common cases",
+    "common_chance": "chance of a 'common' row: each case weighted by the chance of its "
+                     "(result, family) group (rows do not keep their choice count); exact "
+                     "when each family's cases have one choice count",
+    "interval": "95% Wilson score interval with n replaced by the effective sample size "
+                "n / deff; deff = cluster-robust (CR1) variance of the accuracy over frames "
+                "(recording, frame_index) / binomial variance, floored at 1; deff = 1 (reported "
+                "null) when not estimable: fewer than 2 frames, or accuracy 0 or 1",
+    "paired_comparison": "per pair of models, on the cases both have rows for in their usable "
+                         "results (matched by recording, dataset and case id): exact two-sided "
+                         "McNemar test (binomial test of the discordant pairs at 0.5; treats "
+                         "cases as independent); difference in accuracy (a - b) with a 95% "
+                         f"paired cluster-bootstrap percentile interval ({BOOTSTRAP_REPLICATES} "
+                         f"replicates resampling frames, SplitMix64 seed {BOOTSTRAP_SEED}); "
+                         "significant when McNemar p < alpha and the interval excludes 0",
+    "minimum_detectable_difference": f"Connor (1987) McNemar sample-size formula solved for the "
+                                     f"difference at alpha {ALPHA} two-sided and power {POWER}, "
+                                     "with the observed discordance rate (or the least "
+                                     "discordance the difference needs, if larger) and n "
+                                     "divided by the frame design effect of the paired "
+                                     "difference",
+    "empty_denominator": "null (n/a), never 0",
+    "mcq": "AVLM MCQ columns are null unless every case was prompted with lettered (A) ... "
+           "choices (mcq_lettered_cases); the AVLM strict score of a choice-text prompt "
+           "measures the prompt format, not the model",
+    "alpha": ALPHA,
+    "power": POWER,
+    "min_reliable_n": MIN_RELIABLE_N,
+}
 
 # Fixed column order; the per-family columns follow, families in FAMILY_NAMES order.
 BASE_COLUMNS: tuple[str, ...] = (
     "recording",
     "model",
+    "case_set",
+    "comparable",
     "vqa_accuracy",
     "vqa_ci_low",
     "vqa_ci_high",
     "n_cases",
+    "n_frames",
+    "design_effect",
     "correct",
     "parse_failures",
     "failed_calls",
@@ -57,7 +149,11 @@ BASE_COLUMNS: tuple[str, ...] = (
     "chance",
     "pope_f1",
     "pope_accuracy",
+    "pope_precision",
+    "pope_recall",
+    "pope_yes_ratio",
     "pope_n",
+    "mcq_lettered_cases",
     "mcq_pct_correct",
     "mcq_lenient_pct_correct",
     "mcq_total",
@@ -72,10 +168,13 @@ BASE_COLUMNS: tuple[str, ...] = (
     "chair_n_captions",
 )
 FAMILY_STATS: tuple[str, ...] = ("accuracy", "n", "ci_low", "ci_high", "chance")
-_INT_COLUMNS = {
-    "n_cases", "correct", "parse_failures", "failed_calls", "pope_n", "mcq_total",
-    "judge_success", "judge_failed", "vision_n_frames", "chair_n_captions",
+_INT_COLUMNS = {"n_cases", "n_frames", "correct", "parse_failures", "failed_calls"}
+# Counts of the per-result metrics: nullable (pandas Int64), null in 'common' rows.
+_OTHER_INT_COLUMNS = {
+    "pope_n", "mcq_lettered_cases", "mcq_total", "judge_success", "judge_failed",
+    "vision_n_frames", "chair_n_captions",
 }
+_OTHER_COLUMNS = BASE_COLUMNS[BASE_COLUMNS.index("pope_f1"):]
 
 
 def family_column(family: str, stat: str) -> str:
@@ -90,28 +189,39 @@ def leaderboard_families(df: pd.DataFrame) -> list[str]:
 
 
 class PooledVqa:
-    """VQA counts summed over groups, with accuracy and interval recomputed from the sums."""
+    """VQA statistics of pooled per-case rows: counts, accuracy and the frame-clustered interval.
 
-    def __init__(self, groups: Iterable[VqaGroupStats]) -> None:
-        groups = list(groups)
-        self.n = sum(g.n for g in groups)
-        self.correct = sum(g.correct for g in groups)
-        self.parse_failures = sum(g.parse_failures for g in groups)
-        self.failed_calls = sum(g.failed_calls for g in groups)
+    ``groups`` are the per-result group statistics the rows came from; only their chance levels
+    are used (chance is a per-row mean, so weighting by n gives the pooled per-row mean exactly).
+    ``chance`` overrides that, for rows that are a subset of their groups.
+    """
+
+    def __init__(self, groups: Iterable[VqaGroupStats], rows: Sequence[VqaRowResult],
+                 chance: float | None = None) -> None:
+        groups = [g for g in groups if g.n]
+        self.n = len(rows)
+        self.correct = sum(1 for r in rows if r.status == "correct")
+        self.parse_failures = sum(1 for r in rows if r.status == "parse_failure")
+        self.failed_calls = sum(1 for r in rows if r.status == "failed_call")
+        interval = clustered_wilson(frame_keys(rows), [r.status == "correct" for r in rows])
         self.accuracy = self.correct / self.n if self.n else math.nan
-        self.ci_low, self.ci_high = (
-            wilson_interval(self.correct, self.n) if self.n else (math.nan, math.nan)
-        )
+        self.ci_low = interval.low if interval else math.nan
+        self.ci_high = interval.high if interval else math.nan
+        self.n_frames = interval.n_clusters if interval else 0
+        self.design_effect = (_nan_if_none(interval.design_effect) if interval else math.nan)
         self.parse_failure_rate = self.parse_failures / self.n if self.n else math.nan
-        # chance is a per-row mean, so weighting by n gives the pooled per-row mean exactly.
-        self.chance = (
-            math.fsum(g.chance * g.n for g in groups) / self.n if self.n else math.nan
-        )
+        weighted = [(g.chance, g.n) for g in groups if g.chance is not None]
+        total = sum(n for _, n in weighted)
+        self.chance = math.fsum(c * n for c, n in weighted) / total if total else math.nan
+        if chance is not None:
+            self.chance = chance
 
 
-def pool_vqa(groups: Iterable[VqaGroupStats]) -> PooledVqa:
-    """Pool VQA group statistics (one per recording, say) into one."""
-    return PooledVqa(groups)
+def pool_vqa(groups: Iterable[VqaGroupStats], rows: Sequence[VqaRowResult],
+             chance: float | None = None) -> PooledVqa:
+    """Pool VQA rows (of one recording or many) with their groups' chance levels (or
+    ``chance``, when the rows are a subset of the groups)."""
+    return PooledVqa(groups, rows, chance)
 
 
 def _nan_if_none(value: float | None) -> float:
@@ -120,24 +230,37 @@ def _nan_if_none(value: float | None) -> float:
 
 def _pope_columns(results: Sequence[BenchmarkResult]) -> dict[str, float]:
     popes = [r.pope for r in results if r.pope is not None]
-    if not popes:
-        return {"pope_f1": math.nan, "pope_accuracy": math.nan, "pope_n": 0}
     tp, fp = sum(p.tp for p in popes), sum(p.fp for p in popes)
     tn, fn = sum(p.tn for p in popes), sum(p.fn for p in popes)
     n = tp + fp + tn + fn
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
-    # Same zero-denominator rule as metrics/pope.py: 0.0, not NaN, when defined but empty.
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"pope_f1": f1, "pope_accuracy": (tp + tn) / n if n else 0.0, "pope_n": n}
+    # Same rule as metrics/pope.py: an empty denominator is n/a (NaN here, null in JSON).
+    precision = tp / (tp + fp) if tp + fp else math.nan
+    recall = tp / (tp + fn) if tp + fn else math.nan
+    if math.isnan(precision) or math.isnan(recall):
+        f1 = math.nan
+    else:
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"pope_f1": f1, "pope_accuracy": (tp + tn) / n if n else math.nan,
+            "pope_precision": precision, "pope_recall": recall,
+            "pope_yes_ratio": (tp + fp) / n if n else math.nan, "pope_n": n}
+
+
+def mcq_measured(result: BenchmarkResult) -> bool:
+    """Whether the AVLM MCQ score of ``result`` measures the model: MCQ rows were scored and
+    every case was prompted with lettered choices (else the strict "(X)" rule only measures the
+    prompt format)."""
+    rows = result.vqa.rows
+    return (int(result.mcq.get("total_mcq_questions", 0) or 0) > 0 and bool(rows)
+            and all(r.lettered for r in rows))
 
 
 def _mcq_columns(results: Sequence[BenchmarkResult]) -> dict[str, float]:
-    counted = [r for r in results if int(r.mcq.get("total_mcq_questions", 0) or 0) > 0]
+    lettered = sum(1 for r in results for row in r.vqa.rows if row.lettered)
+    counted = [r for r in results if mcq_measured(r)]
     total = sum(int(r.mcq["total_mcq_questions"]) for r in counted)
     if not total:
-        return {"mcq_pct_correct": math.nan, "mcq_lenient_pct_correct": math.nan,
-                "mcq_total": 0}
+        return {"mcq_lettered_cases": lettered, "mcq_pct_correct": math.nan,
+                "mcq_lenient_pct_correct": math.nan, "mcq_total": 0}
     correct = sum(int(r.mcq.get("num_correct", 0)) for r in counted)
     lenient = math.nan
     if all(r.mcq_lenient_pct_correct is not None for r in counted):
@@ -147,8 +270,8 @@ def _mcq_columns(results: Sequence[BenchmarkResult]) -> dict[str, float]:
             for r in counted
         )
         lenient = lenient_correct / total
-    return {"mcq_pct_correct": correct / total, "mcq_lenient_pct_correct": lenient,
-            "mcq_total": total}
+    return {"mcq_lettered_cases": lettered, "mcq_pct_correct": correct / total,
+            "mcq_lenient_pct_correct": lenient, "mcq_total": total}
 
 
 def _judge_columns(results: Sequence[BenchmarkResult]) -> dict[str, float]:
@@ -193,27 +316,32 @@ def _chair_columns(results: Sequence[BenchmarkResult]) -> dict[str, float]:
             "chair_n_captions": captions}
 
 
-def _row(recording: str, model: str, overall: PooledVqa,
-         by_family: dict[str, PooledVqa], group: Sequence[BenchmarkResult],
+def _row(recording: str, model: str, case_set: str, comparable: bool, overall: PooledVqa,
+         by_family: dict[str, PooledVqa], group: Sequence[BenchmarkResult] | None,
          families: Sequence[str]) -> dict[str, Any]:
+    """One leaderboard row; ``group`` None leaves the per-result metric columns null."""
     row: dict[str, Any] = {
         "recording": recording,
         "model": model,
+        "case_set": case_set,
+        "comparable": comparable,
         "vqa_accuracy": overall.accuracy,
         "vqa_ci_low": overall.ci_low,
         "vqa_ci_high": overall.ci_high,
         "n_cases": overall.n,
+        "n_frames": overall.n_frames,
+        "design_effect": overall.design_effect,
         "correct": overall.correct,
         "parse_failures": overall.parse_failures,
         "failed_calls": overall.failed_calls,
         "parse_failure_rate": overall.parse_failure_rate,
         "chance": overall.chance,
-        **_pope_columns(group),
-        **_mcq_columns(group),
-        **_judge_columns(group),
-        **_vision_columns(group),
-        **_chair_columns(group),
     }
+    if group is None:
+        row.update({c: (pd.NA if c in _OTHER_INT_COLUMNS else math.nan) for c in _OTHER_COLUMNS})
+    else:
+        row.update({**_pope_columns(group), **_mcq_columns(group), **_judge_columns(group),
+                    **_vision_columns(group), **_chair_columns(group)})
     for family in families:
         stats = by_family.get(family)
         for stat in FAMILY_STATS:
@@ -228,50 +356,123 @@ def _ordered_families(results: Sequence[BenchmarkResult]) -> list[str]:
     return known + sorted(seen - set(known))
 
 
-def build_leaderboard(results: Sequence[BenchmarkResult]) -> pd.DataFrame:
-    """One row per (recording, model) and one pooled ``ALL_RECORDINGS`` row per model.
+# Rows of one model in one scope: each result with the rows of it that are in the case set.
+_Part = tuple[BenchmarkResult, list[VqaRowResult]]
 
-    Rows are sorted by model, then the pooled row first, then recordings by name. Missing metrics
-    are NaN; counts are int64. Columns: ``BASE_COLUMNS`` followed by ``{family}__{stat}`` for each
-    family seen (``FAMILY_STATS``: accuracy, n, ci_low, ci_high, chance). Raises ``ValueError``
-    when two results share a (recording, model) pair or a recording is named ``ALL_RECORDINGS``.
+
+def _subset_chance(parts: Sequence[_Part]) -> float:
+    """Mean chance over the rows of ``parts``, each row at its (result, family) group's chance."""
+    chances = [group.chance for r, rows in parts for x in rows
+               if (group := r.vqa.by_family.get(x.family)) is not None
+               and group.chance is not None]
+    return math.fsum(chances) / len(chances) if chances else math.nan
+
+
+def _pool(parts: Sequence[_Part], families: Sequence[str], whole: bool
+          ) -> tuple[PooledVqa, dict[str, PooledVqa]]:
+    """Overall and per-family statistics of ``parts``; ``whole``: each part is all of its
+    result's rows (so the stored group chance is exact)."""
+    rows = [x for _, part in parts for x in part]
+    overall = pool_vqa([r.vqa.overall for r, _ in parts], rows,
+                       None if whole else _subset_chance(parts))
+    by_family = {}
+    for f in families:
+        fam = [(r, [x for x in part if x.family == f]) for r, part in parts]
+        fam = [(r, part) for r, part in fam if part]
+        if not fam:  # a family the scope has no case of gets NaN columns and n = 0
+            continue
+        by_family[f] = pool_vqa([r.vqa.by_family[f] for r, _ in fam if f in r.vqa.by_family],
+                                [x for _, part in fam for x in part],
+                                None if whole else _subset_chance(fam))
+    return overall, by_family
+
+
+def build_leaderboard(results: Sequence[BenchmarkResult], *,
+                      coverage: Coverage | None = None) -> pd.DataFrame:
+    """The leaderboard of ``results``: per model, ``common`` rows then ``answered`` rows.
+
+    ``coverage`` (from ``build_coverage`` over the same results, with the expected recordings
+    and models and the current dataset fingerprints) decides which results are usable and what
+    the common case set is; by default it is built from ``results`` alone (every result
+    usable). Per model: if ranked, a pooled ``ALL_RECORDINGS`` row on the common cases and one
+    per recording with common cases (``case_set`` ``common``); then a pooled row on every case it
+    answered and one per usable result (``answered``; ``comparable`` when that is the common
+    set). Rows are sorted by model, case set, pooled row first, then recording. Missing metrics
+    are NaN (nullable counts: NA); counts are int64. Columns: ``BASE_COLUMNS`` then
+    ``{family}__{stat}`` per family seen (``FAMILY_STATS``). Raises ``ValueError`` when two
+    results share a (recording, model) pair or a recording is named ``ALL_RECORDINGS``.
     """
-    seen: dict[tuple[str, str], int] = {}
-    for i, r in enumerate(results):
-        key = (r.recording, r.model)
-        if key in seen:
-            raise ValueError(
-                f"results #{seen[key]} and #{i} are both for recording {r.recording!r} and model "
-                f"{r.model!r}; pass one BenchmarkResult per (recording, model)")
-        if r.recording == ALL_RECORDINGS:
-            raise ValueError(
-                f"result #{i}: recording name {ALL_RECORDINGS!r} is reserved for pooled rows; "
-                "rename the recording")
-        seen[key] = i
-    families = _ordered_families(results)
+    check_results(results, ALL_RECORDINGS)
+    if coverage is None:
+        coverage = build_coverage(results)
+    usable = [r for r in results if coverage.usable(r)]
+    common = set(coverage.common_cases)
+    families = _ordered_families(usable)
     rows: list[dict[str, Any]] = []
-    for model in sorted({r.model for r in results}):
-        group = sorted((r for r in results if r.model == model), key=lambda r: r.recording)
-        by_family = {
-            f: pool_vqa(r.vqa.by_family[f] for r in group if f in r.vqa.by_family)
-            for f in families if any(f in r.vqa.by_family for r in group)
-        }
-        rows.append(_row(ALL_RECORDINGS, model, pool_vqa(r.vqa.overall for r in group),
-                         by_family, group, families))
+    for model in sorted({r.model for r in usable}):
+        group = sorted((r for r in usable if r.model == model), key=lambda r: r.recording)
+        keys = {r.recording: {case_key(r, x) for x in r.vqa.rows} for r in group}
+        if common and model in coverage.ranked_models:
+            parts = [(r, [x for x in r.vqa.rows if case_key(r, x) in common]) for r in group]
+            parts = [(r, part) for r, part in parts if part]
+            rows.append(_row(ALL_RECORDINGS, model, COMMON, True,
+                             *_pool(parts, families, whole=False), None, families))
+            for part in parts:
+                rows.append(_row(part[0].recording, model, COMMON, True,
+                                 *_pool([part], families, whole=False), None, families))
+        everything = set().union(*keys.values())
+        rows.append(_row(ALL_RECORDINGS, model, ANSWERED, bool(common) and everything == common,
+                         *_pool([(r, list(r.vqa.rows)) for r in group], families, whole=True),
+                         group, families))
         for r in group:
-            fam = {f: pool_vqa([s]) for f, s in r.vqa.by_family.items()}
-            rows.append(_row(r.recording, model, pool_vqa([r.vqa.overall]), fam, [r], families))
+            mine = {k for k in common if k[0] == r.recording}
+            rows.append(_row(r.recording, model, ANSWERED, bool(mine) and keys[r.recording] == mine,
+                             *_pool([(r, list(r.vqa.rows))], families, whole=True), [r],
+                             families))
     columns = list(BASE_COLUMNS) + [family_column(f, s) for f in families for s in FAMILY_STATS]
     df = pd.DataFrame(rows, columns=columns)
-    for column in columns[2:]:  # recording and model keep pandas' default string dtype
+    for column in columns[4:]:  # recording, model, case_set keep pandas' default string dtype
         if column in _INT_COLUMNS or column.endswith("__n"):
             df[column] = df[column].astype(np.int64)
+        elif column in _OTHER_INT_COLUMNS:
+            df[column] = df[column].astype("Int64")
         else:
             df[column] = df[column].astype(np.float64)
+    df["comparable"] = df["comparable"].astype(bool)
     return df.reset_index(drop=True)
 
 
+def ranked_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The pooled ``common`` rows of a leaderboard, best first (ties by model name): the
+    ranking. Empty when there is no ranking."""
+    pooled = df[(df["recording"] == ALL_RECORDINGS) & (df["case_set"] == COMMON)].copy()
+    pooled["_rank_key"] = pooled["vqa_accuracy"].fillna(-1.0)
+    pooled = pooled.sort_values(["_rank_key", "model"], ascending=[False, True], kind="stable")
+    return pooled.drop(columns="_rank_key")
+
+
+def ranking(df: pd.DataFrame) -> dict[str, Any]:
+    """The ranking as plain data: ``ranked``, the common case and frame counts, and the models
+    best first with accuracy and interval (null accuracy: no case)."""
+    pooled = ranked_rows(df)
+    n = int(pooled["n_cases"].iloc[0]) if not pooled.empty else 0
+    return {
+        "ranked": n > 0,
+        "case_set": COMMON,
+        "n_common_cases": n,
+        "n_common_frames": int(pooled["n_frames"].iloc[0]) if not pooled.empty else 0,
+        "order": [{"rank": i, "model": r.model, "vqa_accuracy": _json_value(r.vqa_accuracy),
+                   "vqa_ci_low": _json_value(r.vqa_ci_low),
+                   "vqa_ci_high": _json_value(r.vqa_ci_high)}
+                  for i, r in enumerate(pooled.itertuples(index=False), start=1)] if n else [],
+    }
+
+
 def _json_value(value: Any) -> Any:
+    if value is pd.NA:
+        return None
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
     if isinstance(value, float | np.floating):
         return None if math.isnan(value) else float(value)
     if isinstance(value, np.integer):
@@ -279,25 +480,72 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def leaderboard_json(df: pd.DataFrame) -> str:
-    """The leaderboard as indented JSON records (NaN -> null), columns in table order."""
+def paired_comparisons(results: Sequence[BenchmarkResult], *,
+                       coverage: Coverage | None = None) -> list[PairedComparison]:
+    """Every pair of models (a < b by name), compared on the cases both have rows for.
+
+    Only usable results count (``coverage``, default: all). Cases are matched by (recording,
+    dataset, case id) across all recordings; a case counts as correct only when its status is
+    "correct", so parse failures and failed calls are wrong, as in accuracy. Frames (recording,
+    frame_index) are the clusters.
+    """
+    if coverage is not None:
+        results = [r for r in results if coverage.usable(r)]
+    by_model: dict[str, dict[CaseKey, VqaRowResult]] = {}
+    for r in sorted(results, key=lambda r: (r.model, r.recording)):
+        rows = by_model.setdefault(r.model, {})
+        for row in r.vqa.rows:
+            rows[case_key(r, row)] = row
+    models = sorted(by_model)
+    out = []
+    for i, a in enumerate(models):
+        for b in models[i + 1:]:
+            common = sorted(set(by_model[a]) & set(by_model[b]))
+            rows_a = [by_model[a][k] for k in common]
+            rows_b = [by_model[b][k] for k in common]
+            out.append(paired_comparison(
+                a, b, frame_keys(rows_a), [x.status == "correct" for x in rows_a],
+                [x.status == "correct" for x in rows_b]))
+    return out
+
+
+def leaderboard_json(df: pd.DataFrame, comparisons: Sequence[PairedComparison] = (),
+                     coverage: Coverage | None = None) -> str:
+    """The leaderboard as indented JSON: format, methods, the ranking (on the common cases), the
+    coverage matrix and its summary (null without ``coverage``), rows (NaN -> null, columns in
+    table order) and the paired comparisons."""
     records = [
         {column: _json_value(value) for column, value in zip(df.columns, row, strict=True)}
         for row in df.itertuples(index=False, name=None)
     ]
-    return json.dumps(records, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+    cover = None
+    if coverage is not None:
+        cover = {"summary": coverage.summary(), **coverage.model_dump(mode="json")}
+    document = {
+        "format": LEADERBOARD_FORMAT,
+        "methods": METHODS,
+        "ranking": ranking(df),
+        "coverage": cover,
+        "rows": records,
+        "paired_comparisons": [c.model_dump(mode="json") for c in comparisons],
+    }
+    return json.dumps(document, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
 
 
-def write_leaderboard(df: pd.DataFrame, out_dir: Path) -> tuple[Path, Path]:
-    """Write ``leaderboard.parquet`` and ``leaderboard.json`` into ``out_dir``, atomically.
+def write_leaderboard(df: pd.DataFrame, out_dir: Path,
+                      comparisons: Sequence[PairedComparison] = (),
+                      coverage: Coverage | None = None) -> tuple[Path, Path]:
+    """Write ``leaderboard.parquet`` (the rows) and ``leaderboard.json`` (rows, methods, ranking,
+    ``coverage`` and ``comparisons``) into ``out_dir``, atomically.
 
-    Both are byte-identical for identical frames: parquet without the index, with fixed
-    compression; JSON with fixed key order.
+    Both are byte-identical for identical inputs: parquet without the index, with fixed
+    compression; JSON with fixed key order; comparisons use a fixed-seed generator.
     """
     out_dir = Path(out_dir)
     table = pa.Table.from_pandas(df, preserve_index=False)
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd", compression_level=3)
     parquet_path = write_bytes_atomic(out_dir / LEADERBOARD_PARQUET, buf.getvalue())
-    json_path = write_text_atomic(out_dir / LEADERBOARD_JSON, leaderboard_json(df))
+    json_path = write_text_atomic(out_dir / LEADERBOARD_JSON,
+                                  leaderboard_json(df, comparisons, coverage))
     return parquet_path, json_path

@@ -1,4 +1,8 @@
-"""Ground-truth overlays: boxes with labels, semi-transparent masks and LiDAR points by depth.
+"""Ground-truth overlays: boxes with labels, mask outlines and LiDAR points by depth.
+
+Masks are drawn as outlines only, never as a tint: a tint changes the apparent colour of the
+object it covers (an orange ball under a blue tint looks grey), and colour is what some
+questions ask about.
 
 Everything is drawn with OpenCV on RGB ``uint8`` arrays with fixed parameters (no anti-aliasing
 randomness, no fonts from the system), so the same inputs give the same pixels and PNG bytes.
@@ -18,6 +22,7 @@ __all__ = [
     "PALETTE",
     "BoxLabel",
     "depth_colours",
+    "encode_jpeg",
     "encode_png",
     "project_points",
     "render_overlay",
@@ -26,8 +31,8 @@ __all__ = [
 
 BoxLabel = tuple[tuple[float, float, float, float], str]
 
-# Distinct RGB colours for boxes and masks (Okabe-Ito, then tab10 extras). No white or black:
-# a white mask tint washes the object out and black hides it.
+# Distinct RGB colours for boxes and mask outlines (Okabe-Ito, then tab10 extras). No white or
+# black: both vanish against bright or dark backgrounds, and black is the outline's underlay.
 PALETTE: tuple[tuple[int, int, int], ...] = (
     (230, 159, 0),
     (86, 180, 233),
@@ -87,6 +92,26 @@ def encode_png(rgb: np.ndarray) -> bytes:
                            _PNG_PARAMS)
     if not ok:
         raise ValueError(f"PNG encoding failed for an image of shape {rgb.shape}")
+    return buf.tobytes()
+
+
+def encode_jpeg(rgb: np.ndarray, quality: int = 70, *, full_chroma: bool = True) -> bytes:
+    """Baseline JPEG bytes of an RGB ``uint8`` image (fixed quality, no timestamp: deterministic
+    for one libjpeg build).
+
+    ``full_chroma`` keeps colour at full resolution (4:4:4): the usual 4:2:0 halves it and
+    smears the colour of small objects, and colour is what some questions ask about. Without it
+    (for overlays, whose dense coloured dots cost a third more at 4:4:4) chroma is 4:2:0.
+    """
+    if not 1 <= quality <= 100:
+        raise ValueError(f"JPEG quality must be in 1..100, got {quality}")
+    sampling = (cv2.IMWRITE_JPEG_SAMPLING_FACTOR_444 if full_chroma
+                else cv2.IMWRITE_JPEG_SAMPLING_FACTOR_420)
+    ok, buf = cv2.imencode(".jpg", cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2BGR),
+                           [cv2.IMWRITE_JPEG_QUALITY, quality, cv2.IMWRITE_JPEG_SAMPLING_FACTOR,
+                            sampling])
+    if not ok:
+        raise ValueError(f"JPEG encoding failed for an image of shape {rgb.shape}")
     return buf.tobytes()
 
 
@@ -160,35 +185,30 @@ def render_overlay(
     depths: np.ndarray | None = None,
     *,
     depth_range: tuple[float, float] = DEFAULT_DEPTH_RANGE,
-    mask_alpha: float = 0.4,
 ) -> np.ndarray:
-    """The image with ground truth drawn on it: masks, then LiDAR points, then labelled boxes.
+    """The image with ground truth drawn on it: LiDAR points, then mask outlines, then boxes.
 
     ``image`` is RGB ``(H, W, 3) uint8``; ``boxes`` are ``((x0, y0, x1, y1), label)`` in pixel
-    edges; ``masks[i]`` is an ``(H, W)`` boolean mask drawn in box ``i``'s colour (extra masks
-    cycle the palette); ``points_uv`` ``(N, 2)`` pixel columns/rows with ``depths`` ``(N,)`` metres,
-    coloured on the turbo map over ``depth_range``. Returns a new array; the input is not touched.
+    edges; ``masks[i]`` is an ``(H, W)`` boolean mask whose outline (its external contours, on a
+    dark underlay) is drawn in box ``i``'s colour (extra masks cycle the palette); pixels inside
+    a mask keep their colour. ``points_uv`` ``(N, 2)`` pixel columns/rows with ``depths`` ``(N,)``
+    metres, coloured on the turbo map over ``depth_range``. Returns a new array; the input is
+    not touched.
     """
     img = np.asarray(image)
     if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
         raise ValueError(
             f"image must be an RGB uint8 array of shape (H, W, 3), got {img.dtype} {img.shape}")
-    if not 0.0 <= mask_alpha <= 1.0:
-        raise ValueError(f"mask_alpha must be in [0, 1], got {mask_alpha}")
     h, w = img.shape[:2]
     out = img.copy()
+    checked = []
     for i, mask in enumerate(masks):
         m = np.asarray(mask).astype(bool)
         if m.shape != (h, w):
             raise ValueError(
                 f"mask {i} has shape {m.shape}, expected {(h, w)} to match the image; resize "
                 "masks with the image (nearest neighbour)")
-        colour = np.array(PALETTE[i % len(PALETTE)], dtype=np.float64)
-        blended = out[m].astype(np.float64) * (1.0 - mask_alpha) + colour * mask_alpha
-        out[m] = np.round(blended).astype(np.uint8)
-        contours, _ = cv2.findContours(m.astype(np.uint8), cv2.RETR_EXTERNAL,
-                                       cv2.CHAIN_APPROX_SIMPLE)
-        cv2.drawContours(out, contours, -1, PALETTE[i % len(PALETTE)], 1)
+        checked.append(m)
     if (points_uv is None) != (depths is None):
         raise ValueError("points_uv and depths go together: pass both or neither")
     if points_uv is not None and depths is not None:
@@ -203,6 +223,13 @@ def render_overlay(
         radius = 1 if max(h, w) < 1000 else 2
         _draw_points(out, uv[order], depth_colours(d[order], depth_range), radius)
     thickness = max(1, round(min(h, w) / 240))
+    for i, m in enumerate(checked):
+        # Contours only: the object's own pixels must keep their colour. The outline follows
+        # the mask's edge pixels, so it covers at most a thin rim of the object.
+        contours, _ = cv2.findContours(m.astype(np.uint8), cv2.RETR_EXTERNAL,
+                                       cv2.CHAIN_APPROX_NONE)
+        cv2.drawContours(out, contours, -1, (0, 0, 0), thickness + 2)
+        cv2.drawContours(out, contours, -1, PALETTE[i % len(PALETTE)], thickness)
     scale = max(0.35, min(h, w) / 900)
     labels: list[tuple[str, Rect, tuple[int, int, int]]] = []
     for i, (box, label) in enumerate(boxes):

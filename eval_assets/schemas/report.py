@@ -1,6 +1,7 @@
-"""Records of the human-facing report: one card per (model, case) with its ground-truth overlay.
+"""Records of the human-facing report: one card per (model, case), and one ground-truth overlay
+image per frame that the cards refer to by (recording, frame_index).
 
-A card is a private artefact (it shows gold answers and detector evidence) and is only ever
+Both are private artefacts (they show gold answers and detector evidence) and are only ever
 rendered into the static HTML report, never given to a model under test.
 """
 
@@ -29,16 +30,45 @@ class JudgeNote(BaseModel):
     judge_model: str | None = None
 
 
-class CaseCard(BaseModel):
-    """One model's answer to one case, with everything a person needs to judge it at a glance.
+class FrameImage(BaseModel):
+    """One frame as JPEG twice: with its ground truth drawn on it (boxes, mask outlines, LiDAR
+    points), and plain, as the model saw it (the overlay's dots and labels cover parts of the
+    objects, and some questions are about their colour).
 
-    ``overlay_png`` is the frame with the ground-truth boxes, masks and LiDAR points drawn on it;
-    cards of different models on the same case carry the same bytes (the report shows it once).
+    Every case of the frame, for every model, refers to this one record, so a report holds each
+    frame once however many questions were asked about it.
     """
 
     model_config = ConfigDict(
         frozen=True, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64"
     )
+
+    recording: str
+    frame_index: int = Field(ge=0)
+    overlay_jpeg: bytes
+    plain_jpeg: bytes
+    width: int = Field(gt=0)
+    height: int = Field(gt=0)
+    note: str = Field(description="what the overlay shows, e.g. point-cloud status")
+
+    @property
+    def key(self) -> str:
+        """The id cards use to refer to this frame."""
+        return frame_key(self.recording, self.frame_index)
+
+
+def frame_key(recording: str, frame_index: int) -> str:
+    """The id of a frame in the report: ``<recording>#<frame_index>``."""
+    return f"{recording}#{frame_index}"
+
+
+class CaseCard(BaseModel):
+    """One model's answer to one case, with everything a person needs to judge it at a glance.
+
+    The frame's overlay is a separate :class:`FrameImage`, found by (recording, frame_index).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: CardKind
     recording: str
@@ -56,6 +86,6 @@ class CaseCard(BaseModel):
     error: str | None = Field(default=None, description="why the call failed, if it did")
     latency_s: float | None = None
     evidence: dict[str, Any] = Field(default_factory=dict, description="the label's evidence")
-    overlay_png: bytes
-    overlay_note: str = Field(description="what the overlay shows, e.g. point-cloud status")
+    object_names: list[str] = Field(default_factory=list,
+                                    description="the objects the question is about")
     judge: JudgeNote | None = None

@@ -58,19 +58,32 @@ def test_pope_metrics() -> None:
     assert result.yes_ratio == pytest.approx(4 / 7)
 
 
-def test_zero_denominators_warn_and_give_zero() -> None:
-    with pytest.warns(ZeroDenominatorWarning, match="precision.*recall.*f1"):
+def test_zero_denominators_warn_and_give_none_not_zero() -> None:
+    # No "yes" answers and no "yes" labels: precision and recall are undefined, not 0%.
+    with pytest.warns(ZeroDenominatorWarning, match="precision.*recall.*f1.*None"):
         result = pope_metrics(["No", "no"], ["no", "no"])
     assert (result.tn, result.n) == (2, 2)
-    assert (result.precision, result.recall, result.f1) == (0.0, 0.0, 0.0)
+    assert (result.precision, result.recall, result.f1) == (None, None, None)
     assert result.accuracy == 1.0
     assert result.yes_ratio == 0.0
+    # A model that always says no: recall 0 of 2 is a real 0, precision over nothing is n/a.
+    with pytest.warns(ZeroDenominatorWarning, match="precision"):
+        never_yes = pope_metrics(["no", "no", "no"], ["yes", "yes", "no"])
+    assert (never_yes.precision, never_yes.recall, never_yes.f1) == (None, 0.0, None)
+    assert never_yes.model_dump_json().count("null") == 2
     with pytest.warns(ZeroDenominatorWarning, match="accuracy"):
         empty = pope_metrics([], [])
     assert empty.model_dump() == {
-        "accuracy": 0.0, "precision": 0.0, "recall": 0.0, "f1": 0.0, "yes_ratio": 0.0,
+        "accuracy": None, "precision": None, "recall": None, "f1": None, "yes_ratio": None,
         "tp": 0, "fp": 0, "tn": 0, "fn": 0, "n": 0,
     }  # fmt: skip
+
+
+def test_f1_is_zero_when_both_rates_are_defined_and_zero() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = pope_metrics(["yes", "no"], ["no", "yes"])
+    assert (result.precision, result.recall, result.f1) == (0.0, 0.0, 0.0)
 
 
 def test_length_mismatch_is_rejected() -> None:

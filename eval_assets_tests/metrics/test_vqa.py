@@ -1,9 +1,11 @@
-"""VQA: mapping replies to choices, and accuracy with Wilson intervals per family and recording."""
+"""VQA: mapping replies to choices, and accuracy with frame-clustered intervals per family and
+recording."""
 
 from __future__ import annotations
 
 import pytest
 
+from eval_assets.metrics.stats import clustered_wilson
 from eval_assets.metrics.vqa import (
     ChoiceMatch,
     VqaRow,
@@ -134,7 +136,15 @@ def test_vqa_accuracy() -> None:
     assert overall.accuracy == 0.4
     assert overall.parse_failure_rate == 0.2
     assert overall.chance == pytest.approx((0.5 * 3 + 0.25 * 2) / 5)
-    assert (overall.ci_low, overall.ci_high) == pytest.approx(wilson_interval(2, 5))
+    # Every case is on its own frame (frame_index from the case id, recordings differ).
+    assert overall.n_frames == 5
+    interval = clustered_wilson([(r["recording"], r["frame_index"]) for r in rows],
+                                [True, False, False, True, False])
+    assert interval is not None
+    assert (overall.ci_low, overall.ci_high) == pytest.approx((interval.low, interval.high))
+    # Independent cases: the design effect is the small-sample factor n / (n - 1) only.
+    assert overall.design_effect == pytest.approx(5 / 4)
+    assert (overall.ci_low, overall.ci_high) == pytest.approx(wilson_interval(2 * 4 / 5, 4))
     assert list(report.by_family) == ["distance", "presence"]
     assert list(report.by_recording) == ["rec-a", "rec-b"]
     assert report.by_family["presence"].accuracy == pytest.approx(1 / 3)
@@ -152,9 +162,32 @@ def test_vqa_rows_are_validated() -> None:
         VqaRow.model_validate(_row("c8", "presence", "rec-a", ["yes", "yes"], "yes", "yes"))
 
 
+def test_cases_of_one_frame_are_not_independent() -> None:
+    # 4 frames of 10 cases, each frame all right or all wrong: 40 cases carry the information
+    # of 4, so the interval is the Wilson interval of 2 of 4 (design effect 10 * 4/3).
+    rows = [_row(f"f{f}c{c}", "presence", "rec", YES_NO, "yes", "yes" if f % 2 else "no")
+            for f in range(4) for c in range(10)]
+    for r, f in zip(rows, [f for f in range(4) for _ in range(10)], strict=True):
+        r["frame_index"] = f
+    overall = vqa_accuracy(rows).overall
+    assert (overall.n, overall.correct, overall.n_frames) == (40, 20, 4)
+    assert overall.design_effect == pytest.approx(10 * 4 / 3)
+    assert (overall.ci_low, overall.ci_high) == pytest.approx(wilson_interval(1.5, 3))
+    assert overall.ci_high - overall.ci_low > 2 * (wilson_interval(20, 40)[1] - 0.5)
+
+
+def test_prompt_format_is_kept_per_row() -> None:
+    row = _row("c1", "distance", "rec", DISTANCES, "under 1 meter", "A")
+    assert vqa_accuracy([{**row, "lettered": True}]).rows[0].lettered
+    assert vqa_accuracy([{**row, "lettered": True}]).rows[0].status == "correct"
+    assert not vqa_accuracy([row]).rows[0].lettered
+
+
 def test_empty_report() -> None:
     report = vqa_accuracy([])
     assert report.overall.n == 0
-    assert report.overall.accuracy == 0.0
-    assert (report.overall.ci_low, report.overall.ci_high) == (0.0, 1.0)
+    # No cases: no accuracy, not 0%.
+    assert report.overall.accuracy is None and report.overall.parse_failure_rate is None
+    assert (report.overall.ci_low, report.overall.ci_high) == (None, None)
+    assert report.overall.chance is None
     assert report.by_family == {} and report.rows == []

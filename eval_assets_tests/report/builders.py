@@ -59,8 +59,9 @@ def row(case_id: str, family: str, answer: str, prediction: str | None, recordin
 def result(recording: str, model: str, rows: Sequence[dict[str, Any]], *,
            mcq: dict[str, Any] | None = None, lenient: float | None = None,
            judge: JudgeScores | None = None, vision: VisionScores | None = None,
-           chair: ChairScores | None = None) -> BenchmarkResult:
-    """A BenchmarkResult whose VQA and POPE parts come from the real metric functions."""
+           chair: ChairScores | None = None, sha: str = "0" * 64) -> BenchmarkResult:
+    """A BenchmarkResult whose VQA and POPE parts come from the real metric functions;
+    ``sha`` is the dataset fingerprint it answered."""
     vqa = vqa_accuracy(rows)
     presence = [r for r in rows if r["family"] == "presence" and r["prediction"] is not None]
     with warnings.catch_warnings():
@@ -70,7 +71,7 @@ def result(recording: str, model: str, rows: Sequence[dict[str, Any]], *,
                              [r["answer"] for r in presence]) if presence else None)
     failed = sum(1 for r in rows if r["prediction"] is None)
     return BenchmarkResult(
-        recording=recording, model=model, dataset_sha256="0" * 64,
+        recording=recording, model=model, dataset_sha256=sha,
         predictions=PredictionCounts(cases=len(rows), succeeded=len(rows) - failed,
                                      failed=failed, parse_failures=vqa.overall.parse_failures,
                                      descriptions=0, descriptions_failed=0),

@@ -1,4 +1,5 @@
-"""Case cards from a real dataset folder, real stage folders and real answer records."""
+"""Case cards and per-frame overlays from a real dataset folder, real stage folders and real
+answer records."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import pytest
 
 from eval_assets.metrics.vqa import vqa_accuracy
 from eval_assets.perception.evidence_io import mask_relpath
-from eval_assets.report.cards import build_case_cards, decode_rle
-from eval_assets.report.overlays import PALETTE, depth_colours
+from eval_assets.report.cards import build_case_cards, build_frame_images, decode_rle
+from eval_assets.report.overlays import depth_colours
 from eval_assets.vqa.dataset import mask_rle
 from eval_assets_tests.report.builders import (
     THIRDS,
@@ -36,9 +37,14 @@ def scored(model: str, replies: dict[str, str | None]):
     return [answer(model, cid, text) for cid, text in replies.items()], vqa_accuracy(rows).rows
 
 
-def decode(png: bytes) -> np.ndarray:
-    return cv2.cvtColor(cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR),
+def decode(data: bytes) -> np.ndarray:
+    return cv2.cvtColor(cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR),
                         cv2.COLOR_BGR2RGB)
+
+
+def close(a: np.ndarray, b, tol: int = 40) -> bool:
+    """JPEG is lossy: colours are compared with a tolerance per channel."""
+    return bool(np.all(np.abs(np.asarray(a, int) - np.asarray(b, int)) <= tol))
 
 
 @pytest.fixture
@@ -52,10 +58,9 @@ def inputs(tmp_path):
                                                               "bad": bad_rows}
 
 
-def test_cards_show_each_models_answer_with_the_ground_truth_overlay(inputs) -> None:
+def test_cards_show_each_models_answer_with_gold_and_evidence(inputs) -> None:
     paths, answers, rows = inputs
-    cards = build_case_cards(paths["dataset"], answers, rows, paths["detections"],
-                             paths["pointclouds"], None, 2)
+    cards = build_case_cards(paths["dataset"], answers, rows, None, 2)
     # Two cases for every model: failures first, one per family before a second of any family.
     assert [(c.case_id, c.model) for c in cards] == [
         (PRESENCE, "bad"), (PRESENCE, "good"), (DIRECTION, "bad"), (DIRECTION, "good")]
@@ -72,23 +77,47 @@ def test_cards_show_each_models_answer_with_the_ground_truth_overlay(inputs) -> 
     assert (card.recording, card.gold, card.choices, card.family) == (
         "rec", "left", THIRDS, "horizontal_direction")
     assert card.evidence == {"centre_x": 16.0, "width": 64}
-    assert "3 LiDAR points" in card.overlay_note
-    # The overlay: same size as the frame, box edge coloured, LiDAR point at (32, 24) coloured.
-    overlay, raw = decode(card.overlay_png), frame_image()
-    assert overlay.shape == raw.shape
-    assert tuple(overlay[20, 8]) == PALETTE[0]
-    assert tuple(overlay[24, 32]) == tuple(depth_colours(np.array([2.0]))[0])
-    assert tuple(overlay[45, 60]) == tuple(raw[45, 60])
-    assert by[(PRESENCE, "bad")].overlay_png == card.overlay_png  # same frame, same names
+    assert card.object_names == ["green box"] and card.frame_index == 0
 
 
-def test_a_case_about_an_absent_object_draws_no_box(inputs) -> None:
+def test_every_case_is_carded_by_default_in_dataset_order(inputs) -> None:
     paths, answers, rows = inputs
-    cards = build_case_cards(paths["dataset"], answers, rows, None, None, None, 3)
-    absent = next(c for c in cards if c.case_id == ABSENT)
-    overlay = decode(absent.overlay_png)
-    assert np.array_equal(overlay, frame_image())  # no box, no mask, no points folder
-    assert "0 box(es)" in absent.overlay_note and "no point-cloud folder" in absent.overlay_note
+    cards = build_case_cards(paths["dataset"], answers, rows)
+    assert [(c.case_id, c.model) for c in cards] == [
+        (PRESENCE, "bad"), (PRESENCE, "good"), (DIRECTION, "bad"), (DIRECTION, "good"),
+        (ABSENT, "bad"), (ABSENT, "good")]
+
+
+def test_one_overlay_per_frame_with_outlined_masks_and_points(inputs) -> None:
+    paths, _, _ = inputs
+    frames = build_frame_images(paths["dataset"], [0, 0], paths["detections"],
+                                paths["pointclouds"], recording="rec")
+    assert [(f.recording, f.frame_index, f.key) for f in frames] == [("rec", 0, "rec#0")]
+    frame = frames[0]
+    assert frame.overlay_jpeg[:2] == frame.plain_jpeg[:2] == b"\xff\xd8"  # JPEG
+    assert "3 LiDAR points" in frame.note and "1 box(es) [green box]" in frame.note
+    overlay, plain, raw = decode(frame.overlay_jpeg), decode(frame.plain_jpeg), frame_image()
+    assert overlay.shape == raw.shape == plain.shape == (frame.height, frame.width, 3)
+    # The plain frame is the frame as the model saw it, up to JPEG's loss at sharp edges.
+    assert np.abs(plain.astype(int) - raw.astype(int)).mean() < 3
+    # The box edge is drawn (its exact colour is checked losslessly in test_overlays; 4:2:0
+    # JPEG smears a 1-pixel line's chroma); the object's inside keeps its colour (no tint).
+    assert not close(overlay[20, 8], raw[20, 8])
+    assert close(overlay[20, 16], raw[20, 16])
+    # The LiDAR point at (32, 24), 2 m away: drawn, brighter than the grey wall, in the turbo
+    # map's green (channel order checked loosely, chroma is smeared as above).
+    point = overlay[24, 32].astype(int)
+    assert not close(point, raw[24, 32]) and point[1] == point.max()
+    assert depth_colours(np.array([2.0]))[0][1] == 252
+    assert close(overlay[45, 60], raw[45, 60], 20)  # far from everything: JPEG noise only
+
+
+def test_an_overlay_without_stage_folders_draws_only_the_audit(tmp_path) -> None:
+    paths = write_dataset(tmp_path)
+    (frame,) = build_frame_images(paths["dataset"], [0], None, None, recording="rec")
+    assert "no point-cloud folder" in frame.note
+    overlay = decode(frame.overlay_jpeg)
+    assert close(overlay[24, 32], frame_image()[24, 32], 12)  # no LiDAR point drawn
 
 
 def test_judge_results_attach_to_cases_and_frames(inputs) -> None:
@@ -101,8 +130,7 @@ def test_judge_results_attach_to_cases_and_frames(inputs) -> None:
         "bad": [{"id": "frame-000000", "score": None, "error": "no JSON",
                  "error_category": "parse_error", "gt": "A green box on grey.", "pred": ""}],
     }
-    cards = build_case_cards(paths["dataset"], answers, rows, paths["detections"],
-                             paths["pointclouds"], judged, 4)
+    cards = build_case_cards(paths["dataset"], answers, rows, judged, 4)
     good_presence = next(c for c in cards if c.case_id == PRESENCE and c.model == "good")
     assert good_presence.judge is not None and good_presence.judge.score == 9
     open_cards = [c for c in cards if c.kind == "open_ended"]
@@ -117,11 +145,13 @@ def test_judge_results_attach_to_cases_and_frames(inputs) -> None:
 
 def test_masks_come_from_the_detections_folder_when_the_audit_has_no_rle(tmp_path) -> None:
     paths = write_dataset(tmp_path, rle=False, mask_source=mask_relpath(0, 0))
-    answers, rows = scored("m", {PRESENCE: "yes"})
-    cards = build_case_cards(paths["dataset"], {"m": answers}, {"m": rows},
-                             paths["detections"], None, None, 1)
-    overlay = decode(cards[0].overlay_png)
-    assert tuple(overlay[20, 16]) != tuple(frame_image()[20, 16])  # tinted by the mask
+    (frame,) = build_frame_images(paths["dataset"], [0], paths["detections"], None,
+                                  recording="rec")
+    overlay = decode(frame.overlay_jpeg)
+    # The mask's outline runs along its edge (column 10, inside the box); its inside is untouched.
+    assert not close(overlay[20, 10], frame_image()[20, 10], 12)
+    # A tint (the old drawing) moved this pixel by ~76 in red; JPEG chroma bleed stays under 40.
+    assert close(overlay[20, 16], frame_image()[20, 16])
 
 
 def test_rle_round_trip_and_bad_inputs(inputs, tmp_path) -> None:
@@ -133,7 +163,9 @@ def test_rle_round_trip_and_bad_inputs(inputs, tmp_path) -> None:
     stray = {"good": [r.model_copy(update={"case_id": "frame-000009-x-presence"})
                       for r in rows["good"]]}
     with pytest.raises(ValueError, match="does not contain"):
-        build_case_cards(paths["dataset"], answers, stray, None, None)
+        build_case_cards(paths["dataset"], answers, stray)
+    with pytest.raises(ValueError, match="limit_per_model"):
+        build_case_cards(paths["dataset"], answers, rows, None, -1)
     (paths["dataset"] / "assets" / "frame-000000.png").unlink()
     with pytest.raises(FileNotFoundError, match=r"frame-000000\.png"):
-        build_case_cards(paths["dataset"], answers, rows, None, None)
+        build_frame_images(paths["dataset"], [0], None, None, recording="rec")

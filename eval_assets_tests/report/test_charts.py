@@ -41,3 +41,21 @@ def test_charts_need_pooled_rows() -> None:
     df = leaderboard()
     with pytest.raises(ValueError, match="all recordings"):
         headline_chart(df[df.recording != "all recordings"])
+
+
+@pytest.mark.parametrize("chart", [headline_chart, family_chart, recording_chart])
+def test_bars_below_the_minimum_n_are_drawn_differently(chart) -> None:
+    # Every bar of this small leaderboard is under 20 cases: with a minimum of 1 none is.
+    marked, plain = chart(leaderboard()), chart(leaderboard(), min_n=1)
+    assert marked != plain
+    faded = cv2.imdecode(np.frombuffer(marked, np.uint8), cv2.IMREAD_COLOR)
+    solid = cv2.imdecode(np.frombuffer(plain, np.uint8), cv2.IMREAD_COLOR)
+    # The models' solid colours (Okabe-Ito blue and orange, BGR) cover fewer pixels when the
+    # bars are faded and hatched; only the legend keeps them solid.
+    colours = [np.array([178, 114, 0]), np.array([0, 159, 230])]
+
+    def count(image: np.ndarray) -> int:
+        return sum(int(np.all(np.abs(image.astype(int) - c) < 8, axis=2).sum())
+                   for c in colours)
+
+    assert count(faded) < count(solid) / 2

@@ -1,4 +1,4 @@
-"""Leaderboard pooling math, ordering and deterministic files."""
+"""Leaderboard pooling math, frame-clustered intervals, paired comparisons, deterministic files."""
 
 from __future__ import annotations
 
@@ -9,10 +9,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from eval_assets.metrics.stats import wilson_interval
+from eval_assets.report.coverage import build_coverage
 from eval_assets.report.leaderboard import (
     ALL_RECORDINGS,
+    ANSWERED,
     BASE_COLUMNS,
+    LEADERBOARD_FORMAT,
     build_leaderboard,
+    mcq_measured,
+    paired_comparisons,
     write_leaderboard,
 )
 from eval_assets_tests.report.builders import THIRDS, judge_scores, result, row, vision_scores
@@ -29,32 +35,44 @@ def hand_wilson(correct: int, n: int) -> tuple[float, float]:
     return centre - half, centre + half
 
 
+def pooled_row(df: pd.DataFrame, model: str, case_set: str = ANSWERED) -> pd.Series:
+    """The pooled all-recordings row of ``model`` on ``case_set``."""
+    return df[(df.model == model) & (df.recording == ALL_RECORDINGS)
+              & (df.case_set == case_set)].iloc[0]
+
+
 def two_recordings() -> list:
-    """Model m1: 2/3 on rec-a; 1/7 on rec-b with one parse failure and one failed call."""
-    a = [row("a1", "presence", "yes", "yes", "rec-a"),
-         row("a2", "presence", "no", "no", "rec-a"),
-         row("a3", "horizontal_direction", "left", "right", "rec-a", THIRDS)]
-    b = [row("b1", "presence", "yes", "yes", "rec-b"),
-         row("b2", "presence", "yes", "No.", "rec-b"),
-         row("b3", "presence", "no", "yes", "rec-b"),
-         row("b4", "presence", "no", "maybe", "rec-b"),
-         row("b5", "horizontal_direction", "left", None, "rec-b", THIRDS),
-         row("b6", "horizontal_direction", "center", "left", "rec-b", THIRDS),
-         row("b7", "horizontal_direction", "right", "left", "rec-b", THIRDS)]
-    other = [row("a1", "presence", "yes", "yes", "rec-a"),
-             row("a2", "presence", "no", "no", "rec-a")]
+    """Model m1: 2/3 on rec-a; 1/7 on rec-b with one parse failure and one failed call.
+
+    Every case is on its own frame (frame_index = its position), except where a test says so.
+    """
+    a = [row("a1", "presence", "yes", "yes", "rec-a", frame_index=1),
+         row("a2", "presence", "no", "no", "rec-a", frame_index=2),
+         row("a3", "horizontal_direction", "left", "right", "rec-a", THIRDS, 3)]
+    b = [row("b1", "presence", "yes", "yes", "rec-b", frame_index=1),
+         row("b2", "presence", "yes", "No.", "rec-b", frame_index=2),
+         row("b3", "presence", "no", "yes", "rec-b", frame_index=3),
+         row("b4", "presence", "no", "maybe", "rec-b", frame_index=4),
+         row("b5", "horizontal_direction", "left", None, "rec-b", THIRDS, 5),
+         row("b6", "horizontal_direction", "center", "left", "rec-b", THIRDS, 6),
+         row("b7", "horizontal_direction", "right", "left", "rec-b", THIRDS, 7)]
+    other = [row("a1", "presence", "yes", "yes", "rec-a", frame_index=1),
+             row("a2", "presence", "no", "no", "rec-a", frame_index=2)]
     return [result("rec-b", "m1", b), result("rec-a", "m1", a), result("rec-a", "m0", other)]
 
 
-def test_pooled_row_recomputes_the_wilson_interval_from_pooled_counts() -> None:
+def test_pooled_row_recomputes_the_interval_from_pooled_cases() -> None:
     df = build_leaderboard(two_recordings())
-    pooled = df[(df.model == "m1") & (df.recording == ALL_RECORDINGS)].iloc[0]
-    assert (pooled.n_cases, pooled.correct) == (10, 3)
+    pooled = pooled_row(df, "m1")
+    assert (pooled.n_cases, pooled.correct, pooled.n_frames) == (10, 3, 10)
     assert (pooled.parse_failures, pooled.failed_calls) == (1, 1)
     assert pooled.vqa_accuracy == pytest.approx(0.3)
-    low, high = hand_wilson(3, 10)
+    # Ten frames of one case each: design effect 10 / 9 (small-sample factor), so the interval
+    # is the hand-written Wilson interval of 3 of 10 at n = 9.
+    assert pooled.design_effect == pytest.approx(10 / 9)
+    low, high = hand_wilson(2.7, 9)
     assert (pooled.vqa_ci_low, pooled.vqa_ci_high) == (pytest.approx(low), pytest.approx(high))
-    assert (round(low, 4), round(high, 4)) == (0.1078, 0.6032)
+    assert (round(low, 4), round(high, 4)) == (0.1021, 0.6175)  # by hand: 0.3598 ± 0.2577
     # Not the mean of the per-recording accuracies (2/3 and 1/7).
     assert pooled.vqa_accuracy != pytest.approx((2 / 3 + 1 / 7) / 2)
     # Chance: mean of 1/len(choices) per row: 6 yes/no rows and 4 three-way rows.
@@ -63,11 +81,12 @@ def test_pooled_row_recomputes_the_wilson_interval_from_pooled_counts() -> None:
 
 def test_pooled_family_columns_and_pope_come_from_summed_counts() -> None:
     df = build_leaderboard(two_recordings())
-    pooled = df[(df.model == "m1") & (df.recording == ALL_RECORDINGS)].iloc[0]
-    # presence: a1, a2, b1 correct of 6 rows (b2 "No." is incorrect, b4 is a parse failure).
+    pooled = pooled_row(df, "m1")
+    # presence: a1, a2, b1 correct of 6 rows (b2 "No." is incorrect, b4 is a parse failure),
+    # each on its own frame: Wilson at n = 6 / (6/5).
     assert pooled["presence__n"] == 6
     assert pooled["presence__accuracy"] == pytest.approx(3 / 6)
-    low, high = hand_wilson(3, 6)
+    low, high = hand_wilson(2.5, 5)
     assert pooled["presence__ci_low"] == pytest.approx(low)
     assert pooled["presence__ci_high"] == pytest.approx(high)
     assert pooled["horizontal_direction__accuracy"] == pytest.approx(0.0)
@@ -78,35 +97,70 @@ def test_pooled_family_columns_and_pope_come_from_summed_counts() -> None:
     assert pooled.pope_n == tp + fp + tn + fn
     assert pooled.pope_f1 == pytest.approx(2 * precision * recall / (precision + recall))
     assert pooled.pope_accuracy == pytest.approx((tp + tn) / 6)
+    assert (pooled.pope_precision, pooled.pope_recall) == (pytest.approx(precision),
+                                                           pytest.approx(recall))
+
+
+def test_cases_of_one_frame_widen_the_interval() -> None:
+    # 3 frames of 8 cases, frames all right, all right, all wrong: 16 of 24.
+    rows = [row(f"f{f}-{c}", "presence", "yes", "yes" if f < 2 else "no", "rec", frame_index=f)
+            for f in range(3) for c in range(8)]
+    pooled = build_leaderboard([result("rec", "m", rows)]).iloc[0]
+    assert (pooled.n_cases, pooled.correct, pooled.n_frames) == (24, 16, 3)
+    assert pooled.design_effect == pytest.approx(8 * 3 / 2)
+    low, high = wilson_interval(2 / 3 * 2, 2)  # n_eff = 24 / 12 = 2
+    assert (pooled.vqa_ci_low, pooled.vqa_ci_high) == (pytest.approx(low), pytest.approx(high))
+    naive = hand_wilson(16, 24)
+    assert pooled.vqa_ci_high - pooled.vqa_ci_low > 2 * (naive[1] - naive[0])
+
+
+def test_empty_denominators_are_nan_never_zero() -> None:
+    # A model that always answers "no": POPE precision (no "yes" answers) is undefined.
+    rows = [row("a", "presence", "yes", "no", "rec", frame_index=0),
+            row("b", "presence", "no", "no", "rec", frame_index=1)]
+    pooled = pooled_row(build_leaderboard([result("rec", "m", rows)]), "m")
+    assert math.isnan(pooled.pope_precision) and math.isnan(pooled.pope_f1)
+    assert pooled.pope_recall == 0.0 and pooled.pope_yes_ratio == 0.0
+    assert pooled.pope_accuracy == pytest.approx(0.5)
 
 
 def test_rows_are_sorted_by_model_with_the_pooled_row_first() -> None:
     df = build_leaderboard(two_recordings())
-    assert list(zip(df.model, df.recording, strict=True)) == [
-        ("m0", ALL_RECORDINGS), ("m0", "rec-a"),
-        ("m1", ALL_RECORDINGS), ("m1", "rec-a"), ("m1", "rec-b")]
+    # Per model: the common rows (m0 and m1 share a1 and a2 of rec-a), then every answered case.
+    assert list(zip(df.model, df.case_set, df.recording, df.comparable, strict=True)) == [
+        ("m0", "common", ALL_RECORDINGS, True), ("m0", "common", "rec-a", True),
+        ("m0", "answered", ALL_RECORDINGS, True), ("m0", "answered", "rec-a", True),
+        ("m1", "common", ALL_RECORDINGS, True), ("m1", "common", "rec-a", True),
+        ("m1", "answered", ALL_RECORDINGS, False), ("m1", "answered", "rec-a", False),
+        ("m1", "answered", "rec-b", False)]
     assert list(df.columns[: len(BASE_COLUMNS)]) == list(BASE_COLUMNS)
     assert [c for c in df.columns if c.endswith("__accuracy")] == [
         "presence__accuracy", "horizontal_direction__accuracy"]
     # m0 never saw a horizontal_direction case: NaN accuracy, n = 0.
-    m0 = df[(df.model == "m0") & (df.recording == ALL_RECORDINGS)].iloc[0]
+    m0 = pooled_row(df, "m0")
     assert math.isnan(m0["horizontal_direction__accuracy"])
     assert m0["horizontal_direction__n"] == 0
     assert df["n_cases"].dtype == np.int64 and df["pope_f1"].dtype == np.float64
 
 
+def lettered(rows: list) -> list:
+    """The same rows as if the prompt had shown the choices lettered (A), (B), ..."""
+    return [{**r, "lettered": True} for r in rows]
+
+
 def test_other_metrics_pool_by_their_counts() -> None:
     judged = [{"score": 8}, {"score": 6}, {"error": "x", "score": None}]
-    rows_a = [row("a1", "presence", "yes", "yes", "rec-a")]
-    rows_b = [row("b1", "presence", "yes", "yes", "rec-b")]
+    rows_a = lettered([row("a1", "presence", "yes", "yes", "rec-a")])
+    rows_b = lettered([row("b1", "presence", "yes", "yes", "rec-b")])
     results = [
         result("rec-a", "m", rows_a, mcq={"total_mcq_questions": 4, "num_correct": 1},
                lenient=0.5, judge=judge_scores(judged), vision=vision_scores(4, 0.5, 3)),
         result("rec-b", "m", rows_b, mcq={"total_mcq_questions": 6, "num_correct": 6},
                lenient=1.0, judge=judge_scores([{"score": 10}]), vision=vision_scores(1, 1.0, 0)),
     ]
-    pooled = build_leaderboard(results).iloc[0]
+    pooled = pooled_row(build_leaderboard(results), "m")
     assert pooled.recording == ALL_RECORDINGS
+    assert pooled.mcq_lettered_cases == 2
     assert pooled.mcq_pct_correct == pytest.approx(7 / 10)
     assert pooled.mcq_lenient_pct_correct == pytest.approx((2 + 6) / 10)
     assert pooled.judge_mean_score == pytest.approx((8 + 6 + 10) / 3)
@@ -114,6 +168,29 @@ def test_other_metrics_pool_by_their_counts() -> None:
     assert pooled.vision_hallucination_rate == pytest.approx(3 / 5)
     assert pooled.vision_mean_similarity == pytest.approx((0.5 * 4 + 1.0) / 5)
     assert math.isnan(pooled.chair_i)
+
+
+def test_mcq_is_not_reported_for_choice_text_prompts() -> None:
+    # 749 of 749 parse failures under the strict "(X)" rule only measure the prompt format.
+    mcq = {"total_mcq_questions": 2, "num_parse_failed": 2, "num_correct": 0, "pct_correct": 0.0}
+    plain = result("rec", "m", [row("a", "presence", "yes", "yes", "rec")], mcq=mcq, lenient=1.0)
+    assert not mcq_measured(plain)
+    pooled = pooled_row(build_leaderboard([plain]), "m")
+    assert pooled.mcq_lettered_cases == 0 and pooled.mcq_total == 0
+    assert math.isnan(pooled.mcq_pct_correct) and math.isnan(pooled.mcq_lenient_pct_correct)
+    assert mcq_measured(result("rec", "m", lettered([row("a", "presence", "yes", "yes", "rec")]),
+                               mcq=mcq, lenient=1.0))
+
+
+def test_paired_comparisons_use_common_cases_only() -> None:
+    results = two_recordings()
+    (pair,) = paired_comparisons(results)
+    assert (pair.model_a, pair.model_b) == ("m0", "m1")
+    # m0 only answered a1 and a2 on rec-a; both models got both right.
+    assert (pair.n_common, pair.n_frames, pair.both_correct, pair.a_only, pair.b_only) == (
+        2, 2, 2, 0, 0)
+    assert (pair.difference, pair.mcnemar_p, pair.significant) == (0.0, 1.0, False)
+    assert paired_comparisons(results[:1]) == []
 
 
 def test_duplicate_and_reserved_names_are_rejected() -> None:
@@ -126,15 +203,39 @@ def test_duplicate_and_reserved_names_are_rejected() -> None:
 
 
 def test_written_files_are_byte_identical_and_round_trip(tmp_path) -> None:
-    paths = [write_leaderboard(build_leaderboard(two_recordings()), tmp_path / str(i))
-             for i in range(2)]
+    def write(out):
+        results = two_recordings()
+        cover = build_coverage(results, ["rec-a", "rec-b"], ["m0", "m1"])
+        return write_leaderboard(build_leaderboard(results, coverage=cover), out,
+                                 paired_comparisons(results, coverage=cover), cover)
+
+    paths = [write(tmp_path / str(i)) for i in range(2)]
     assert paths[0][0].read_bytes() == paths[1][0].read_bytes()
     assert paths[0][1].read_bytes() == paths[1][1].read_bytes()
     df = build_leaderboard(two_recordings())
     pd.testing.assert_frame_equal(pd.read_parquet(paths[0][0]), df)
-    records = json.loads(paths[0][1].read_text())
+    document = json.loads(paths[0][1].read_text())
+    assert list(document) == ["format", "methods", "ranking", "coverage", "rows",
+                              "paired_comparisons"]
+    assert document["format"] == LEADERBOARD_FORMAT
+    assert "cluster-robust" in document["methods"]["interval"]
+    assert "McNemar" in document["methods"]["paired_comparison"]
+    assert "intersection" in document["methods"]["case_sets"]
+    ranking = document["ranking"]
+    assert (ranking["ranked"], ranking["n_common_cases"]) == (True, 2)
+    assert [m["model"] for m in ranking["order"]] == ["m0", "m1"]  # a tie at 100%: by name
+    cover = document["coverage"]
+    assert cover["summary"].startswith("Ranked on 2 common cases (2 frames) of 1 recording")
+    assert "missing: (rec-b, m0)" in cover["summary"]
+    assert "common_cases" not in cover
+    assert [c["status"] for c in cover["cells"]] == ["ok", "ok", "missing", "ok"]
+    records = document["rows"]
     assert [r["model"] for r in records] == list(df.model)
     assert records[0]["horizontal_direction__accuracy"] is None  # NaN -> null
+    assert records[0]["pope_n"] is None and records[0]["comparable"] is True  # a common row
     assert list(records[0]) == list(df.columns)
+    (pair,) = document["paired_comparisons"]
+    assert (pair["model_a"], pair["model_b"], pair["n_common"]) == ("m0", "m1", 2)
+    assert pair["difference_ci_low"] == 0.0 and pair["better"] is None
     assert sorted(p.name for p in (tmp_path / "0").iterdir()) == [
         "leaderboard.json", "leaderboard.parquet"]  # no temp files left behind

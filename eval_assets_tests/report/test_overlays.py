@@ -1,4 +1,5 @@
-"""Overlays: boxes, masks and LiDAR points really change the pixels where they are."""
+"""Overlays: boxes, mask outlines and LiDAR points really change the pixels where they are, and
+nothing changes the colour inside a mask."""
 
 from __future__ import annotations
 
@@ -25,11 +26,13 @@ def test_overlay_draws_boxes_masks_and_points_where_they_are() -> None:
     assert np.array_equal(image, before), "the input must not be modified"
     # Box edge (left side, halfway down) in the first palette colour.
     assert tuple(out[20, 8]) == PALETTE[0]
-    # Inside the mask: blended with the palette colour, so changed but not equal to it.
-    inside = out[20, 16].astype(int)
-    assert tuple(inside) != tuple(image[20, 16]) and tuple(inside) != PALETTE[0]
-    expected = np.round(image[20, 16] * 0.6 + np.array(PALETTE[0]) * 0.4)
-    assert np.array_equal(inside, expected)
+    # The mask's inside keeps the object's own colour: no tint.
+    assert np.array_equal(out[15:25, 13:19], image[15:25, 13:19])
+    # Without the box (whose dark edge covers it here), the mask's outline runs along its edge
+    # pixels (column 10 is its left edge) on a dark underlay just outside.
+    alone = render_overlay(image, [], [mask])
+    assert tuple(alone[20, 10]) == PALETTE[0] and tuple(alone[20, 9]) == (0, 0, 0)
+    assert np.array_equal(alone[15:25, 13:19], image[15:25, 13:19])
     # Points in their depth colour; near and far differ.
     colours = depth_colours(depths)
     assert tuple(out[5, 50]) == tuple(colours[0])
@@ -37,6 +40,19 @@ def test_overlay_draws_boxes_masks_and_points_where_they_are() -> None:
     assert tuple(colours[0]) != tuple(colours[1])
     # Far from everything: untouched.
     assert tuple(out[45, 2]) == tuple(image[45, 2])
+
+
+def test_an_orange_object_stays_orange_under_its_mask() -> None:
+    orange = (255, 140, 0)
+    image = np.full((96, 128, 3), 90, dtype=np.uint8)
+    yy, xx = np.mgrid[:96, :128]
+    ball = (yy - 48) ** 2 + (xx - 64) ** 2 <= 20**2
+    image[ball] = orange
+    # A blue outline colour: the old 40% tint turned this orange to (245, 168, 94)-ish grey.
+    out = render_overlay(image, [], [np.zeros_like(ball), ball])
+    inner = (yy - 48) ** 2 + (xx - 64) ** 2 <= 16**2
+    assert np.all(out[inner] == orange)
+    assert not np.array_equal(out[ball & ~inner], image[ball & ~inner])  # the outline is there
 
 
 def test_labels_are_drawn_and_do_not_overlap() -> None:

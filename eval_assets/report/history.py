@@ -1,0 +1,153 @@
+"""Nightly history: every night's results, kept, and each model's accuracy across nights.
+
+The nightly schedule re-queries every configured model (hosted models drift) and keeps each
+night's ``BenchmarkResult`` at ``<history>/<YYYY-MM-DD>/<recording>/<model>/results.json``
+(``StorageLayout.nightly_results_file``). A score across nights means something only on a fixed
+case set, so each (night, model) is scored on three explicit case sets:
+
+- ``night_common``: the cases every model of that night answered (compares models on a night);
+- ``model_trend``: the cases this model answered on every night it ran (the same cases each
+  night, so a change is the model's, not the questions'); the chart plots this one;
+- ``answered``: every case it answered that night (for reference; not comparable).
+
+Cases are (recording, dataset fingerprint, case id), as in the leaderboard: a regenerated
+dataset shares no case with the old one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from eval_assets.metrics.stats import clustered_wilson
+from eval_assets.metrics.vqa import VqaRowResult, frame_keys
+from eval_assets.report.coverage import CaseKey, case_key
+from eval_assets.schemas.results import BenchmarkResult
+
+__all__ = [
+    "HISTORY_CASE_SETS",
+    "NightCaseSet",
+    "NightResult",
+    "NightScore",
+    "load_history",
+    "night_scores",
+]
+
+NightCaseSet = Literal["night_common", "model_trend", "answered"]
+HISTORY_CASE_SETS: tuple[NightCaseSet, ...] = ("night_common", "model_trend", "answered")
+_RESULTS_FILE = "results.json"
+
+
+class NightResult(BaseModel):
+    """One (recording, model) result of one night."""
+
+    model_config = ConfigDict(frozen=True)
+
+    night: str
+    result: BenchmarkResult
+
+
+class NightScore(BaseModel):
+    """One model's VQA accuracy on one night over one case set (``HISTORY_CASE_SETS``).
+
+    ``accuracy`` and the frame-clustered 95% interval are None when the case set is empty.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    night: str
+    model: str
+    case_set: NightCaseSet
+    n: int
+    n_frames: int
+    correct: int
+    accuracy: float | None
+    ci_low: float | None
+    ci_high: float | None
+    night_models: list[str]
+
+
+def _is_night(name: str) -> bool:
+    try:
+        return dt.date.fromisoformat(name).isoformat() == name
+    except ValueError:
+        return False
+
+
+def load_history(history_dir: Path) -> list[NightResult]:
+    """Every nightly result under ``history_dir``, sorted by night, model, recording.
+
+    Folders whose name is not a ``YYYY-MM-DD`` date are skipped (a night being written uses a
+    temporary name). A missing ``history_dir`` is an empty history. Raises ``ValueError`` naming
+    the file when a ``results.json`` is not a valid ``BenchmarkResult``, or when one night holds
+    two results for the same (recording, model).
+    """
+    history_dir = Path(history_dir)
+    if not history_dir.is_dir():
+        return []
+    out: list[NightResult] = []
+    for night_dir in sorted(p for p in history_dir.iterdir() if p.is_dir()
+                            and _is_night(p.name)):
+        seen: dict[tuple[str, str], Path] = {}
+        for path in sorted(night_dir.glob(f"*/*/{_RESULTS_FILE}")):
+            try:
+                result = BenchmarkResult.model_validate_json(path.read_bytes())
+            except ValidationError as exc:
+                raise ValueError(f"{path}: not a BenchmarkResult: {exc}") from exc
+            key = (result.recording, result.model)
+            if key in seen:
+                raise ValueError(f"{path} and {seen[key]} are both recording {key[0]!r}, "
+                                 f"model {key[1]!r} of night {night_dir.name}")
+            seen[key] = path
+            out.append(NightResult(night=night_dir.name, result=result))
+    return sorted(out, key=lambda n: (n.night, n.result.model, n.result.recording))
+
+
+def _score(night: str, model: str, case_set: NightCaseSet, rows: Sequence[VqaRowResult],
+           night_models: list[str]) -> NightScore:
+    interval = clustered_wilson(frame_keys(rows), [r.status == "correct" for r in rows])
+    correct = sum(1 for r in rows if r.status == "correct")
+    return NightScore(
+        night=night, model=model, case_set=case_set, n=len(rows),
+        n_frames=interval.n_clusters if interval else 0, correct=correct,
+        accuracy=correct / len(rows) if rows else None,
+        ci_low=interval.low if interval else None, ci_high=interval.high if interval else None,
+        night_models=night_models)
+
+
+def night_scores(history: Sequence[NightResult]) -> list[NightScore]:
+    """Each model's accuracy per night on each case set, sorted by model, night, case set.
+
+    See the module docstring for the case sets. Raises ``ValueError`` when a night has two
+    results for one (recording, model).
+    """
+    rows: dict[tuple[str, str], dict[CaseKey, VqaRowResult]] = {}
+    seen: set[tuple[str, str, str]] = set()
+    for item in history:
+        r = item.result
+        if (item.night, r.recording, r.model) in seen:
+            raise ValueError(f"night {item.night} has two results for recording "
+                             f"{r.recording!r} and model {r.model!r}")
+        seen.add((item.night, r.recording, r.model))
+        rows.setdefault((item.night, r.model), {}).update(
+            (case_key(r, x), x) for x in r.vqa.rows)
+    nights = sorted({night for night, _ in rows})
+    models_of = {night: sorted(m for n, m in rows if n == night) for night in nights}
+    night_common: dict[str, set[CaseKey]] = {
+        night: set.intersection(*(set(rows[(night, m)]) for m in models_of[night]))
+        for night in nights}
+    out = []
+    for model in sorted({m for _, m in rows}):
+        ran = [night for night in nights if (night, model) in rows]
+        trend = set.intersection(*(set(rows[(night, model)]) for night in ran))
+        for night in ran:
+            mine = rows[(night, model)]
+            for case_set, keys in (("night_common", night_common[night]),
+                                   ("model_trend", trend), ("answered", set(mine))):
+                out.append(_score(night, model, case_set, [mine[k] for k in sorted(keys)],
+                                  models_of[night]))
+    return out

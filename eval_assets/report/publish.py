@@ -1,0 +1,137 @@
+"""Gather every partition's evidence from storage and write the leaderboard and the report.
+
+The Dagster ``leaderboard`` and ``report`` assets call these; the functions themselves are plain.
+Both take the expected recordings and models (every recording partition, every configured model)
+so that a cell without results is reported missing rather than silently absent, and compare each
+result's ``dataset_sha256`` with the recording's current dataset (``dataset_fingerprints``) so a
+result for an older dataset is reported stale and left out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from eval_assets.benchmark.inputs import load_run
+from eval_assets.layout import StorageLayout
+from eval_assets.metrics.predictions import InferenceLayout
+from eval_assets.report.cards import build_case_cards, build_frame_images
+from eval_assets.report.coverage import Coverage, build_coverage
+from eval_assets.report.history import load_history
+from eval_assets.report.html import render_report, write_report
+from eval_assets.report.leaderboard import build_leaderboard, paired_comparisons, write_leaderboard
+from eval_assets.schemas.report import CaseCard, FrameImage
+from eval_assets.schemas.results import BenchmarkResult
+from eval_assets.schemas.vqa import DATASET_CASES
+
+__all__ = [
+    "REPORT_TITLE",
+    "dataset_fingerprint",
+    "dataset_fingerprints",
+    "publish_leaderboard",
+    "publish_report",
+    "report_cards",
+    "report_coverage",
+]
+
+REPORT_TITLE = "eval_assets benchmark report"
+
+
+def report_cards(layout: StorageLayout, results: Sequence[BenchmarkResult]
+                 ) -> tuple[list[CaseCard], list[FrameImage]]:
+    """A card for every case and model in ``results``, and one overlay per frame they refer to."""
+    cards: list[CaseCard] = []
+    frames: list[FrameImage] = []
+    for recording in sorted({r.recording for r in results}):
+        mine = [r for r in results if r.recording == recording]
+        answers = {r.model: list(load_run(layout.predictions_dir(recording, r.model))
+                                 .answers.values()) for r in mine}
+        judged = {}
+        for r in mine:
+            path = InferenceLayout(layout.metric_dir("description_judge", recording, r.model))
+            if path.judge_predictions.is_file():
+                judged[r.model] = json.loads(path.judge_predictions.read_text("utf-8"))["results"]
+        dataset = layout.dataset_dir(recording)
+        these = build_case_cards(dataset, answers, {r.model: r.vqa.rows for r in mine},
+                                 judge_results=judged, recording=recording)
+        cards += these
+        frames += build_frame_images(
+            dataset, {c.frame_index for c in these},
+            detections_dir=layout.detections_dir(recording),
+            pointcloud_dir=layout.pointcloud_frames_dir(recording), recording=recording)
+    return cards, frames
+
+
+def dataset_fingerprint(dataset_dir: Path) -> str | None:
+    """The fingerprint a result on this dataset has as ``dataset_sha256``: the SHA-256 of its
+    ``cases.jsonl``; None when the dataset has not been published."""
+    path = Path(dataset_dir) / DATASET_CASES
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def dataset_fingerprints(layout: StorageLayout, recordings: Iterable[str]) -> dict[str, str]:
+    """The current dataset fingerprint of each recording that has a published dataset."""
+    out = {}
+    for recording in sorted(set(recordings)):
+        sha = dataset_fingerprint(layout.dataset_dir(recording))
+        if sha is not None:
+            out[recording] = sha
+    return out
+
+
+def report_coverage(layout: StorageLayout, results: Sequence[BenchmarkResult], *,
+                    recordings: Sequence[str] | None = None,
+                    models: Sequence[str] | None = None,
+                    current_fingerprints: Mapping[str, str] | None = None,
+                    stale_cells: Collection[tuple[str, str]] = ()) -> Coverage:
+    """``build_coverage`` of ``results`` over the expected ``recordings`` x ``models`` (default:
+    those in ``results``); ``current_fingerprints`` default to the published datasets'."""
+    if current_fingerprints is None:
+        current_fingerprints = dataset_fingerprints(
+            layout, recordings if recordings is not None else {r.recording for r in results})
+    return build_coverage(results, recordings, models, current_fingerprints, stale_cells)
+
+
+def publish_leaderboard(layout: StorageLayout, results: Sequence[BenchmarkResult], *,
+                        recordings: Sequence[str] | None = None,
+                        models: Sequence[str] | None = None,
+                        current_fingerprints: Mapping[str, str] | None = None,
+                        stale_cells: Collection[tuple[str, str]] = (),
+                        ) -> tuple[pd.DataFrame, Path, Path]:
+    """Build and write the leaderboard (Parquet rows; JSON rows, methods, ranking on the common
+    cases, coverage matrix, paired comparisons). See ``report_coverage`` for the keywords."""
+    coverage = report_coverage(layout, results, recordings=recordings, models=models,
+                               current_fingerprints=current_fingerprints,
+                               stale_cells=stale_cells)
+    table = build_leaderboard(results, coverage=coverage)
+    parquet, json_path = write_leaderboard(
+        table, layout.leaderboard_dir(), paired_comparisons(results, coverage=coverage),
+        coverage)
+    return table, parquet, json_path
+
+
+def publish_report(layout: StorageLayout, results: Sequence[BenchmarkResult], *,
+                   recordings: Sequence[str] | None = None,
+                   models: Sequence[str] | None = None,
+                   current_fingerprints: Mapping[str, str] | None = None,
+                   stale_cells: Collection[tuple[str, str]] = (),
+                   history_dir: Path | None = None,
+                   generated_at: str | None = None) -> Path:
+    """Render the static HTML report of ``results`` (every usable case browsable, the coverage
+    matrix, each model across nights from ``history_dir``, default ``layout.history_dir()``) to
+    ``layout.report_file()``. See ``report_coverage`` for the other keywords."""
+    coverage = report_coverage(layout, results, recordings=recordings, models=models,
+                               current_fingerprints=current_fingerprints,
+                               stale_cells=stale_cells)
+    usable = [r for r in results if coverage.usable(r)]
+    cards, frames = report_cards(layout, usable)
+    history = load_history(layout.history_dir() if history_dir is None else history_dir)
+    html = render_report(build_leaderboard(results, coverage=coverage), results, cards,
+                         REPORT_TITLE, frames=frames,
+                         comparisons=paired_comparisons(results, coverage=coverage),
+                         coverage=coverage, history=history, generated_at=generated_at)
+    return write_report(html, layout.report_file())
