@@ -136,18 +136,31 @@ class SentenceTransformerEmbedder:
 
     The model is loaded lazily on first use and shared with every other embedder of the same
     (model, device) in the process.
+
+    Texts are grouped into batches of similar token length (within a factor of two), at most
+    ``batch_size`` texts and ``max_batch_tokens`` padded tokens each: a batch is padded to its
+    longest text, so one long description in a batch of 128 short ones would make the whole
+    batch cost 128 long ones (a few texts at the 384-token limit among 150 short ones took
+    minutes on two CPU cores instead of seconds).
     """
 
     def __init__(
-        self, model: str = DEFAULT_MODEL, device: str | None = None, batch_size: int = 128
+        self,
+        model: str = DEFAULT_MODEL,
+        device: str | None = None,
+        batch_size: int = 128,
+        max_batch_tokens: int = 8192,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty model name or path, got {model!r}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if max_batch_tokens < 1:
+            raise ValueError(f"max_batch_tokens must be >= 1, got {max_batch_tokens}")
         self.model = model
         self.device = device
         self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens
 
     @property
     def name(self) -> str:
@@ -158,8 +171,31 @@ class SentenceTransformerEmbedder:
         """The underlying SentenceTransformer (loaded on first call)."""
         return load_sentence_transformer(self.model, self.device)
 
+    def _length_batches(self, model: Any, texts: Sequence[str]) -> list[list[int]]:
+        """Indices of ``texts`` grouped longest first into batches within both limits."""
+        limit = getattr(model, "max_seq_length", None) or None
+        ids = model.tokenizer(list(texts), truncation=limit is not None, max_length=limit)
+        lengths = [len(row) for row in ids["input_ids"]]
+        order = sorted(range(len(texts)), key=lambda i: -lengths[i])
+        batches: list[list[int]] = []
+        for i in order:
+            current = batches[-1] if batches else None
+            # Sorted longest first, so a batch's first text sets its padded length. A text under
+            # half that length starts a new batch: padding then at most doubles the work, and a
+            # run needs about log2(max_seq_length) batches more than the token budget alone.
+            if (
+                current is None
+                or len(current) >= self.batch_size
+                or (len(current) + 1) * lengths[current[0]] > self.max_batch_tokens
+                or 2 * lengths[i] < lengths[current[0]]
+            ):
+                batches.append([i])
+            else:
+                current.append(i)
+        return batches
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed ``texts`` in batches; returns float32 ``(len(texts), dim)``, not normalised."""
+        """Embed ``texts`` in length-grouped batches; float32 ``(len(texts), dim)``, raw norms."""
         model = self.load()
         if len(texts) == 0:
             # sentence-transformers 6 renamed the accessor; support both spellings.
@@ -169,17 +205,48 @@ class SentenceTransformerEmbedder:
             )
             dim = get_dim() or 0
             return np.zeros((0, dim), dtype=np.float32)
+        parts: list[np.ndarray] = []
+        positions: list[int] = []
+        for batch in self._length_batches(model, texts):
+            out = model.encode(
+                [texts[i] for i in batch],
+                batch_size=len(batch),
+                convert_to_numpy=True,
+                normalize_embeddings=False,
+                show_progress_bar=False,
+            )
+            parts.append(np.asarray(out, dtype=np.float32))
+            positions.extend(batch)
+        result = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
+        result[positions] = np.concatenate(parts)
+        return result
+
+    def encode_like_fair_forge(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` in one call, normalised by the model, as Fair Forge's embedder does.
+
+        Fair Forge 3.0.0 encodes each (assistant, ground truth) pair as one batch of two with
+        ``normalize_embeddings=True``; calling this with the pair reproduces its vectors.
+        """
+        model = self.load()
         out = model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=False,
-            show_progress_bar=False,
+            list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False
         )
-        return np.asarray(out, dtype=np.float32)
+        return np.asarray(out)
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder({self.model!r}, device={self.device!r})"
+
+
+def fair_forge_cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """Fair Forge 3.0.0's ``cosine_similarity``: ``dot / (|a| |b|)`` in the vectors' dtype."""
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def _cosine_or_zero(a: np.ndarray, b: np.ndarray) -> float:
+    """``fair_forge_cosine``, but 0.0 for an all-zero embedding (l2_normalise keeps it zero)."""
+    if not a.any() or not b.any():
+        return 0.0
+    return fair_forge_cosine(a, b)
 
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:
@@ -193,16 +260,17 @@ def l2_normalise(vectors: np.ndarray) -> np.ndarray:
 class CosineSimilarity:
     """Cosine similarity of L2-normalised embeddings, computed in float32.
 
-    Every distinct string of a call is embedded exactly once, all of them in one batched
-    ``encode`` call, so a run of n frames costs about ``2n / batch_size`` forward passes instead
-    of the reference's 2n.
+    Every distinct string of a call is embedded exactly once, in length-grouped batches, so a
+    run of n frames costs far fewer forward passes than the reference's one per pair.
 
-    Batched float32 inference is not bit-identical to one-text-per-call inference (measured here:
-    up to 4.9e-7 apart with mpnet, 3.0e-7 with MiniLM), which flips the 4th decimal of about one
-    pair in 150. So a pair whose batched score lies within ``recheck_tolerance`` of a rounding
-    boundary at ``decimals`` places is re-encoded one text per call, as the reference does, and
-    that score is returned: stored (rounded) scores then equal the reference path's. With the
-    default tolerance about 4% of pairs are re-encoded; 0 disables the recheck.
+    Batched float32 inference is not bit-identical to the reference's (each pair encoded as one
+    batch of two; measured here: up to 3.9e-7 apart with mpnet over 80 varied pairs), which can
+    flip the 4th decimal of a pair whose score lies that close to a rounding boundary. So a pair
+    whose batched score lies within ``recheck_tolerance`` of a rounding boundary at ``decimals``
+    places is scored again exactly as the reference scores it (``pair_score``: the pair encoded
+    as one batch of two, normalised by the model, ``dot / (|a| |b|)``), which reproduced the
+    reference's raw scores bit for bit on all 80 pairs. Stored (rounded) scores then equal the
+    reference's. With the default tolerance about 4% of pairs are rescored; 0 disables it.
     """
 
     def __init__(
@@ -248,25 +316,31 @@ class CosineSimilarity:
                 f"embedder {self.embedder.name!r} returned {vectors.shape[0]} vectors for "
                 f"{len(unique)} texts"
             )
-        # np.dot per pair (not one einsum) so the arithmetic after the embeddings is the
-        # reference's own; a few thousand 768-d dots cost nothing next to the encoder.
+        # Pair by pair with the reference's own formula, so the arithmetic after the embeddings
+        # is its arithmetic; a few thousand 768-d dots cost nothing next to the encoder.
         scores = [
-            float(np.dot(vectors[index[a]], vectors[index[b]]))
+            _cosine_or_zero(vectors[index[a]], vectors[index[b]])
             for a, b in zip(candidates, references, strict=True)
         ]
         if self.recheck_tolerance > 0:
-            alone: dict[str, np.ndarray] = {}
-
-            def single(text: str) -> np.ndarray:
-                if text not in alone:
-                    alone[text] = l2_normalise(self.embedder.encode([text]))[0]
-                return alone[text]
-
             for i, value in enumerate(scores):
                 if self._near_boundary(value):
-                    scores[i] = float(np.dot(single(candidates[i]), single(references[i])))
+                    scores[i] = self.pair_score(candidates[i], references[i])
                     self.last_rechecked += 1
         return scores
+
+    def pair_score(self, candidate: str, reference: str) -> float:
+        """One pair scored the way Fair Forge 3.0.0's CosineSimilarity scores it.
+
+        Embedders without ``encode_like_fair_forge`` get the pair encoded as one batch and
+        L2-normalised here.
+        """
+        encode = getattr(self.embedder, "encode_like_fair_forge", None)
+        if encode is not None:
+            vectors = np.asarray(encode([candidate, reference]))
+        else:
+            vectors = l2_normalise(self.embedder.encode([candidate, reference]))
+        return fair_forge_cosine(vectors[0], vectors[1])
 
     def __repr__(self) -> str:
         return f"CosineSimilarity({self.embedder!r})"

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from eval_assets.metrics.embedders import ModelNotFoundError, l2_normalise
+from eval_assets.metrics.embedders import ModelNotFoundError
 from eval_assets.metrics.vision import (
     Batch,
     CosineSimilarity,
@@ -198,15 +198,23 @@ def test_empty_conversation_gives_a_clear_result(capsys: pytest.CaptureFixture[s
     assert sim.interactions == []
     assert "no frames" in sim.summary
     assert (hall.n_frames, hall.n_hallucinations, hall.hallucination_rate) == (0, 0, 0.0)
-    assert "no frames" in hall.summary
+    # Fair Forge 3.0.0 gives a result here too (only its VisionSimilarity divides by zero).
+    assert hall.summary == (
+        "The model hallucinated in 0 of 0 frames (0%). A frame is considered a hallucination "
+        "when similarity with the ground truth falls below 0.5."
+    )
     sim.display()
     assert capsys.readouterr().out == (
         f"Session: empty-rec  |  Assistant: vlm-a\n{sim.summary}\n\n\n"
     )
 
 
-@pytest.mark.parametrize("bad", [1.5, -0.01, math.nan, "0.5", True, None])
-def test_threshold_outside_unit_interval_is_rejected(bad: object) -> None:
+@pytest.mark.parametrize(
+    ("bad", "error"),
+    [(1.5, ValueError), (-0.01, ValueError), (math.nan, ValueError), ("0.5", TypeError),
+     (None, TypeError)],
+)
+def test_threshold_outside_unit_interval_is_rejected(bad: object, error: type[Exception]) -> None:
     called = []
 
     class Never(Retriever):
@@ -215,7 +223,7 @@ def test_threshold_outside_unit_interval_is_rejected(bad: object) -> None:
             return []
 
     for run in (VisionSimilarity.run, VisionHallucination.run, run_vision_metrics):
-        with pytest.raises(ValueError, match="threshold must be"):
+        with pytest.raises(error, match="threshold must be"):
             run(Never, threshold=bad)  # type: ignore[operator]
     assert called == []
 
@@ -331,7 +339,9 @@ def test_mpnet_hallucination_at_half(
 def test_mpnet_check_triple(mpnet: CosineSimilarity) -> None:
     a, b, c = CHECK_TRIPLE
     raw = mpnet.score([a, a, b], [b, c, c])
-    assert [round(s, 4) for s in raw] == [0.6817, 0.0492, 0.0421]
+    # Raw scores, not rounded ones: 0.68165433 sits 4e-6 from a rounding boundary, about twice
+    # the drift torch shows between code paths, so another CPU could flip its 4th decimal.
+    assert raw == pytest.approx([0.681654, 0.049197, 0.042089], abs=2e-5)
 
 
 @pytest.mark.slow
@@ -351,12 +361,15 @@ def test_scoring_pass_shared_between_sessions(mpnet: CosineSimilarity) -> None:
 
 
 def _per_pair_scores(embedder: SentenceTransformerEmbedder, pairs: list[tuple[str, str]]):
-    """Fair Forge's path: each text encoded alone, float32 cosine of the normalised vectors."""
+    """Fair Forge's path: each pair encoded as one batch of two, normalised by the model, then
+    ``dot / (|a| |b|)`` (its CosineSimilarity with its SentenceTransformerEmbedder defaults)."""
     model = embedder.load()
     out = []
     for a, b in pairs:
-        ea, eb = (l2_normalise(np.asarray(model.encode([t]), dtype=np.float32))[0] for t in (a, b))
-        out.append(float(np.dot(ea, eb)))
+        ea, eb = np.asarray(
+            model.encode([a, b], batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+        )
+        out.append(float(np.dot(ea, eb) / (np.linalg.norm(ea) * np.linalg.norm(eb))))
     return out
 
 
