@@ -106,6 +106,23 @@ class StorageLayout:
         """The static HTML report."""
         return self.root / "assets" / "report" / "report.html"
 
+    def history_dir(self) -> Path:
+        """Every nightly benchmark's results, one folder per night (``YYYY-MM-DD``)."""
+        return self.root / "history"
+
+    def nightly_results_file(self, night: str, recording: str, model: str) -> Path:
+        """The ``results.json`` (a ``BenchmarkResult``) of one (recording, model) on one night;
+        kept for good, so the report can show each model's score across nights."""
+        return self.history_dir() / night / recording / model / "results.json"
+
+    def content_hashes_file(self) -> Path:
+        """Cache of recording content hashes by (path, size, mtime)."""
+        return self.root / "state" / "recording_hashes.json"
+
+    def automation_cursor_file(self) -> Path:
+        """The CLI's cursor of Dagster's automation conditions (what it has already handled)."""
+        return self.root / "state" / "automation_cursor.txt"
+
     def vqa_run_dir(self, dataset: str, model: str) -> Path:
         """Run folder of ``eval-assets vqa run`` for a dataset (name-content hash) and a model."""
         return self.root / "runs" / dataset / model

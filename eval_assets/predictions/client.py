@@ -71,13 +71,16 @@ class ClientSettings(BaseModel):
     retry_after_max_s: float = Field(
         default=600.0, ge=0, description="Longest Retry-After honoured; longer waits are capped."
     )
+    requery: str | None = Field(
+        default=None, description="Ask again even what is stored: a token such as the night of "
+        "a nightly run (part of the generation config hash).")
 
     def generation_config(self) -> GenerationConfig:
         """The part of the settings that can change an answer (hashed for resume)."""
         endpoint = self.endpoint_id or self.base_url.rstrip("/")
         return GenerationConfig(model=self.model, base_url=endpoint,
                                 temperature=self.temperature, max_tokens=self.max_tokens,
-                                prompt_version=PROMPT_VERSION)
+                                prompt_version=PROMPT_VERSION, requery=self.requery)
 
     def api_key(self) -> str:
         """The key from ``api_key_env``; a clear error when that variable is not set."""

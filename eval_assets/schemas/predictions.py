@@ -47,11 +47,18 @@ class GenerationConfig(BaseModel):
     temperature: float = 0.0
     max_tokens: int
     prompt_version: str
+    requery: str | None = Field(
+        default=None, description="A token that forces fresh answers (the nightly run sets the "
+        "night), since a hosted model behind the same name and settings can drift.")
 
     def config_hash(self) -> str:
-        """sha256 of the canonical JSON of this config (sorted keys, no whitespace)."""
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True,
-                               separators=(",", ":"))
+        """sha256 of the canonical JSON of this config (sorted keys, no whitespace).
+
+        ``requery`` is left out when unset, so hashes of ordinary runs stay what they were.
+        """
+        document = self.model_dump(mode="json", exclude={"requery"} if self.requery is None
+                                   else set())
+        canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
