@@ -5,20 +5,73 @@
 - ``multiprocess`` (default): steps in parallel subprocesses, at most ``EVAL_ASSETS_MAX_CONCURRENT``
   (default: the CPU count) at once;
 - ``in_process``: everything in the launching process — the demo and the tests use this, it starts
-  fastest and is easiest to debug.
+  fastest and is easiest to debug;
+- ``celery``: each step is a Celery task run by ``dagster-celery`` workers on any machine that
+  reaches the broker (the optional extra ``eval_assets[celery]``). The broker's URL comes from
+  ``EVAL_ASSETS_CELERY_BROKER`` (e.g. ``redis://host:6379/0``), the results backend's from
+  ``EVAL_ASSETS_CELERY_BACKEND`` (default: the broker), both read when a run starts; the run
+  config's ``execution: config:`` (the launchpad) overrides them and sets any other option of
+  ``dagster_celery.celery_executor``;
+- ``k8s``: each step in its own Kubernetes Job (``dagster_k8s.k8s_job_executor``, the optional
+  extra ``eval_assets[k8s]``), with the runs launched by the ``K8sRunLauncher`` of the instance's
+  ``dagster.yaml``; its options (namespace, image, env, resources) are run config.
 
-Users who outgrow one machine keep the assets unchanged and set the executor in run config or swap
-this function's result for ``dagster_k8s.k8s_job_executor`` / ``dagster_celery.celery_executor``
-(see README, "Scaling out").
+The assets never change: only this choice does. The engine's package is imported only when it is
+selected (README, "Scaling out").
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+from types import ModuleType
 
-from dagster import ExecutorDefinition, in_process_executor, multiprocess_executor
+from dagster import (
+    ExecutorDefinition,
+    Field,
+    in_process_executor,
+    multiple_process_executor_requirements,
+    multiprocess_executor,
+)
 
-EXECUTORS = ("multiprocess", "in_process")
+EXECUTORS = ("multiprocess", "in_process", "celery", "k8s")
+CELERY_BROKER_ENV = "EVAL_ASSETS_CELERY_BROKER"
+CELERY_BACKEND_ENV = "EVAL_ASSETS_CELERY_BACKEND"
+
+
+class MissingEngineError(ImportError):
+    """The selected executor's engine is not installed; the message names the extra to install."""
+
+
+def _engine(name: str, module: str, extra: str) -> ModuleType:
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingEngineError(
+            f"EVAL_ASSETS_EXECUTOR={name!r} needs the package {module!r}, which is not installed "
+            f"({exc}). Fix: pip install 'eval_assets[{extra}]', on the launching machine and on "
+            "every worker."
+        ) from exc
+
+
+def celery_executor_from_env() -> ExecutorDefinition:
+    """dagster-celery's executor with the same config schema, whose ``broker`` and ``backend``
+    default to ``$EVAL_ASSETS_CELERY_BROKER`` / ``$EVAL_ASSETS_CELERY_BACKEND`` when those are
+    set (the backend falls back to the broker), so a run needs no executor config."""
+    base = _engine("celery", "dagster_celery", "celery").celery_executor
+    fields = dict(base.config_schema.as_field().config_type.fields)
+    backend_env = CELERY_BACKEND_ENV if os.environ.get(CELERY_BACKEND_ENV) else CELERY_BROKER_ENV
+    for key, env in (("broker", CELERY_BROKER_ENV), ("backend", backend_env)):
+        if os.environ.get(env):
+            fields[key] = Field(fields[key].config_type, default_value={"env": env},
+                                description=f"Default: ${env}. {fields[key].description or ''}")
+    return ExecutorDefinition(
+        name=base.name,
+        config_schema=fields,
+        requirements=multiple_process_executor_requirements(),
+        executor_creation_fn=base.executor_creation_fn,
+        description=base.description,
+    )
 
 
 def executor_from_env() -> ExecutorDefinition:
@@ -29,7 +82,8 @@ def executor_from_env() -> ExecutorDefinition:
     if name == "multiprocess":
         max_concurrent = int(os.environ.get("EVAL_ASSETS_MAX_CONCURRENT", os.cpu_count() or 1))
         return multiprocess_executor.configured({"max_concurrent": max_concurrent})
-    raise ValueError(
-        f"EVAL_ASSETS_EXECUTOR={name!r} is not supported; use one of {EXECUTORS} "
-        "(or configure a distributed executor as described in the README)"
-    )
+    if name == "celery":
+        return celery_executor_from_env()
+    if name == "k8s":
+        return _engine("k8s", "dagster_k8s", "k8s").k8s_job_executor
+    raise ValueError(f"EVAL_ASSETS_EXECUTOR={name!r} is not supported; use one of {EXECUTORS}")

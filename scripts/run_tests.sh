@@ -11,6 +11,14 @@ if ! command -v chromium >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 export EVAL_ASSETS_REQUIRE_CHROMIUM=1
+# The Celery engine's end-to-end test needs a Redis broker, when the engine (extra `celery`) is in.
+CELERY_CHECK='import importlib.util as u, sys; sys.exit(u.find_spec("dagster_celery") is None)'
+if .venv/bin/python -c "$CELERY_CHECK" && ! command -v redis-server >/dev/null 2>&1; then
+    echo "[test] installing redis-server (Debian) for the Celery engine's test" >&2
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
+fi
 .venv/bin/ruff check eval_assets eval_assets_tests benchmarks scripts
 .venv/bin/dagster definitions validate -w workspace.yaml
 exec .venv/bin/pytest "$@"
