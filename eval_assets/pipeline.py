@@ -182,9 +182,13 @@ def run_benchmark(
 
     from dagster import DagsterInstance, MultiPartitionKey
 
-    from eval_assets.definitions import defs
-    from eval_assets.jobs import leaderboard_report_job, model_benchmark_job, recording_pipeline_job
-    from eval_assets.partitions import (
+    from eval_assets.defs.definitions import defs
+    from eval_assets.defs.jobs import (
+        leaderboard_report_job,
+        model_benchmark_job,
+        recording_pipeline_job,
+    )
+    from eval_assets.defs.partitions import (
         MODEL_DIM,
         RECORDING_DIM,
         model_partitions,

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from eval_assets.layout import StorageLayout
 from eval_assets.schemas.results import BenchmarkResult
 
+
 def load_results(layout: StorageLayout, recordings: Sequence[str],
                  models: Sequence[str]) -> list[BenchmarkResult]:
     """The ``results.json`` of every (recording, model) that has one, sorted by model, recording."""

@@ -22,7 +22,7 @@ import pytest
 import yaml
 from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, MultiPartitionKey
 
-from eval_assets.executors import (
+from eval_assets.defs.executors import (
     CELERY_BACKEND_ENV,
     CELERY_BROKER_ENV,
     MissingEngineError,
@@ -87,7 +87,7 @@ def _execute(job: str, tags: dict[str, str], run_config: dict, folder: Path) -> 
     config = folder / f"{job}.yaml"
     config.write_text(yaml.safe_dump(run_config))
     done = subprocess.run(
-        [DAGSTER, "job", "execute", "-m", "eval_assets.definitions", "-a", "defs", "-j", job,
+        [DAGSTER, "job", "execute", "-m", "eval_assets.defs.definitions", "-a", "defs", "-j", job,
          "-c", str(config), "--tags", json.dumps(tags)],
         capture_output=True, text=True, timeout=420, env={**os.environ})
     assert done.returncode == 0, f"{job} failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"

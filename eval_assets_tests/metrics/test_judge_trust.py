@@ -409,7 +409,7 @@ def test_sigkill_midway_then_restart_repeats_only_the_calls_in_flight(tmp_path: 
 # --- the Dagster resource and the benchmark record -----------------------------------------------
 
 def test_the_resource_uses_the_one_loader_and_knows_the_models(tmp_path: Path) -> None:
-    from eval_assets.resources import JudgeResource
+    from eval_assets.defs.resources import JudgeResource
 
     (tmp_path / "judge.yaml").write_text("serve: random\nmax_workers: 1\n")
     (tmp_path / "models.yaml").write_text("models:\n  - name: random\n    serve: random\n"

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from eval_assets.defs.resources import PerceptionResource
 from eval_assets.perception import PerceptionConfig, default_vocabulary
 from eval_assets.perception.color_detector import (
     ColorShapeDetector,
@@ -23,7 +24,6 @@ from eval_assets.perception.protocols import (
     clip_box,
     detect_and_segment,
 )
-from eval_assets.resources import PerceptionResource
 from eval_assets.synth.scene import PALETTE, SHAPES
 
 

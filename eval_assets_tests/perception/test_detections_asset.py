@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance, materialize
 
-from eval_assets.assets.frames import rectified_frames
-from eval_assets.assets.ingest import recording_ingest
-from eval_assets.assets.perception import detections_masks
+from eval_assets.defs.assets.frames import rectified_frames
+from eval_assets.defs.assets.ingest import recording_ingest
+from eval_assets.defs.assets.perception import detections_masks
+from eval_assets.defs.resources import PerceptionResource, ProjectStorage
 from eval_assets.layout import StorageLayout
 from eval_assets.perception import ConfigurationError, default_vocabulary, read_detections
 from eval_assets.perception.evidence_io import DETECTIONS_TABLE, load_mask
-from eval_assets.resources import PerceptionResource, ProjectStorage
 
 MIN_VISIBLE_PX = 150
 

@@ -13,12 +13,21 @@ from dagster import (
     sensor,
 )
 
-from eval_assets.jobs import leaderboard_report_job, model_benchmark_job, recording_pipeline_job
+from eval_assets.defs.jobs import (
+    leaderboard_report_job,
+    model_benchmark_job,
+    recording_pipeline_job,
+)
+from eval_assets.defs.partitions import (
+    MODEL_DIM,
+    RECORDING_DIM,
+    model_partitions,
+    recordings_partitions,
+)
+from eval_assets.defs.resources import ProjectStorage
 from eval_assets.layout import list_recordings, partition_key_for
-from eval_assets.partitions import MODEL_DIM, RECORDING_DIM, model_partitions, recordings_partitions
 from eval_assets.recording import RecordingError
 from eval_assets.recording.validate import validate_recording
-from eval_assets.resources import ProjectStorage
 
 
 @sensor(

@@ -7,10 +7,10 @@ from typing import Any
 
 from dagster import AssetKey, DagsterInstance, ExecuteInProcessResult, materialize
 
-from eval_assets.assets.vqa import question_proposals, vqa_dataset
+from eval_assets.defs.assets.vqa import question_proposals, vqa_dataset
+from eval_assets.defs.partitions import recordings_partitions
+from eval_assets.defs.resources import ProjectStorage, QuestionAuthorResource
 from eval_assets.layout import StorageLayout
-from eval_assets.partitions import recordings_partitions
-from eval_assets.resources import ProjectStorage, QuestionAuthorResource
 from eval_assets.vqa.generate import sha256_of
 from eval_assets_tests.vqa.helpers import CANARY, make_stages
 

@@ -18,15 +18,15 @@ from dagster import (
     asset_check,
 )
 
-from eval_assets.assets.metrics import VQA_FILE, vqa_accuracy
-from eval_assets.metrics.vqa import VqaReport
-from eval_assets.partitions import (
+from eval_assets.defs.assets.metrics import VQA_FILE, vqa_accuracy
+from eval_assets.defs.partitions import (
     MODEL_DIM,
     RECORDING_DIM,
     recording_model_partitions,
     recordings_partitions,
 )
-from eval_assets.resources import ProjectStorage, ScoringResource
+from eval_assets.defs.resources import ProjectStorage, ScoringResource
+from eval_assets.metrics.vqa import VqaReport
 from eval_assets.schemas.vqa import DATASET_CASES, DATASET_LABELS
 from eval_assets.vqa.leakage import find_leaks
 

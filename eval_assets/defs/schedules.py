@@ -11,8 +11,8 @@ from dagster import (
     schedule,
 )
 
-from eval_assets.jobs import model_benchmark_job
-from eval_assets.partitions import (
+from eval_assets.defs.jobs import model_benchmark_job
+from eval_assets.defs.partitions import (
     MODEL_DIM,
     RECORDING_DIM,
     model_partitions,

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from dagster import Definitions, load_asset_checks_from_modules, load_assets_from_modules
 
-from eval_assets import checks
-from eval_assets.assets import frames, ingest, metrics, perception, predictions, report, vqa
-from eval_assets.executors import executor_from_env
-from eval_assets.jobs import leaderboard_report_job, model_benchmark_job, recording_pipeline_job
-from eval_assets.resources import (
+from eval_assets.defs import checks
+from eval_assets.defs.assets import frames, ingest, metrics, perception, predictions, report, vqa
+from eval_assets.defs.executors import executor_from_env
+from eval_assets.defs.jobs import (
+    leaderboard_report_job,
+    model_benchmark_job,
+    recording_pipeline_job,
+)
+from eval_assets.defs.resources import (
     JudgeResource,
     PerceptionResource,
     ProjectStorage,
@@ -16,8 +20,8 @@ from eval_assets.resources import (
     ScoringResource,
     VLMClientResource,
 )
-from eval_assets.schedules import nightly_benchmark
-from eval_assets.sensors import benchmark_new_dataset, new_recordings_sensor, refresh_report
+from eval_assets.defs.schedules import nightly_benchmark
+from eval_assets.defs.sensors import benchmark_new_dataset, new_recordings_sensor, refresh_report
 
 ASSET_MODULES = [ingest, frames, perception, vqa, predictions, metrics, report]
 

@@ -15,10 +15,10 @@ from dagster import (
     multi_asset,
 )
 
+from eval_assets.defs.partitions import recordings_partitions
+from eval_assets.defs.resources import ProjectStorage, QuestionAuthorResource
 from eval_assets.frames import read_rectified_frames
-from eval_assets.partitions import recordings_partitions
 from eval_assets.perception.evidence_io import read_detections
-from eval_assets.resources import ProjectStorage, QuestionAuthorResource
 from eval_assets.schemas.vqa import DATASET_CASES, DATASET_LABELS, SourceRecording
 from eval_assets.vqa.generate import build_dataset, perception_summary, sha256_of
 from eval_assets.vqa.proposals import (

@@ -6,8 +6,8 @@ import datetime as dt
 
 from dagster import SkipReason, build_schedule_context, instance_for_test
 
-from eval_assets.partitions import model_partitions
-from eval_assets.schedules import nightly_benchmark
+from eval_assets.defs.partitions import model_partitions
+from eval_assets.defs.schedules import nightly_benchmark
 
 
 def test_nightly_requests_every_recording_model_pair_once() -> None:

@@ -10,11 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 from dagster import DagsterInstance, materialize
 
-from eval_assets.assets.frames import pointcloud_frames, rectified_frames
-from eval_assets.assets.ingest import recording_ingest
+from eval_assets.defs.assets.frames import pointcloud_frames, rectified_frames
+from eval_assets.defs.assets.ingest import recording_ingest
+from eval_assets.defs.resources import ProjectStorage
 from eval_assets.layout import StorageLayout
 from eval_assets.recording import Recording, RecordingError
-from eval_assets.resources import ProjectStorage
 
 SCENE = "sample.scene.json"
 

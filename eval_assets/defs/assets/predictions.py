@@ -11,16 +11,16 @@ from dagster import (
     asset,
 )
 
-from eval_assets.partitions import (
+from eval_assets.defs.partitions import (
     MODEL_DIM,
     RECORDING_DIM,
     model_partitions,
     per_recording,
     recording_model_partitions,
 )
+from eval_assets.defs.resources import ProjectStorage, VLMClientResource
 from eval_assets.predictions.client import OpenAIVLMClient
 from eval_assets.predictions.runner import run_predictions
-from eval_assets.resources import ProjectStorage, VLMClientResource
 from eval_assets.schemas.predictions import RUN_ANSWERS, RUN_SUMMARY
 
 __all__ = ["model_partitions", "predictions"]

@@ -3,10 +3,10 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from eval_assets.atomic import write_text_atomic
-from eval_assets.partitions import recordings_partitions
+from eval_assets.defs.partitions import recordings_partitions
+from eval_assets.defs.resources import ProjectStorage
 from eval_assets.recording import Recording
 from eval_assets.recording.inventory import inventory_of
-from eval_assets.resources import ProjectStorage
 
 
 @asset(partitions_def=recordings_partitions, group_name="frames")

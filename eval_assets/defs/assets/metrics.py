@@ -40,20 +40,20 @@ from eval_assets.benchmark.scoring import (
     score_vqa,
     write_jsonl,
 )
+from eval_assets.defs.partitions import (
+    MODEL_DIM,
+    RECORDING_DIM,
+    per_recording,
+    recording_model_partitions,
+)
+from eval_assets.defs.resources import JudgeResource, ProjectStorage, ScoringResource
 from eval_assets.layout import StorageLayout
 from eval_assets.metrics.judge import judge_dir
 from eval_assets.metrics.mcq import score_mcq_dir
 from eval_assets.metrics.pope import PopeResult
 from eval_assets.metrics.predictions import InferenceLayout
 from eval_assets.metrics.vqa import VqaReport
-from eval_assets.partitions import (
-    MODEL_DIM,
-    RECORDING_DIM,
-    per_recording,
-    recording_model_partitions,
-)
 from eval_assets.predictions.prompts import DESCRIPTION_PROMPT
-from eval_assets.resources import JudgeResource, ProjectStorage, ScoringResource
 from eval_assets.schemas.results import BenchmarkResult, ChairScores, VisionScores
 from eval_assets.schemas.vqa import DATASET_CASES
 

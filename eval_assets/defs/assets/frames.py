@@ -4,15 +4,15 @@ from collections import Counter
 
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from eval_assets.assets.ingest import recording_ingest
+from eval_assets.defs.assets.ingest import recording_ingest
+from eval_assets.defs.partitions import recordings_partitions
+from eval_assets.defs.resources import ProjectStorage
 from eval_assets.frames import (
     build_pointcloud_frames,
     build_rectified_frames,
     read_rectified_frames,
 )
-from eval_assets.partitions import recordings_partitions
 from eval_assets.recording import Recording
-from eval_assets.resources import ProjectStorage
 
 
 @asset(partitions_def=recordings_partitions, group_name="frames", deps=[recording_ingest])

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
+from eval_assets.defs.partitions import recordings_partitions
+from eval_assets.defs.resources import PerceptionResource, ProjectStorage
 from eval_assets.frames import read_rectified_frames
-from eval_assets.partitions import recordings_partitions
 from eval_assets.perception.evidence_io import DETECTIONS_TABLE, build_detections
-from eval_assets.resources import PerceptionResource, ProjectStorage
 from eval_assets.schemas.perception import FrameDetections
 
 GROUP = "perception"

@@ -14,9 +14,9 @@ from dagster import (
     materialize,
 )
 
-from eval_assets.assets.predictions import model_partitions, predictions
+from eval_assets.defs.assets.predictions import model_partitions, predictions
+from eval_assets.defs.resources import ProjectStorage, VLMClientResource
 from eval_assets.layout import StorageLayout
-from eval_assets.resources import ProjectStorage, VLMClientResource
 from eval_assets_tests.predictions.helpers import CANARY, make_dataset
 
 

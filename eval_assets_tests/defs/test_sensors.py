@@ -7,8 +7,8 @@ from pathlib import Path
 
 from dagster import DagsterInstance, SensorResult, SkipReason, build_sensor_context
 
-from eval_assets.resources import ProjectStorage
-from eval_assets.sensors import new_recordings_sensor
+from eval_assets.defs.resources import ProjectStorage
+from eval_assets.defs.sensors import new_recordings_sensor
 
 
 def _evaluate(instance: DagsterInstance, recordings: Path, tmp_path: Path):

@@ -13,11 +13,11 @@ from dagster import (
     asset,
 )
 
-from eval_assets.assets.metrics import benchmark_results
 from eval_assets.benchmark.collect import load_results
-from eval_assets.partitions import model_partitions, recordings_partitions
+from eval_assets.defs.assets.metrics import benchmark_results
+from eval_assets.defs.partitions import model_partitions, recordings_partitions
+from eval_assets.defs.resources import ProjectStorage
 from eval_assets.report.publish import publish_leaderboard, publish_report
-from eval_assets.resources import ProjectStorage
 
 GROUP = "report"
 

@@ -1,0 +1,5 @@
+"""The Dagster layer: assets, resources, partitions, checks and automation that wire the core.
+
+Nothing here computes: each asset body reads its inputs through the storage layout, calls one
+function of the core library (which never imports Dagster) and reports what it wrote.
+"""
