@@ -110,16 +110,41 @@ app.add_typer(recording_app, name="recording")
 @guarded
 def recording_synthesize(
     out_db: Path = typer.Argument(..., help="Recording to write (*.db); truth files go beside it."),
-    seed: int = typer.Option(0, help="Seed for timestamp jitter, late LiDAR frames, range noise."),
-    frames: int = typer.Option(24, help="Number of camera frames (≈2 Hz)."),
+    profile: str = typer.Option(
+        "sample", help="sample: 640x480 fisheye at 2 Hz, one ring LiDAR scan per image (the "
+        "bundled sample). rig: the Go2 + Mid-360 reference rig, 1280x720 equidistant fisheye at "
+        "15 Hz, Mid-360-like LiDAR at 10 Hz in mid360_link, TF world->base_link 20 Hz; written "
+        "streaming, so minutes-long recordings need no more memory than short ones."),
+    seed: int = typer.Option(
+        0, help="Noise seed: timestamp jitter, late or dropped LiDAR scans, range noise. With "
+        "--profile rig it is also the scene seed unless --scene-seed is given."),
+    scene_seed: int | None = typer.Option(
+        None, help="Scene seed: the room (size, wall and floor colours), object layout, colours "
+        "and shapes (from the detector's vocabulary), distractors and the robot's loop. Default: "
+        "the fixed sample scene for --profile sample, --seed for --profile rig."),
+    frames: int | None = typer.Option(
+        None, help="Camera frames (default: 24 for sample, 900 = 60 s for rig)."),
+    duration_s: float | None = typer.Option(
+        None, "--duration-s", help="Length in seconds instead of --frames (e.g. 300 for "
+        "5 minutes: 4500 rig frames)."),
+    truth_every: int | None = typer.Option(
+        None, help="Per-frame truth (scene.json frames, truth.npz id maps) for every N-th frame; "
+        "0: the scene only, no .truth.npz. Default: 1 for sample, 15 (1 Hz) for rig."),
 ) -> None:
-    """Render the sample scene into OUT_DB plus OUT.scene.json and OUT.truth.npz."""
-    from eval_assets.synth import synthesize_sample
+    """Render a synthetic scene into OUT_DB plus OUT.scene.json and OUT.truth.npz.
 
-    out = synthesize_sample(out_db, seed=seed, frames=frames)
+    Defaults reproduce the bundled sample (data/recordings/sample.db) byte for byte.
+    """
+    from eval_assets.synth.stream import synthesize_recording
+
+    out = synthesize_recording(out_db, profile=profile, seed=seed, scene_seed=scene_seed,
+                               frames=frames, duration_s=duration_s, truth_every=truth_every)
     for path in (out.db, out.scene_json, out.truth_npz):
-        typer.echo(f"{path} ({path.stat().st_size} bytes)")
-    typer.echo(f"rendered {frames} frames in {out.render_seconds:.1f} s")
+        if path is not None:
+            typer.echo(f"{path} ({path.stat().st_size} bytes)")
+    rate = out.frames / out.render_seconds if out.render_seconds > 0 else 0.0
+    typer.echo(f"rendered {out.frames} frames and {out.lidar_scans} LiDAR scans in "
+               f"{out.render_seconds:.1f} s ({rate:.2f} frames/s)")
 
 
 def main() -> None:

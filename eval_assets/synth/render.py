@@ -8,13 +8,14 @@ renders for the ground truth. Pixel centres are at integer coordinates (OpenCV c
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 import open3d as o3d
 
-from eval_assets.synth.scene import SHAPES, CameraModel, Scene, SceneObject, Slab
+from eval_assets.synth.scene import SHAPES, CameraModel, Distractor, Scene, SceneObject, Slab, rot_z
 
 BACKGROUND_ID = 255
 """Id-map value of every pixel that shows no object (room surfaces, or nothing)."""
@@ -33,6 +34,15 @@ class Hits:
     t: np.ndarray  # (N,) float64 metres
     geometry: np.ndarray  # (N,) int64, −1 on a miss
     normal: np.ndarray  # (N, 3) world frame, facing the ray
+    origin: np.ndarray | None = None  # (3,) the rays' common origin, world frame
+    directions: np.ndarray | None = None  # (N, 3) the unit rays, world frame
+    cos_incidence: np.ndarray | None = None  # (N,) normal · (−ray), from cast()
+
+    def points(self, index: np.ndarray) -> np.ndarray:
+        """(len(index), 3) world hit points of the rays at ``index`` (all of them must hit)."""
+        if self.origin is None or self.directions is None:
+            raise ValueError("these hits were made without their rays; cast them with cast()")
+        return self.origin + self.directions[index] * self.t[index][:, None]
 
 
 @dataclass(frozen=True)
@@ -49,20 +59,33 @@ def _box_mesh(center: np.ndarray, size: np.ndarray) -> o3d.geometry.TriangleMesh
     return mesh.translate(center - size / 2)
 
 
-def _object_mesh(obj: SceneObject) -> o3d.geometry.TriangleMesh:
-    center, size = np.array(obj.center), np.array(obj.size)
-    if obj.shape == "box":
-        return _box_mesh(center, size)
-    if obj.shape == "ball":
+def _solid_mesh(shape: str, center_xyz: tuple[float, float, float],
+                size_xyz: tuple[float, float, float], yaw: float,
+                label: str) -> o3d.geometry.TriangleMesh:
+    center, size = np.array(center_xyz), np.array(size_xyz)
+    if shape == "box":
+        mesh = _box_mesh(center, size)
+        # Only a turned box is rotated: the sample's boxes keep their exact vertices.
+        return mesh.rotate(rot_z(yaw), center=center) if yaw else mesh
+    if shape == "ball":
         # 48 bands keep the facets' sagitta below 0.1 px at the closest viewing distance.
         return o3d.geometry.TriangleMesh.create_sphere(radius=size[0] / 2, resolution=48) \
             .translate(center)
-    if obj.shape == "cylinder":
+    if shape == "cylinder":
         mesh = o3d.geometry.TriangleMesh.create_cylinder(radius=size[0] / 2, height=size[2],
                                                          resolution=96, split=1)
         return mesh.translate(center)
-    raise ValueError(f"object {obj.id} ({obj.name!r}) has unknown shape {obj.shape!r}; "
-                     f"use one of {', '.join(SHAPES)}")
+    raise ValueError(f"{label} has unknown shape {shape!r}; use one of {', '.join(SHAPES)}")
+
+
+def _object_mesh(obj: SceneObject) -> o3d.geometry.TriangleMesh:
+    return _solid_mesh(obj.shape, obj.center, obj.size, obj.yaw,
+                       f"object {obj.id} ({obj.name!r})")
+
+
+def _distractor_mesh(item: Distractor) -> o3d.geometry.TriangleMesh:
+    return _solid_mesh(item.shape, item.center, item.size, item.yaw,
+                       f"distractor {item.kind!r}")
 
 
 def _slab_mesh(slab: Slab) -> o3d.geometry.TriangleMesh:
@@ -71,12 +94,17 @@ def _slab_mesh(slab: Slab) -> o3d.geometry.TriangleMesh:
 
 
 class SceneRaycaster:
-    """The scene's meshes in one ``RaycastingScene``, with per-geometry albedo and object id."""
+    """The scene's meshes in one ``RaycastingScene``, with per-geometry albedo and object id.
+
+    Geometry ids: the objects first (geometry id = object id), then the room, then distractors.
+    Distractors, like the room, are background in id maps: they have no vocabulary name.
+    """
 
     def __init__(self, scene: Scene) -> None:
-        """Build the acceleration structure: objects first (geometry id = object id), then room."""
+        """Build the acceleration structure: objects, room, distractors, in that order."""
         self._scene = o3d.t.geometry.RaycastingScene()
-        meshes = [_object_mesh(o) for o in scene.objects] + [_slab_mesh(s) for s in scene.room]
+        meshes = ([_object_mesh(o) for o in scene.objects] + [_slab_mesh(s) for s in scene.room]
+                  + [_distractor_mesh(d) for d in scene.distractors])
         for expected, mesh in enumerate(meshes):
             vertices = np.asarray(mesh.vertices, dtype=np.float32)
             triangles = np.asarray(mesh.triangles, dtype=np.uint32)
@@ -87,11 +115,27 @@ class SceneRaycaster:
         if n_obj >= BACKGROUND_ID:
             raise ValueError(f"the scene has {n_obj} objects; id maps are uint8 with "
                              f"{BACKGROUND_ID} as background, so use at most {BACKGROUND_ID}")
-        rgbs = [o.rgb for o in scene.objects] + [s.rgb for s in scene.room]
+        rgbs = ([o.rgb for o in scene.objects] + [s.rgb for s in scene.room]
+                + [d.rgb for d in scene.distractors])
         self.albedo = np.array(rgbs, dtype=np.float64) / 255.0
-        self.object_id = np.array(list(range(n_obj)) + [BACKGROUND_ID] * len(scene.room),
+        n_background = len(scene.room) + len(scene.distractors)
+        self.object_id = np.array(list(range(n_obj)) + [BACKGROUND_ID] * n_background,
                                   dtype=np.uint8)
-        self._objects = scene.objects
+        first_distractor = n_obj + len(scene.room)
+        # (geometry id, shape, centre) of every curved solid, whose normals are made smooth.
+        self._curved = [(o.id, o.shape, np.array(o.center)) for o in scene.objects
+                        if o.shape != "box"]
+        self._curved += [(first_distractor + k, d.shape, np.array(d.center))
+                         for k, d in enumerate(scene.distractors) if d.shape != "box"]
+        self._is_curved = np.zeros(len(meshes) + 1, dtype=bool)  # indexed by geometry id + 1
+        self._is_curved[[gid + 1 for gid, _, _ in self._curved]] = True
+        self._textures = [(first_distractor + k, d) for k, d in enumerate(scene.distractors)
+                          if d.texture != "plain"]
+        for _, d in self._textures:
+            if d.texture not in ("checker", "stripes") or d.period_m <= 0.0:
+                raise ValueError(f"distractor {d.kind!r}: texture {d.texture!r} with period "
+                                 f"{d.period_m} m; use 'plain', or 'checker'/'stripes' with a "
+                                 "period > 0")
 
     def cast(self, origin: np.ndarray, directions: np.ndarray) -> Hits:
         """Cast unit ``directions`` (N, 3) from one ``origin`` (3,), all in the world frame."""
@@ -102,33 +146,63 @@ class SceneRaycaster:
         out = self._scene.cast_rays(o3d.core.Tensor(rays))
         t = out["t_hit"].numpy().astype(np.float64)
         hit = np.isfinite(t)
-        geometry = np.where(hit, out["geometry_ids"].numpy().astype(np.int64), -1)
+        geometry = out["geometry_ids"].numpy().astype(np.int64)
+        geometry[~hit] = -1
         normal = out["primitive_normals"].numpy().astype(np.float64)
-        points = origin + directions * np.where(hit, t, 0.0)[:, None]
         # Smooth analytic normals on curved surfaces: triangle normals would facet the shading.
-        for obj in self._objects:
-            if obj.shape == "box":
+        # Only the rays that hit a curved solid are touched (a full-image mask per solid costs
+        # more than the ray casting at 1280x720); each value is computed as for a full mask.
+        curved = np.flatnonzero(self._is_curved[geometry + 1])
+        if curved.size:
+            on = geometry[curved]
+            for gid, shape, center in self._curved:
+                sel = on == gid
+                if shape == "cylinder":
+                    sel &= np.abs(normal[curved, 2]) < 0.5  # the caps keep their flat normal
+                index = curved[sel]
+                radial = origin + directions[index] * t[index][:, None] - center
+                if shape == "cylinder":
+                    radial[:, 2] = 0.0
+                normal[index] = radial / np.linalg.norm(radial, axis=1, keepdims=True)
+        cos = _dot_rows(normal, directions)
+        facing = cos > 0.0
+        np.negative(normal, out=normal, where=facing[:, None])
+        # Cosine between the (now facing) normal and the reversed ray, for shading and LiDAR
+        # intensity: the same bits as −Σ(normal · ray) after the flip (negation is exact).
+        np.negative(cos, out=cos, where=~facing)
+        return Hits(t=t, geometry=geometry, normal=normal, origin=np.asarray(origin),
+                    directions=directions, cos_incidence=cos)
+
+    def _texture(self, albedo: np.ndarray, hits: Hits) -> np.ndarray:
+        """``albedo`` (N, 3) with every textured distractor's pattern painted in, in place."""
+        for gid, item in self._textures:
+            index = np.flatnonzero(hits.geometry == gid)
+            if index.size == 0:
                 continue
-            sel = geometry == obj.id
-            if obj.shape == "cylinder":
-                sel &= np.abs(normal[:, 2]) < 0.5  # the caps keep their flat normal
-            radial = points[sel] - np.array(obj.center)
-            if obj.shape == "cylinder":
-                radial[:, 2] = 0.0
-            normal[sel] = radial / np.linalg.norm(radial, axis=1, keepdims=True)
-        facing = np.sum(normal * directions, axis=1) > 0.0
-        normal[facing] *= -1.0
-        return Hits(t=t, geometry=geometry, normal=normal)
+            # Cells in world coordinates: on an axis-aligned face one coordinate is constant and
+            # only flips the parity, so a 3-D checker draws a 2-D one on every face.
+            cells = np.floor(hits.points(index) / item.period_m).astype(np.int64)
+            by_cell = cells.sum(axis=1) if item.texture == "checker" else cells[:, 2]
+            dark = by_cell % 2 == 1
+            albedo[index[dark]] = np.array(item.rgb2, dtype=np.float64) / 255.0
+        return albedo
 
     def shade(self, hits: Hits, directions: np.ndarray) -> np.ndarray:
         """Lambertian colour (N, 3) uint8: ambient + sun from above + headlight; misses black."""
         hit = hits.geometry >= 0
         sun = np.clip(np.einsum("ij,j->i", hits.normal, _SUN), 0.0, None)
-        head = np.clip(-np.sum(hits.normal * directions, axis=1), 0.0, None)
+        head = np.clip(_cos_incidence(hits, directions), 0.0, None)
         light = _AMBIENT + _SUN_WEIGHT * sun + _HEAD_WEIGHT * head
-        albedo = self.albedo[np.where(hit, hits.geometry, 0)]
-        rgb = np.where(hit[:, None], albedo * light[:, None], 0.0)
-        return np.clip(np.rint(rgb * 255.0), 0, 255).astype(np.uint8)
+        albedo = np.take(self.albedo, np.maximum(hits.geometry, 0), axis=0)
+        if self._textures:
+            albedo = self._texture(albedo, hits)
+        # In place, one pass per step: at 1280x720 the temporaries cost more than the arithmetic.
+        rgb = np.multiply(albedo, light[:, None], out=albedo)
+        rgb[~hit] = 0.0
+        rgb *= 255.0
+        np.rint(rgb, out=rgb)
+        np.clip(rgb, 0, 255, out=rgb)
+        return rgb.astype(np.uint8)
 
     def ids(self, hits: Hits) -> np.ndarray:
         """Object id per ray (uint8), ``BACKGROUND_ID`` for room surfaces and misses."""
@@ -152,23 +226,48 @@ class SceneRaycaster:
 
     def lidar_scan(self, world_from_lidar: np.ndarray, elevations_deg: np.ndarray,
                    azimuth_step_deg: float, rng: np.random.Generator) -> np.ndarray:
-        """One 360° scan as (N, 4) float32 x, y, z, intensity in the LiDAR frame; misses dropped.
+        """One 360° ring scan as (N, 4) float32 x, y, z, intensity in the LiDAR frame.
 
-        Ranges get Gaussian noise (σ = 1 cm, like a Mid-360); intensity is a 0–255 reflectivity
-        from the albedo's luminance and the incidence angle.
+        See :meth:`scan`; the rays are :func:`lidar_directions` of the rings.
         """
-        directions = lidar_directions(elevations_deg, azimuth_step_deg)
+        return self.scan(world_from_lidar, lidar_directions(elevations_deg, azimuth_step_deg), rng)
+
+    def scan(self, world_from_lidar: np.ndarray, directions: np.ndarray,
+             rng: np.random.Generator) -> np.ndarray:
+        """One scan of LiDAR-frame unit ``directions`` as (N, 4) float32 x, y, z, intensity.
+
+        Misses are dropped. Ranges get Gaussian noise (σ = 1 cm, like a Mid-360); intensity is a
+        0–255 reflectivity from the albedo's luminance and the incidence angle.
+        """
         world_dirs = _rotate(world_from_lidar[:3, :3], directions)
         hits = self.cast(world_from_lidar[:3, 3], world_dirs)
         hit = np.isfinite(hits.t)
         noise = rng.normal(0.0, _LIDAR_RANGE_NOISE_M, size=hits.t.shape)
         ranges = hits.t + noise
-        luminance = np.einsum("ij,j->i", self.albedo[np.maximum(hits.geometry, 0)],
-                              np.array([0.299, 0.587, 0.114]))
-        incidence = np.clip(-np.sum(hits.normal * world_dirs, axis=1), 0.0, 1.0)
+        albedo = self.albedo[np.maximum(hits.geometry, 0)]
+        if self._textures:
+            albedo = self._texture(albedo, hits)
+        luminance = np.einsum("ij,j->i", albedo, np.array([0.299, 0.587, 0.114]))
+        incidence = np.clip(_cos_incidence(hits, world_dirs), 0.0, 1.0)
         intensity = 255.0 * luminance * (0.25 + 0.75 * incidence)
         points = np.column_stack([directions * ranges[:, None], intensity])[hit]
         return points.astype(np.float32)
+
+
+def _dot_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise dot products of two (N, 3) arrays: the same bits as ``np.sum(a * b, axis=1)``
+    (which adds left to right), in a third of its time."""
+    out = a[:, 0] * b[:, 0]
+    out += a[:, 1] * b[:, 1]
+    out += a[:, 2] * b[:, 2]
+    return out
+
+
+def _cos_incidence(hits: Hits, directions: np.ndarray) -> np.ndarray:
+    """Cosine between each hit's normal and the reversed ray (may be −0.0 or slightly < 0)."""
+    if hits.cos_incidence is not None and hits.directions is directions:
+        return hits.cos_incidence
+    return -_dot_rows(hits.normal, directions)
 
 
 def _rotate(rotation: np.ndarray, vectors: np.ndarray) -> np.ndarray:
@@ -182,6 +281,30 @@ def lidar_directions(elevations_deg: np.ndarray, azimuth_step_deg: float) -> np.
     az, el = np.meshgrid(azimuths, np.deg2rad(np.asarray(elevations_deg)), indexing="ij")
     az, el = az.ravel(), el.ravel()
     return np.column_stack([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)])
+
+
+# Livox Mid-360: 360° around, −7° to +52° in elevation, 200 000 points/s. Its rosette pattern
+# does not repeat from scan to scan; an R2 low-discrepancy sequence continued across scans has the
+# same effect (every scan a fresh, even sprinkle of the field; together they fill it).
+MID360_ELEVATION_DEG = (-7.0, 52.0)
+_R2 = 1.32471795724474602596  # the plastic number: R2 uses 1/g and 1/g²
+
+
+def mid360_directions(scan_index: int, points: int) -> np.ndarray:
+    """Unit rays (points, 3) of scan ``scan_index`` of a Mid-360-like non-repeating pattern.
+
+    Azimuths are uniform over 360°, elevations uniform in solid angle over −7°…+52°.
+    """
+    if points < 1 or scan_index < 0:
+        raise ValueError(f"a scan needs ≥ 1 point and index ≥ 0, got {points}, {scan_index}")
+    n = np.arange(scan_index * points, (scan_index + 1) * points, dtype=np.float64)
+    u = (0.5 + n / _R2) % 1.0
+    v = (0.5 + n / (_R2 * _R2)) % 1.0
+    lo, hi = (math.sin(math.radians(e)) for e in MID360_ELEVATION_DEG)
+    sin_el = lo + v * (hi - lo)
+    cos_el = np.sqrt(1.0 - sin_el * sin_el)
+    az = 2.0 * math.pi * u
+    return np.column_stack([cos_el * np.cos(az), cos_el * np.sin(az), sin_el])
 
 
 def _pixel_grid(width: int, height: int) -> np.ndarray:

@@ -13,7 +13,8 @@ Outputs, for ``OUT.db``:
 * ``OUT.truth.npz`` — ``id_maps`` uint8 (frames, H, W): object id per rectified pixel, 255 for none.
 
 The seed drives the timestamp jitter, which frames get a late LiDAR scan and the LiDAR range noise;
-the scene layout itself is fixed so the question families always have answers.
+the scene layout itself is fixed so the question families always have answers. Seeded scenes, the
+reference rig's format and long recordings are :mod:`eval_assets.synth.stream`'s.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Protocol
 
 import numpy as np
 
@@ -29,11 +31,32 @@ class SceneObject:
     rgb: tuple[int, int, int]
     center: tuple[float, float, float]
     size: tuple[float, float, float]
+    yaw: float = 0.0  # radians about +z; boxes only (balls and upright cylinders look the same)
 
     @property
     def name(self) -> str:
         """The benchmark's name for it: ``"<colour> <shape>"``."""
         return f"{self.color} {self.shape}"
+
+
+@dataclass(frozen=True)
+class Distractor:
+    """Something in the room that is not a benchmark object: no vocabulary name, no id-map id.
+
+    ``shape`` is ``"box"`` or ``"cylinder"`` (a panel is a thin box). ``texture`` is ``"plain"``,
+    ``"checker"`` or ``"stripes"``: the albedo alternates between ``rgb`` and ``rgb2`` in squares
+    (or horizontal bands) of ``period_m``, in world coordinates.
+    """
+
+    kind: str
+    shape: str
+    rgb: tuple[int, int, int]
+    center: tuple[float, float, float]
+    size: tuple[float, float, float]
+    yaw: float = 0.0
+    texture: str = "plain"
+    rgb2: tuple[int, int, int] = (0, 0, 0)
+    period_m: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -92,6 +115,77 @@ class Path2D:
         return m
 
 
+class RobotPath(Protocol):
+    """Anything that gives the robot's pose at any time."""
+
+    def world_from_base(self, t: float) -> np.ndarray:
+        """The 4×4 pose of ``base_link`` in ``world`` at epoch time ``t``."""
+        ...
+
+
+@dataclass(frozen=True)
+class LoopPath:
+    """A closed Lissajous loop driven at constant ``speed`` from ``t_start`` on, lap after lap.
+
+    The curve is ``centre + (ax sin φ, ay sin(k φ + ψ))``: ``k = 1, ψ = π/2`` is an ellipse,
+    ``k = 2, ψ = 0`` a figure of eight. The robot faces along the curve (``direction`` −1 drives
+    it the other way round), so its yaw turns smoothly and it sees the room from every side.
+    """
+
+    center_xy: tuple[float, float]
+    radii_xy: tuple[float, float]
+    lobes: int
+    lobe_phase: float
+    phase0: float
+    direction: int
+    speed: float
+    t_start: float
+    base_height: float
+
+    def point(self, phi: np.ndarray | float) -> np.ndarray:
+        """(…, 2) world xy of the curve at parameter ``phi``."""
+        phi = np.asarray(phi, dtype=np.float64)
+        x = self.center_xy[0] + self.radii_xy[0] * np.sin(phi)
+        y = self.center_xy[1] + self.radii_xy[1] * np.sin(self.lobes * phi + self.lobe_phase)
+        return np.stack([x, y], axis=-1)
+
+    def _tangent(self, phi: float) -> tuple[float, float]:
+        dx = self.radii_xy[0] * math.cos(phi)
+        dy = self.radii_xy[1] * self.lobes * math.cos(self.lobes * phi + self.lobe_phase)
+        return dx * self.direction, dy * self.direction
+
+    @cached_property
+    def _arc(self) -> tuple[np.ndarray, np.ndarray]:
+        # Arc length along one lap sampled finely enough that the speed error is < 0.1 %.
+        phi = np.linspace(0.0, 2.0 * math.pi, 8193)
+        xy = self.point(phi)
+        length = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(xy, axis=0).T))])
+        return phi, length
+
+    @property
+    def lap_length(self) -> float:
+        """Length of one lap in metres."""
+        return float(self._arc[1][-1])
+
+    def samples(self, n: int = 2048) -> np.ndarray:
+        """(n, 2) xy points spread along one lap (for clearance checks)."""
+        return self.point(np.linspace(0.0, 2.0 * math.pi, n, endpoint=False))
+
+    def world_from_base(self, t: float) -> np.ndarray:
+        """The 4×4 pose of ``base_link`` in ``world`` at epoch time ``t`` (still before start)."""
+        phi_grid, length = self._arc
+        # Arc length from φ = 0 to the start, then driven forwards (or backwards) from there.
+        s0 = float(np.interp(self.phase0 % (2.0 * math.pi), phi_grid, length))
+        s = (s0 + self.direction * max(t - self.t_start, 0.0) * self.speed) % length[-1]
+        phi = float(np.interp(s, length, phi_grid))
+        x, y = self.point(phi)
+        dx, dy = self._tangent(phi)
+        m = np.eye(4)
+        m[:3, :3] = rot_z(math.atan2(dy, dx))
+        m[:3, 3] = (float(x), float(y), self.base_height)
+        return m
+
+
 @dataclass(frozen=True)
 class Scene:
     """The whole synthetic world: room, objects, camera, rig mounts and robot path."""
@@ -101,9 +195,10 @@ class Scene:
     camera: CameraModel
     base_from_camera: np.ndarray  # 4x4, camera_optical -> base_link
     base_from_lidar: np.ndarray  # 4x4, mid360_link -> base_link
-    path: Path2D
+    path: RobotPath
     lidar_elevations_deg: np.ndarray
     lidar_azimuth_step_deg: float
+    distractors: tuple[Distractor, ...] = ()
 
 
 def rot_x(a: float) -> np.ndarray:
@@ -212,7 +307,19 @@ def _room() -> tuple[Slab, ...]:
     )
 
 
-def _camera() -> CameraModel:
+def rig_camera() -> CameraModel:
+    """The reference rig's front camera: 1280×720 equidistant fisheye (Go2 + Mid-360 recordings).
+
+    ``K`` is the rig's recorded calibration; its ``D`` is not published, so these are moderate
+    equidistant coefficients of the same order as the sample's (corner rays ≈ 55° off axis).
+    """
+    K = np.array([[797.48, 0.0, 643.54], [0.0, 796.49, 349.28], [0.0, 0.0, 1.0]])
+    D = np.array([0.042, -0.011, 0.0031, -0.0006])
+    return CameraModel(width=1280, height=720, K=K, D=D, K_rect=K.copy())
+
+
+def sample_camera() -> CameraModel:
+    """The sample's 640×480 equidistant fisheye camera."""
     K = np.array([[402.0, 0.0, 321.5], [0.0, 399.5, 238.75], [0.0, 0.0, 1.0]])
     D = np.array([0.065, -0.018, 0.0052, -0.0011])
     # K_rect = K: rectified images keep the focal length and principal point, so a reader that
@@ -224,6 +331,21 @@ def _camera() -> CameraModel:
 _BASE_FROM_OPTICAL_LEVEL = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
 
 
+# The rig's mounts, shared by the sample and seeded scenes: camera 5° nose down in the Go2's head,
+# Mid-360 pitched 28° down so its −7°…+52° field reaches the floor ahead.
+CAMERA_PITCH_RAD = math.radians(5.0)
+LIDAR_PITCH_RAD = math.radians(28.0)
+BASE_FROM_CAMERA = homogeneous(rot_y(CAMERA_PITCH_RAD) @ _BASE_FROM_OPTICAL_LEVEL,
+                               (0.28, 0.0, 0.10))
+BASE_FROM_LIDAR = homogeneous(rot_y(LIDAR_PITCH_RAD), (0.14, 0.0, 0.12))
+BASE_HEIGHT_M = 0.30
+# The sample's LiDAR rings: even 1.25° rings from −7° to +33°: with the 28° pitch that is 35° below
+# to 5° above the horizon ahead, from the floor 0.6 m away to the far objects' tops. Three sparse
+# rings above see the ceiling. Uneven spacing across one object would bias its median range.
+RING_ELEVATIONS_DEG = np.concatenate([np.linspace(-7.0, 33.0, 33), [40.0, 46.0, 52.0]])
+RING_AZIMUTH_STEP_DEG = 1.2
+
+
 def sample_scene(frames: int = 24, t0: float = 1_700_000_000.0) -> Scene:
     """The bundled sample scene for a recording of ``frames`` images at 2 Hz starting near ``t0``.
 
@@ -232,15 +354,12 @@ def sample_scene(frames: int = 24, t0: float = 1_700_000_000.0) -> Scene:
     """
     if frames < 1:
         raise ValueError(f"frames must be at least 1, got {frames}; pass --frames N with N ≥ 1")
-    camera_pitch = math.radians(5.0)
-    lidar_pitch = math.radians(28.0)
     return Scene(
         objects=_objects(),
         room=_room(),
-        camera=_camera(),
-        base_from_camera=homogeneous(rot_y(camera_pitch) @ _BASE_FROM_OPTICAL_LEVEL,
-                                     (0.28, 0.0, 0.10)),
-        base_from_lidar=homogeneous(rot_y(lidar_pitch), (0.14, 0.0, 0.12)),
+        camera=sample_camera(),
+        base_from_camera=BASE_FROM_CAMERA.copy(),
+        base_from_lidar=BASE_FROM_LIDAR.copy(),
         path=Path2D(
             start_xy=(0.0, 0.05),
             start_yaw=math.radians(-6.0),
@@ -248,11 +367,8 @@ def sample_scene(frames: int = 24, t0: float = 1_700_000_000.0) -> Scene:
             yaw_change=math.radians(16.0),
             t_start=t0,
             t_end=t0 + 0.5 * frames + 0.5,
-            base_height=0.30,
+            base_height=BASE_HEIGHT_M,
         ),
-        # Even 1.25° rings from −7° to +33°: with the 28° pitch that is 35° below to 5° above the
-        # horizon ahead, from the floor 0.6 m away to the far objects' tops. Three sparse rings
-        # above see the ceiling. Uneven spacing across one object would bias its median range.
-        lidar_elevations_deg=np.concatenate([np.linspace(-7.0, 33.0, 33), [40.0, 46.0, 52.0]]),
-        lidar_azimuth_step_deg=1.2,
+        lidar_elevations_deg=RING_ELEVATIONS_DEG.copy(),
+        lidar_azimuth_step_deg=RING_AZIMUTH_STEP_DEG,
     )
