@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,22 @@ from typing import Any
 
 from eval_assets.layout import StorageLayout, default_storage_root, partition_key_for
 
-DAGSTER_YAML = "telemetry:\n  enabled: false\n"
+# Runs of one partition queue behind each other (the run queue's per-value tag limit): two runs
+# never write the same partition's folders at once, under the daemon or from the UI.
+DAGSTER_YAML = """\
+telemetry:
+  enabled: false
+concurrency:
+  runs:
+    max_concurrent_runs: 4
+    tag_concurrency_limits:
+      - key: dagster/partition
+        value:
+          applyLimitPerUniqueValue: true
+        limit: 1
+  pools:
+    default_limit: 4
+"""
 PROGRESS_LOGGER = "eval_assets_progress"
 _LOG_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 
@@ -154,6 +170,36 @@ def log_file_for(layout: StorageLayout) -> Path:
     return folder / time.strftime("run-%Y%m%d-%H%M%S.log", time.gmtime())
 
 
+@dataclass
+class _Plan:
+    """What one evaluation of the automation conditions asks of this recording and these models."""
+
+    recording: dict[str, set[Any]] = field(default_factory=dict)  # partition key -> asset keys
+    per_model: dict[str, set[Any]] = field(default_factory=dict)  # multi-partition key -> keys
+    unpartitioned: set[Any] = field(default_factory=set)
+
+    def empty(self) -> bool:
+        return not (self.recording or self.per_model or self.unpartitioned)
+
+
+def _read_cursor(path: Path) -> Any:
+    from dagster import deserialize_value
+
+    try:
+        return deserialize_value(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _write_cursor(path: Path, cursor: Any) -> None:
+    from dagster import serialize_value
+
+    from eval_assets.atomic import write_text_atomic
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, serialize_value(cursor))
+
+
 def run_benchmark(
     recording: Path,
     storage_root: Path | None = None,
@@ -164,12 +210,15 @@ def run_benchmark(
     on_stage: Callable[[str], None] = lambda _: None,
     verbose: bool = False,
 ) -> BenchmarkRun:
-    """Build the dataset of ``recording``, benchmark ``models`` (default: all configured) on it,
-    and refresh the leaderboard and report. Raises the first failing step's own error.
+    """Bring ``recording``'s dataset, ``models``' (default: all configured) benchmarks on it and
+    the leaderboard and report up to date. Raises the first failing step's own error.
 
     The recording is fully validated first (every row decoded): a file that fails never becomes
-    a partition. The recording's folder serves as the recordings folder for these runs and its
-    stem is the partition key.
+    a partition. Then the recording, each model's settings and the judge config are observed
+    (content hashes as Dagster data versions) and the assets' own automation conditions decide
+    what runs, exactly as the automation sensor does under the daemon: missing partitions, changed
+    data upstream, changed code versions. Whatever is up to date is skipped and counted. The
+    recording's folder serves as the recordings folder and its stem is the partition key.
     """
     from eval_assets.recording.validate import validate_recording
 
@@ -180,8 +229,11 @@ def run_benchmark(
              f"{len(checked.inventory.streams)} streams "
              f"({time.perf_counter() - started:.1f} s)")
 
-    from dagster import DagsterInstance, MultiPartitionKey
+    from dagster import BetaWarning, DagsterInstance, MultiPartitionKey
+    from dagster import evaluate_automation_conditions as evaluate_conditions
 
+    from eval_assets.defs import keys
+    from eval_assets.defs.assets.sources import judge_version, model_versions, observation
     from eval_assets.defs.definitions import defs
     from eval_assets.defs.jobs import (
         leaderboard_report_job,
@@ -194,13 +246,13 @@ def run_benchmark(
         model_partitions,
         recordings_partitions,
     )
+    from eval_assets.defs.resources import JudgeResource
+    from eval_assets.errors import InputError
 
     known = model_partitions.get_partition_keys()
     chosen = tuple(models) if models else tuple(known)
     unknown = sorted(set(chosen) - set(known))
     if unknown:
-        from eval_assets.errors import InputError
-
         raise InputError(f"models {unknown} are not declared in the models file; known: {known}. "
                          "Fix: add them to data/models.yaml (or $EVAL_ASSETS_MODELS) or pass one "
                          "of the known names to --model.")
@@ -208,35 +260,131 @@ def run_benchmark(
     ensure_dagster_home(layout)
     log_file = log_file_for(layout)
     key = partition_key_for(recording)
+    mine = {MultiPartitionKey({RECORDING_DIM: key, MODEL_DIM: m}): m for m in chosen}
     console_level = "DEBUG" if verbose else "CRITICAL"
     run_config = {
         "resources": {"storage": {"config": {
             "recordings_dir": str(recording.parent), "storage_root": str(layout.root)}}},
         "loggers": {"console": {"config": {"log_level": console_level}}, PROGRESS_LOGGER: {}},
     }
+    graph = defs.resolve_asset_graph()
+    job_keys = {job.name: job.selection.resolve(graph)
+                for job in (recording_pipeline_job, model_benchmark_job, leaderboard_report_job)}
+    cursor_file = layout.automation_cursor_file()
     run_ids: list[str] = []
+    executed: set[tuple[Any, str | None]] = set()
+
+    def downstream_within(job_name: str, requested: set[Any]) -> list[Any]:
+        # A run materializes what was asked and everything after it in the same job: the next
+        # evaluation would ask for those anyway, and one run costs less than several.
+        selected, frontier = set(requested), list(requested)
+        while frontier:
+            for child in graph.get(frontier.pop()).child_keys:
+                if child in job_keys[job_name] and child not in selected:
+                    selected.add(child)
+                    frontier.append(child)
+        return sorted(selected, key=lambda k: k.to_user_string())
+
+    def launch(job_name: str, partition_key: str | None, requested: set[Any], label: str) -> None:
+        selection = downstream_within(job_name, requested)
+        on_stage(f"{label}: {len(selection)} asset(s) to materialize")
+        listener = _StepListener(job_name, on_step, log_file)
+        job = _with_listener(defs.resolve_job_def(job_name), listener)
+        begin = time.perf_counter()
+        try:
+            result = job.execute_in_process(run_config=run_config, instance=instance,
+                                            partition_key=partition_key,
+                                            asset_selection=selection)
+        finally:
+            listener.close()
+        run_ids.append(result.run_id)
+        executed.update((k, partition_key) for k in selection)
+        on_job(JobReport(job_name, label, result.run_id, time.perf_counter() - begin,
+                         listener.steps))
+
+    def evaluate_automation_conditions(**kwargs: Any) -> Any:
+        # Dagster's evaluator selects assets with a Beta parameter internally; the warning is
+        # about its code, not ours, and would reach the user's terminal on every evaluation.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=BetaWarning)
+            return evaluate_conditions(defs=defs, instance=instance, **kwargs)
+
+    def plan_of(result: Any) -> _Plan:
+        plan = _Plan()
+        for asset_key in graph.materializable_asset_keys:
+            for partition in result.get_requested_partitions(asset_key):
+                if partition is None:
+                    plan.unpartitioned.add(asset_key)
+                elif partition == key:
+                    plan.recording.setdefault(partition, set()).add(asset_key)
+                elif partition in mine:
+                    plan.per_model.setdefault(partition, set()).add(asset_key)
+        return plan
+
+    def execute(plan: _Plan) -> None:
+        for partition, requested in plan.recording.items():
+            launch(recording_pipeline_job.name, partition, requested,
+                   f"{recording_pipeline_job.name} [{partition}]")
+        for partition, requested in sorted(plan.per_model.items()):
+            launch(model_benchmark_job.name, partition, requested,
+                   f"{model_benchmark_job.name} [{key}, {mine[partition]}]")
+        if plan.unpartitioned:
+            launch(leaderboard_report_job.name, None, plan.unpartitioned,
+                   leaderboard_report_job.name)
+
     with DagsterInstance.get() as instance:
+        cursor = _read_cursor(cursor_file)
+        if cursor is None:
+            # Conditions never fire on their first evaluation: take it before anything changes.
+            cursor = evaluate_automation_conditions().cursor
         if not instance.has_dynamic_partition(recordings_partitions.name, key):
             instance.add_dynamic_partitions(recordings_partitions.name, [key])
+        from eval_assets.recording.watch import ContentHashes
 
-        def launch(job_name: str, partition_key: str | None, label: str) -> None:
-            on_stage(label)
-            listener = _StepListener(job_name, on_step, log_file)
-            job = _with_listener(defs.resolve_job_def(job_name), listener)
-            begin = time.perf_counter()
-            try:
-                result = job.execute_in_process(
-                    run_config=run_config, instance=instance, partition_key=partition_key)
-            finally:
-                listener.close()
-            run_ids.append(result.run_id)
-            on_job(JobReport(job_name, label, result.run_id, time.perf_counter() - begin,
-                             listener.steps))
+        events = [observation(keys.RECORDING_FILE,
+                              ContentHashes(layout.content_hashes_file()).sha256(recording), key)]
+        events += [observation(keys.MODEL_CONFIG, version, model)
+                   for model, version in model_versions().items() if model in chosen]
+        events.append(observation(keys.JUDGE_CONFIG, judge_version(JudgeResource())))
+        for event in events:
+            instance.report_runless_asset_event(event)
 
-        launch(recording_pipeline_job.name, key, f"{recording_pipeline_job.name} [{key}]")
-        for model in chosen:
-            pkey = MultiPartitionKey({RECORDING_DIM: key, MODEL_DIM: model})
-            launch(model_benchmark_job.name, pkey, f"{model_benchmark_job.name} [{key}, {model}]")
-        launch(leaderboard_report_job.name, None, leaderboard_report_job.name)
+        for _ in range(12):  # the chain is at most 4 runs deep; the bound only stops a loop
+            result = evaluate_automation_conditions(cursor=cursor)
+            plan = plan_of(result)
+            if plan.empty():
+                break
+            execute(plan)
+            cursor = result.cursor
+        # Partitions the conditions cannot see as new (registered by an earlier run that failed,
+        # before this storage root had a cursor) are materialized directly.
+        fallback = _Plan()
+        for asset_key in job_keys[recording_pipeline_job.name]:
+            if key not in instance.get_materialized_partitions(asset_key):
+                fallback.recording.setdefault(key, set()).add(asset_key)
+        for asset_key in job_keys[model_benchmark_job.name]:
+            done = instance.get_materialized_partitions(asset_key)
+            for partition in mine:
+                if partition not in done:
+                    fallback.per_model.setdefault(partition, set()).add(asset_key)
+        if not fallback.empty():
+            execute(fallback)
+        # This command's batch is the models it was given: models not asked for are not coming,
+        # so the leaderboard and report are rebuilt now if anything changed, rather than when
+        # every declared model has a result (what the daemon waits for).
+        board = job_keys[leaderboard_report_job.name]
+        changed = any(partition is not None for _, partition in executed)
+        never_built = any(not instance.get_latest_materialization_event(k) for k in board)
+        if (changed or never_built) and not board <= {k for k, p in executed if p is None}:
+            execute(_Plan(unpartitioned=set(board)))
+        _write_cursor(cursor_file, cursor)
+
+        total = (len(job_keys[recording_pipeline_job.name])
+                 + len(job_keys[model_benchmark_job.name]) * len(mine)
+                 + len(job_keys[leaderboard_report_job.name]))
+        partitions_of_mine = {key, *mine, None}
+        done_now = sum(1 for _, p in executed if p in partitions_of_mine)
+        on_stage(f"up to date, skipped: {total - done_now} of {total} asset partitions "
+                 f"(recording {key}, models {', '.join(chosen)}, leaderboard, report)")
     return BenchmarkRun(recording=key, models=chosen, run_ids=tuple(run_ids), layout=layout,
                         log_file=log_file)

@@ -12,13 +12,13 @@ from dagster import (
     AssetCheckResult,
     AssetChecksDefinition,
     AssetCheckSeverity,
-    AssetKey,
     MetadataValue,
     PreviewWarning,
     asset_check,
 )
 
-from eval_assets.defs.assets.metrics import VQA_FILE, vqa_accuracy
+from eval_assets.defs import keys
+from eval_assets.defs.assets.metrics import VQA_FILE
 from eval_assets.defs.partitions import (
     MODEL_DIM,
     RECORDING_DIM,
@@ -29,8 +29,6 @@ from eval_assets.defs.resources import ProjectStorage, ScoringResource
 from eval_assets.metrics.vqa import VqaReport
 from eval_assets.schemas.vqa import DATASET_CASES, DATASET_LABELS
 from eval_assets.vqa.leakage import find_leaks
-
-PUBLIC_CASES = AssetKey("public_cases")
 
 
 def partitioned_check(**kwargs: Any) -> Callable[[Callable[..., AssetCheckResult]],
@@ -48,8 +46,10 @@ def partitioned_check(**kwargs: Any) -> Callable[[Callable[..., AssetCheckResult
     return decorate
 
 
-@partitioned_check(asset=PUBLIC_CASES, partitions_def=recordings_partitions, blocking=True,
-             description="The published dataset has at least one case and one label per case.")
+@partitioned_check(asset=keys.PUBLIC_CASES, partitions_def=recordings_partitions,
+                   blocking=True,
+                   description="The published dataset has at least one case and one label per "
+                               "case.")
 def dataset_not_empty(context: AssetCheckExecutionContext,
                       storage: ProjectStorage) -> AssetCheckResult:
     """Cases and labels exist and match one to one."""
@@ -60,8 +60,9 @@ def dataset_not_empty(context: AssetCheckExecutionContext,
                             metadata={"cases": n_cases, "labels": n_labels})
 
 
-@partitioned_check(asset=PUBLIC_CASES, partitions_def=recordings_partitions, blocking=True,
-             description="No private label or audit data in cases.jsonl or assets/.")
+@partitioned_check(asset=keys.PUBLIC_CASES, partitions_def=recordings_partitions,
+                   blocking=True,
+                   description="No private label or audit data in cases.jsonl or assets/.")
 def no_label_leakage(context: AssetCheckExecutionContext,
                      storage: ProjectStorage) -> AssetCheckResult:
     """The public files expose nothing from labels.jsonl or audit/."""
@@ -70,13 +71,16 @@ def no_label_leakage(context: AssetCheckExecutionContext,
         "num_problems": len(leaks), "problems": MetadataValue.json(leaks[:20])})
 
 
-@partitioned_check(asset=vqa_accuracy, partitions_def=recording_model_partitions, blocking=False,
-             description="Warns when too many answers match no choice (ScoringResource bound).")
+@partitioned_check(asset=keys.VQA_ACCURACY, partitions_def=recording_model_partitions,
+                   blocking=False,
+                   description="Warns when too many answers match no choice (ScoringResource "
+                               "bound).")
 def parse_failure_rate_below_bound(context: AssetCheckExecutionContext, storage: ProjectStorage,
                                    scoring: ScoringResource) -> AssetCheckResult:
     """Parse-failure rate of the model's answers at or under ``max_parse_failure_rate``."""
-    keys = context.partition_key.keys_by_dimension
-    folder = storage.layout().metric_dir("vqa_accuracy", keys[RECORDING_DIM], keys[MODEL_DIM])
+    dims = context.partition_key.keys_by_dimension
+    folder = storage.layout().metric_dir(keys.name(keys.VQA_ACCURACY), dims[RECORDING_DIM],
+                                         dims[MODEL_DIM])
     report = VqaReport.model_validate_json((folder / VQA_FILE).read_text(encoding="utf-8"))
     rate, bound = report.overall.parse_failure_rate, scoring.max_parse_failure_rate
     # No answered case means no rate (n/a), which is not a failure of this check.

@@ -5,7 +5,17 @@ from __future__ import annotations
 from dagster import Definitions, load_asset_checks_from_modules, load_assets_from_modules
 
 from eval_assets.defs import checks
-from eval_assets.defs.assets import frames, ingest, metrics, perception, predictions, report, vqa
+from eval_assets.defs.assets import (
+    frames,
+    ingest,
+    metrics,
+    perception,
+    predictions,
+    report,
+    sources,
+    vqa,
+)
+from eval_assets.defs.automation import automation_sensor, nightly_benchmark, recordings_sensor
 from eval_assets.defs.executors import executor_from_env
 from eval_assets.defs.jobs import (
     leaderboard_report_job,
@@ -20,17 +30,15 @@ from eval_assets.defs.resources import (
     ScoringResource,
     VLMClientResource,
 )
-from eval_assets.defs.schedules import nightly_benchmark
-from eval_assets.defs.sensors import benchmark_new_dataset, new_recordings_sensor, refresh_report
 
-ASSET_MODULES = [ingest, frames, perception, vqa, predictions, metrics, report]
+ASSET_MODULES = [sources, ingest, frames, perception, vqa, predictions, metrics, report]
 
 defs = Definitions(
     assets=load_assets_from_modules(ASSET_MODULES),
     asset_checks=load_asset_checks_from_modules([checks]),
     jobs=[recording_pipeline_job, model_benchmark_job, leaderboard_report_job],
     schedules=[nightly_benchmark],
-    sensors=[new_recordings_sensor, benchmark_new_dataset, refresh_report],
+    sensors=[recordings_sensor, automation_sensor],
     resources={
         "storage": ProjectStorage(),
         "perception": PerceptionResource(),

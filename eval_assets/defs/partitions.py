@@ -1,8 +1,13 @@
-"""Partitions: recordings (dynamic, one per file stem) × models (from the models file)."""
+"""Partitions: recordings (dynamic, one per file stem) × models (from the models file).
+
+The models file is read here and nowhere else in the Dagster layer: the model partitions, the
+client settings of each model and the self-judging check all use :func:`declared_models`.
+"""
 
 from __future__ import annotations
 
 import warnings
+from functools import cache
 
 from dagster import (
     BetaWarning,
@@ -14,22 +19,40 @@ from dagster import (
 
 from eval_assets.layout import default_models_file
 from eval_assets.predictions.client import load_model_specs
+from eval_assets.schemas.predictions import ModelSpec
 
 RECORDING_DIM = "recording"
 MODEL_DIM = "model"
 
+
+@cache
+def declared_models() -> tuple[ModelSpec, ...]:
+    """The models under test, from ``$EVAL_ASSETS_MODELS`` / ``data/models.yaml`` (read once)."""
+    return tuple(load_model_specs(default_models_file()))
+
+
+def declared_model(name: str) -> ModelSpec:
+    """The declared model called ``name``; the error lists the declared names and the file."""
+    for spec in declared_models():
+        if spec.name == name:
+            return spec
+    raise ValueError(f"model {name!r} is not declared in {default_models_file()}; declared: "
+                     f"{[s.name for s in declared_models()]}")
+
+
 recordings_partitions = DynamicPartitionsDefinition(name="recordings")
 
-# Built when the code location loads: editing data/models.yaml adds a model partition on reload.
-model_partitions = StaticPartitionsDefinition(
-    [spec.name for spec in load_model_specs(default_models_file())])
+# Built when the code location loads: editing the models file adds a model partition on reload.
+model_partitions = StaticPartitionsDefinition([spec.name for spec in declared_models()])
 
 recording_model_partitions = MultiPartitionsDefinition(
     {RECORDING_DIM: recordings_partitions, MODEL_DIM: model_partitions})
 
-# A (recording, model) partition reads its recording's per-recording assets. The mapping is a Beta
-# API that we accept on purpose: it is Dagster's only way to map one dimension of a multi-partition
-# onto a single-dimension upstream, so its BetaWarning is silenced here and nowhere else.
+# A (recording, model) partition reads its recording's per-recording assets and its model's
+# config. The mapping is a Beta API that we accept on purpose: it is Dagster's only way to map one
+# dimension of a multi-partition onto a single-dimension upstream, so its BetaWarning is silenced
+# here and nowhere else.
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", category=BetaWarning)
     per_recording = MultiToSingleDimensionPartitionMapping(partition_dimension_name=RECORDING_DIM)
+    per_model = MultiToSingleDimensionPartitionMapping(partition_dimension_name=MODEL_DIM)

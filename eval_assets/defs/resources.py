@@ -9,11 +9,11 @@ from pathlib import Path
 from dagster import ConfigurableResource
 from pydantic import Field
 
+from eval_assets.defs.partitions import declared_model, declared_models
 from eval_assets.layout import (
     StorageLayout,
     default_annotations_dir,
     default_judge_file,
-    default_models_file,
     default_recordings_dir,
     default_storage_root,
 )
@@ -25,8 +25,6 @@ from eval_assets.perception.protocols import Detector, Segmenter
 from eval_assets.predictions.client import (
     ClientSettings,
     OpenAIVLMClient,
-    find_model_spec,
-    load_model_specs,
 )
 from eval_assets.predictions.runner import open_endpoint
 from eval_assets.schemas.predictions import ModelSpec
@@ -133,8 +131,10 @@ class PerceptionResource(ConfigurableResource):
 class VLMClientResource(ConfigurableResource):
     """How models under test are called: backed by :class:`OpenAIVLMClient`.
 
-    The ``predictions`` asset takes each model's endpoint from its entry in ``models_file``
-    (default ``data/models.yaml``; a local baseline is served in-process) and the other settings
+    The ``predictions`` asset takes each model's endpoint from its entry in the models file
+    (``$EVAL_ASSETS_MODELS`` / ``data/models.yaml``, read once by
+    :func:`~eval_assets.defs.partitions.declared_models`; a local baseline is served in-process)
+    and the other settings
     from here, unless the entry sets them. ``base_url`` + ``model`` configure :meth:`client` for
     one fixed endpoint. ``api_key_env`` is the NAME of the variable holding the key.
     """
@@ -149,7 +149,6 @@ class VLMClientResource(ConfigurableResource):
     max_retries: int = 4
     backoff_base_s: float = 1.0
     backoff_max_s: float = 60.0
-    models_file: str = ""
 
     def defaults(self) -> dict[str, object]:
         """The client settings that do not pick an endpoint."""
@@ -172,14 +171,9 @@ class VLMClientResource(ConfigurableResource):
         """A client for the fixed endpoint (close it when done)."""
         return OpenAIVLMClient(self.settings())
 
-    def models_path(self) -> Path:
-        """The models file in use."""
-        return Path(self.models_file).resolve() if self.models_file else default_models_file()
-
     def model_spec(self, name: str) -> ModelSpec:
-        """The declared model called ``name``."""
-        path = self.models_path()
-        return find_model_spec(load_model_specs(path), name, path)
+        """The declared model called ``name`` (the models file is read in one place)."""
+        return declared_model(name)
 
     @contextlib.contextmanager
     def endpoint(self, name: str) -> Iterator[ClientSettings]:
@@ -216,20 +210,14 @@ class JudgeResource(ConfigurableResource):
 
     The file is read by :meth:`JudgeConfig.from_yaml`, the loader ``eval-assets score judge``
     uses too; ``serve: NAME`` starts that local model in-process instead of calling ``base_url``.
-    ``models_file`` (default ``$EVAL_ASSETS_MODELS`` / ``data/models.yaml``) lists the models
-    under test, so a judge that is one of them is flagged ``self_judging``.
+    A judge that is one of the declared models under test is flagged ``self_judging``.
     """
 
     config_file: str = ""
-    models_file: str = ""
 
     def config_path(self) -> Path:
         """The judge YAML in use."""
         return Path(self.config_file).resolve() if self.config_file else default_judge_file()
-
-    def models_path(self) -> Path:
-        """The models file the judge is compared with."""
-        return Path(self.models_file).resolve() if self.models_file else default_models_file()
 
     def load_config(self) -> JudgeConfig:
         """The validated judge config (``JudgeConfigError`` names the file, field and fix)."""
@@ -237,8 +225,7 @@ class JudgeResource(ConfigurableResource):
 
     def self_judging_models(self, config: JudgeConfig) -> list[str]:
         """The models under test that are the judge itself (none when there is no models file)."""
-        path = self.models_path()
-        return self_judging_models(config, load_model_specs(path)) if path.is_file() else []
+        return self_judging_models(config, list(declared_models()))
 
     @contextlib.contextmanager
     def judge(self) -> Iterator[tuple[JudgeConfig, OpenAIJudge]]:

@@ -9,7 +9,6 @@ result for an older dataset is reported stale and left out.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -26,7 +25,7 @@ from eval_assets.report.html import render_report, write_report
 from eval_assets.report.leaderboard import build_leaderboard, paired_comparisons, write_leaderboard
 from eval_assets.schemas.report import CaseCard, FrameImage
 from eval_assets.schemas.results import BenchmarkResult
-from eval_assets.schemas.vqa import DATASET_CASES
+from eval_assets.vqa.dataset import dataset_fingerprint
 
 __all__ = [
     "REPORT_TITLE",
@@ -64,13 +63,6 @@ def report_cards(layout: StorageLayout, results: Sequence[BenchmarkResult]
             detections_dir=layout.detections_dir(recording),
             pointcloud_dir=layout.pointcloud_frames_dir(recording), recording=recording)
     return cards, frames
-
-
-def dataset_fingerprint(dataset_dir: Path) -> str | None:
-    """The fingerprint a result on this dataset has as ``dataset_sha256``: the SHA-256 of its
-    ``cases.jsonl``; None when the dataset has not been published."""
-    path = Path(dataset_dir) / DATASET_CASES
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
 def dataset_fingerprints(layout: StorageLayout, recordings: Iterable[str]) -> dict[str, str]:

@@ -16,6 +16,7 @@ readers never see a partial dataset; the destination must be absent or empty.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -31,6 +32,7 @@ from eval_assets.geometry.ranging import RangeStats
 from eval_assets.schemas.perception import FrameDetections
 from eval_assets.schemas.vqa import (
     AUDIT_RUN,
+    DATASET_ASSETS,
     DATASET_CASES,
     DATASET_LABELS,
     Case,
@@ -328,3 +330,26 @@ def publish_dataset(dest: Path, results: Sequence[FrameResult], run: RunAudit,
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return summary
+
+
+def dataset_fingerprint(dataset_dir: Path) -> str | None:
+    """Identity of a published dataset: SHA-256 over its cases, its labels and every image asset
+    (names and bytes); None when no dataset is published there.
+
+    Two datasets with the same folder name but any other content get other fingerprints, so
+    results computed on one are never taken for results on the other.
+    """
+    root = Path(dataset_dir)
+    if not (root / DATASET_CASES).is_file():
+        return None
+    digest = hashlib.sha256()
+    for name in (DATASET_CASES, DATASET_LABELS):
+        path = root / name
+        digest.update(name.encode("utf-8") + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"")
+    assets = root / DATASET_ASSETS
+    for image in sorted(assets.rglob("*")) if assets.is_dir() else []:
+        if image.is_file():
+            digest.update(image.relative_to(root).as_posix().encode("utf-8") + b"\0")
+            digest.update(hashlib.sha256(image.read_bytes()).digest())
+    return digest.hexdigest()

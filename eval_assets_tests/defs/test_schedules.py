@@ -1,4 +1,4 @@
-"""The nightly schedule requests one run per current recording × configured model."""
+"""The nightly schedule asks every model afresh on every recording, tagged with the night."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import datetime as dt
 
 from dagster import SkipReason, build_schedule_context, instance_for_test
 
+from eval_assets.defs.automation import nightly_benchmark
+from eval_assets.defs.automation_conditions import NIGHT_TAG
 from eval_assets.defs.partitions import model_partitions
-from eval_assets.defs.schedules import nightly_benchmark
 
 
 def test_nightly_requests_every_recording_model_pair_once() -> None:
@@ -23,6 +24,8 @@ def test_nightly_requests_every_recording_model_pair_once() -> None:
     assert got == sorted((rec, m) for rec in ("hallway", "sample") for m in models)
     assert len({r.run_key for r in requests}) == len(requests)
     assert all(r.run_key.startswith("2026-12-03:") for r in requests)
+    # The night tag makes the answers fresh and keeps the night's results (history/<night>/).
+    assert all(r.tags[NIGHT_TAG] == "2026-12-03" for r in requests)
 
 
 def test_nightly_skips_without_recordings() -> None:

@@ -1,46 +1,95 @@
-"""The new-recordings sensor, evaluated against a real (ephemeral) instance."""
+"""The recordings sensor: finished valid files become partitions, changes become data versions,
+and it launches nothing (the automation conditions decide what runs)."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 
-from dagster import DagsterInstance, SensorResult, SkipReason, build_sensor_context
+from dagster import DagsterInstance, SensorResult, build_sensor_context
+from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
-from eval_assets.defs.resources import ProjectStorage
-from eval_assets.defs.sensors import new_recordings_sensor
+from eval_assets.defs import keys
+from eval_assets.defs.automation import recordings_sensor
+from eval_assets.defs.resources import JudgeResource, ProjectStorage
+from eval_assets.recording.watch import sha256_file
+
+JUDGE = "serve: random\nmax_workers: 1\n"
 
 
-def _evaluate(instance: DagsterInstance, recordings: Path, tmp_path: Path):
-    storage = ProjectStorage(recordings_dir=str(recordings), storage_root=str(tmp_path / "out"))
-    context = build_sensor_context(instance=instance, resources={"storage": storage})
-    return new_recordings_sensor(context)
+def _age(path: Path, seconds: float = 3600) -> None:
+    old = time.time() - seconds
+    os.utime(path, (old, old))
 
 
-def test_sensor_adds_only_the_new_valid_recording(tmp_path: Path, sample_db: Path) -> None:
+def _tick(instance: DagsterInstance, recordings: Path, tmp_path: Path,
+          cursor: str | None = None) -> SensorResult:
+    (tmp_path / "judge.yaml").write_text(JUDGE)
+    resources = {"storage": ProjectStorage(recordings_dir=str(recordings),
+                                           storage_root=str(tmp_path / "out")),
+                 "judge": JudgeResource(config_file=str(tmp_path / "judge.yaml"))}
+    context = build_sensor_context(instance=instance, resources=resources, cursor=cursor)
+    return recordings_sensor(context)
+
+
+def _observed(result: SensorResult, key) -> dict[str | None, str]:
+    return {e.partition: e.tags[DATA_VERSION_TAG] for e in result.asset_events
+            if e.asset_key == key}
+
+
+def test_new_valid_recordings_become_partitions_with_their_content_hash(
+    tmp_path: Path, sample_db: Path
+) -> None:
     recordings = tmp_path / "recordings"
     recordings.mkdir()
-    shutil.copy(sample_db, recordings / "sample.db")
-    shutil.copy(sample_db, recordings / "hallway.db")
+    for name in ("sample.db", "hallway.db"):
+        shutil.copy(sample_db, recordings / name)
+        _age(recordings / name)
     (recordings / "corrupt.db").write_bytes(b"not a sqlite file at all")
+    _age(recordings / "corrupt.db")
     (recordings / "notes.txt").write_text("ignored: not a recording")
     instance = DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("recordings", ["sample"])
 
-    result = _evaluate(instance, recordings, tmp_path)
+    result = _tick(instance, recordings, tmp_path)
 
-    assert isinstance(result, SensorResult)
-    assert [r.partition_key for r in result.run_requests] == ["hallway"]
-    assert [r.run_key for r in result.run_requests] == ["hallway"]
+    assert result.run_requests == []  # the graph decides what runs, not the sensor
     (add,) = result.dynamic_partitions_requests
-    assert add.partitions_def_name == "recordings"
-    assert list(add.partition_keys) == ["hallway"]
+    assert list(add.partition_keys) == ["hallway"]  # sample is known, corrupt is refused
+    digest = sha256_file(sample_db)
+    assert _observed(result, keys.RECORDING_FILE) == {"hallway": digest, "sample": digest}
+    assert set(_observed(result, keys.MODEL_CONFIG)) >= {"random"}
+    assert list(_observed(result, keys.JUDGE_CONFIG)) == [None]
+
+    # Nothing changed: nothing is reported again, and the corrupt file is not re-validated.
+    again = _tick(instance, recordings, tmp_path, cursor=result.cursor)
+    assert again.asset_events == [] and again.dynamic_partitions_requests == []
 
 
-def test_sensor_skips_when_nothing_is_new(tmp_path: Path, sample_db: Path) -> None:
+def test_a_file_being_written_waits_and_a_replaced_file_gets_a_new_version(
+    tmp_path: Path, sample_db: Path
+) -> None:
     recordings = tmp_path / "recordings"
     recordings.mkdir()
-    shutil.copy(sample_db, recordings / "sample.db")
+    shutil.copy(sample_db, recordings / "live.db")  # just written: not settled yet
     instance = DagsterInstance.ephemeral()
-    instance.add_dynamic_partitions("recordings", ["sample"])
-    assert isinstance(_evaluate(instance, recordings, tmp_path), SkipReason)
+    first = _tick(instance, recordings, tmp_path)
+    assert first.dynamic_partitions_requests == []
+    assert _observed(first, keys.RECORDING_FILE) == {}
+
+    _age(recordings / "live.db")
+    settled = _tick(instance, recordings, tmp_path, cursor=first.cursor)
+    assert list(settled.dynamic_partitions_requests[0].partition_keys) == ["live"]
+    instance.add_dynamic_partitions("recordings", ["live"])
+
+    # Replaced by different content under the same name: a new data version, no new partition.
+    from eval_assets.synth import synthesize_sample
+
+    synthesize_sample(tmp_path / "seed1.db", seed=1, frames=3)
+    shutil.copy(tmp_path / "seed1.db", recordings / "live.db")
+    _age(recordings / "live.db")
+    replaced = _tick(instance, recordings, tmp_path, cursor=settled.cursor)
+    assert replaced.dynamic_partitions_requests == []
+    assert _observed(replaced, keys.RECORDING_FILE) == {"live": sha256_file(recordings / "live.db")}

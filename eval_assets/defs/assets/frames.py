@@ -4,7 +4,8 @@ from collections import Counter
 
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from eval_assets.defs.assets.ingest import recording_ingest
+from eval_assets.defs import keys
+from eval_assets.defs.automation_conditions import OWNERS, RECOMPUTE
 from eval_assets.defs.partitions import recordings_partitions
 from eval_assets.defs.resources import ProjectStorage
 from eval_assets.frames import (
@@ -15,7 +16,9 @@ from eval_assets.frames import (
 from eval_assets.recording import Recording
 
 
-@asset(partitions_def=recordings_partitions, group_name="frames", deps=[recording_ingest])
+@asset(key=keys.RECTIFIED_FRAMES, partitions_def=recordings_partitions, group_name="frames",
+       deps=[keys.RECORDING_INGEST], code_version="1", automation_condition=RECOMPUTE,
+       kinds={"opencv", "parquet"}, owners=OWNERS)
 def rectified_frames(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """Every colour frame undistorted with its recorded calibration: PNGs + ``frames.parquet``."""
     key = context.partition_key
@@ -36,7 +39,9 @@ def rectified_frames(context: AssetExecutionContext, storage: ProjectStorage) ->
     )
 
 
-@asset(partitions_def=recordings_partitions, group_name="frames", deps=[rectified_frames])
+@asset(key=keys.POINTCLOUD_FRAMES, partitions_def=recordings_partitions, group_name="frames",
+       deps=[keys.RECTIFIED_FRAMES], code_version="1", automation_condition=RECOMPUTE,
+       kinds={"numpy", "parquet"}, owners=OWNERS)
 def pointcloud_frames(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """Each frame's LiDAR scan (within 0.1 s) and camera transform, or why it is image-only."""
     key = context.partition_key

@@ -3,19 +3,22 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from eval_assets.atomic import write_text_atomic
+from eval_assets.defs import keys
+from eval_assets.defs.automation_conditions import OWNERS, RECOMPUTE
 from eval_assets.defs.partitions import recordings_partitions
 from eval_assets.defs.resources import ProjectStorage
-from eval_assets.recording import Recording
-from eval_assets.recording.inventory import inventory_of
+from eval_assets.recording.validate import validate_recording
 
 
-@asset(partitions_def=recordings_partitions, group_name="frames")
+@asset(key=keys.RECORDING_INGEST, partitions_def=recordings_partitions, group_name="frames",
+       deps=[keys.RECORDING_FILE], code_version="2", automation_condition=RECOMPUTE,
+       kinds={"sqlite"}, owners=OWNERS)
 def recording_ingest(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """A recording validated at open (streams, codecs, fingerprints, sizes) and inventoried."""
     key = context.partition_key
     path = storage.recording_file(key)
-    with Recording.open(path, allow_pickle=storage.allow_pickle) as rec:
-        inventory = inventory_of(rec, key)
+    # Every row decoded, as at registration: the file may have been replaced since.
+    inventory = validate_recording(path, allow_pickle=storage.allow_pickle, name=key).inventory
     out = storage.layout().ingest_dir(key) / "inventory.json"
     write_text_atomic(out, inventory.model_dump_json(indent=2) + "\n")
     table = "\n".join(

@@ -7,7 +7,6 @@ into one ``BenchmarkResult`` per partition for the leaderboard and the report.
 
 # No `from __future__ import annotations`: Dagster checks the context annotation at runtime.
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,8 @@ from eval_assets.benchmark.scoring import (
     score_vqa,
     write_jsonl,
 )
+from eval_assets.defs import keys
+from eval_assets.defs.automation_conditions import NIGHT_TAG, OWNERS, RECOMPUTE
 from eval_assets.defs.partitions import (
     MODEL_DIM,
     RECORDING_DIM,
@@ -55,11 +56,17 @@ from eval_assets.metrics.predictions import InferenceLayout
 from eval_assets.metrics.vqa import VqaReport
 from eval_assets.predictions.prompts import DESCRIPTION_PROMPT
 from eval_assets.schemas.results import BenchmarkResult, ChairScores, VisionScores
-from eval_assets.schemas.vqa import DATASET_CASES
+from eval_assets.vqa.dataset import dataset_fingerprint
 
 GROUP = "metrics"
-INPUTS = [AssetKey("predictions"),
-          AssetDep(AssetKey("private_labels"), partition_mapping=per_recording)]
+INPUTS = [keys.PREDICTIONS, AssetDep(keys.PRIVATE_LABELS, partition_mapping=per_recording)]
+
+
+def metric_asset(key: AssetKey, *, deps: list = INPUTS, code_version: str = "1"):
+    """A per-(recording, model) metric: same partitions, group, automation and owners."""
+    return asset(key=key, partitions_def=recording_model_partitions, group_name=GROUP, deps=deps,
+                 code_version=code_version, automation_condition=RECOMPUTE, kinds={"json"},
+                 owners=OWNERS)
 
 VQA_FILE = "vqa.json"
 POPE_FILE = "pope.json"
@@ -77,13 +84,13 @@ class Partition:
     data: PrivateDataset
     run: ModelRun
 
-    def out_dir(self, metric: str) -> Path:
-        return self.layout.metric_dir(metric, self.recording, self.model)
+    def out_dir(self, metric: AssetKey) -> Path:
+        return self.layout.metric_dir(keys.name(metric), self.recording, self.model)
 
 
 def _partition(context: AssetExecutionContext, storage: ProjectStorage) -> Partition:
-    keys = context.partition_key.keys_by_dimension
-    recording, model = keys[RECORDING_DIM], keys[MODEL_DIM]
+    dims = context.partition_key.keys_by_dimension
+    recording, model = dims[RECORDING_DIM], dims[MODEL_DIM]
     layout = storage.layout()
     return Partition(recording, model, layout, load_private_dataset(layout.dataset_dir(recording)),
                      load_run(layout.predictions_dir(recording, model)))
@@ -101,12 +108,12 @@ def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-@asset(partitions_def=recording_model_partitions, group_name=GROUP, deps=INPUTS)
+@metric_asset(keys.VQA_ACCURACY)
 def vqa_accuracy(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """Choice accuracy overall and per family, Wilson 95% intervals, parse failures, chance."""
     part = _partition(context, storage)
     report = score_vqa(part.data, part.run, part.recording)
-    path = _write_model(part.out_dir("vqa_accuracy") / VQA_FILE, report)
+    path = _write_model(part.out_dir(keys.VQA_ACCURACY) / VQA_FILE, report)
     rows = [f"| {family} | {s.n} | {_num(s.accuracy)} | [{_num(s.ci_low)}, {_num(s.ci_high)}] | "
             f"{s.parse_failures} | {_num(s.chance)} |" for family, s in report.by_family.items()]
     table = "\n".join(["| family | n | accuracy | 95% CI | parse failures | chance |",
@@ -120,12 +127,12 @@ def vqa_accuracy(context: AssetExecutionContext, storage: ProjectStorage) -> Mat
     })
 
 
-@asset(partitions_def=recording_model_partitions, group_name=GROUP, deps=INPUTS)
+@metric_asset(keys.POPE_PRESENCE)
 def pope_presence(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """POPE accuracy / precision / recall / F1 / yes-ratio on the presence questions."""
     part = _partition(context, storage)
     result = score_pope(part.data, part.run)
-    path = part.out_dir("pope_presence") / POPE_FILE
+    path = part.out_dir(keys.POPE_PRESENCE) / POPE_FILE
     _write_model(path, result if result is not None else {"n": 0, "reason": "no presence answers"})
     meta = {"path": MetadataValue.path(str(path))}
     if result is not None:
@@ -134,11 +141,11 @@ def pope_presence(context: AssetExecutionContext, storage: ProjectStorage) -> Ma
     return MaterializeResult(metadata=meta)
 
 
-@asset(partitions_def=recording_model_partitions, group_name=GROUP, deps=INPUTS)
+@metric_asset(keys.MCQ_AVLM)
 def mcq_avlm(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """The cases as an AVLM inference folder, scored by the AVLM MCQ rules (strict + lenient)."""
     part = _partition(context, storage)
-    folder = part.out_dir("mcq_avlm")
+    folder = part.out_dir(keys.MCQ_AVLM)
     write_jsonl(InferenceLayout(folder).predictions, avlm_mcq_rows(part.data, part.run))
     report = score_mcq_dir(folder)
     return MaterializeResult(metadata={
@@ -149,7 +156,7 @@ def mcq_avlm(context: AssetExecutionContext, storage: ProjectStorage) -> Materia
     })
 
 
-@asset(partitions_def=recording_model_partitions, group_name=GROUP, deps=INPUTS)
+@metric_asset(keys.DESCRIPTION_JUDGE, deps=[*INPUTS, keys.JUDGE_CONFIG], code_version="2")
 def description_judge(context: AssetExecutionContext, storage: ProjectStorage,
                       scoring: ScoringResource, judge: JudgeResource) -> MaterializeResult:
     """LLM-as-judge of the frame descriptions vs the human ones, the frame evidence as metadata.
@@ -159,7 +166,7 @@ def description_judge(context: AssetExecutionContext, storage: ProjectStorage,
     the asset's folder, so a rematerialization repeats only the calls a crash interrupted.
     """
     part = _partition(context, storage)
-    folder = part.out_dir("description_judge")
+    folder = part.out_dir(keys.DESCRIPTION_JUDGE)
     annotations = load_annotations(scoring.annotations_path(), part.recording)
     rows = avlm_description_rows(part.data, part.run, annotations, DESCRIPTION_PROMPT)
     write_jsonl(InferenceLayout(folder).predictions, rows)
@@ -190,7 +197,7 @@ def description_judge(context: AssetExecutionContext, storage: ProjectStorage,
     })
 
 
-@asset(partitions_def=recording_model_partitions, group_name=GROUP, deps=INPUTS)
+@metric_asset(keys.VISION_SIMILARITY)
 def vision_similarity(context: AssetExecutionContext, storage: ProjectStorage,
                       scoring: ScoringResource) -> MaterializeResult:
     """VisionSimilarity and VisionHallucination of descriptions vs the human annotations."""
@@ -199,7 +206,7 @@ def vision_similarity(context: AssetExecutionContext, storage: ProjectStorage,
     scores = score_vision(part.run, annotations, recording=part.recording, model=part.model,
                           scorer=scoring.scorer(), embedder=scoring.embedder,
                           threshold=scoring.hallucination_threshold)
-    path = part.out_dir("vision_similarity") / VISION_FILE
+    path = part.out_dir(keys.VISION_SIMILARITY) / VISION_FILE
     _write_model(path, scores if scores is not None else {"reason": "no annotations"})
     meta = {"path": MetadataValue.path(str(path))}
     if scores is not None:
@@ -209,14 +216,14 @@ def vision_similarity(context: AssetExecutionContext, storage: ProjectStorage,
     return MaterializeResult(metadata=meta)
 
 
-@asset(partitions_def=recording_model_partitions, group_name=GROUP, deps=INPUTS)
+@metric_asset(keys.CHAIR_HALLUCINATION)
 def chair_hallucination(context: AssetExecutionContext, storage: ProjectStorage,
                         scoring: ScoringResource) -> MaterializeResult:
     """CHAIR of the descriptions vs annotated objects (else detector evidence; recorded)."""
     part = _partition(context, storage)
     annotations = load_annotations(scoring.annotations_path(), part.recording)
     scores = score_chair(part.data, part.run, annotations)
-    path = part.out_dir("chair_hallucination") / CHAIR_FILE
+    path = part.out_dir(keys.CHAIR_HALLUCINATION) / CHAIR_FILE
     _write_model(path, scores if scores is not None else {"reason": "no described frames"})
     meta = {"path": MetadataValue.path(str(path))}
     if scores is not None:
@@ -230,38 +237,40 @@ def _optional(path: Path, model: type):
     return None if "reason" in data else model.model_validate(data)
 
 
-@asset(partitions_def=recording_model_partitions, group_name=GROUP,
-       deps=[vqa_accuracy, pope_presence, mcq_avlm, description_judge, vision_similarity,
-             chair_hallucination])
+@metric_asset(keys.BENCHMARK_RESULTS, deps=[
+    keys.VQA_ACCURACY, keys.POPE_PRESENCE, keys.MCQ_AVLM, keys.DESCRIPTION_JUDGE,
+    keys.VISION_SIMILARITY, keys.CHAIR_HALLUCINATION], code_version="2")
 def benchmark_results(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """Every metric of the partition in one ``BenchmarkResult`` (``results.json``)."""
     part = _partition(context, storage)
     vqa = VqaReport.model_validate_json(
-        (part.out_dir("vqa_accuracy") / VQA_FILE).read_text(encoding="utf-8"))
-    mcq = InferenceLayout(part.out_dir("mcq_avlm"))
-    judged = InferenceLayout(part.out_dir("description_judge"))
+        (part.out_dir(keys.VQA_ACCURACY) / VQA_FILE).read_text(encoding="utf-8"))
+    mcq = InferenceLayout(part.out_dir(keys.MCQ_AVLM))
+    judged = InferenceLayout(part.out_dir(keys.DESCRIPTION_JUDGE))
     judge_summary = read_json(judged.judge_results)
     judge_model = read_json(judged.judge_predictions)["metadata"]["model_used"]
     result = BenchmarkResult(
         recording=part.recording,
         model=part.model,
-        dataset_sha256=_sha256(part.data.root / DATASET_CASES),
+        dataset_sha256=dataset_fingerprint(part.data.root),
         predictions=prediction_counts(part.data, part.run, vqa),
         vqa=vqa,
-        pope=_optional(part.out_dir("pope_presence") / POPE_FILE, PopeResult),
+        pope=_optional(part.out_dir(keys.POPE_PRESENCE) / POPE_FILE, PopeResult),
         mcq=read_json(mcq.mcq_results),
         mcq_lenient_pct_correct=read_json(mcq.mcq_lenient_results)["pct_correct"],
         judge=judge_scores(judge_summary, judge_model),
-        vision=_optional(part.out_dir("vision_similarity") / VISION_FILE, VisionScores),
-        chair=_optional(part.out_dir("chair_hallucination") / CHAIR_FILE, ChairScores),
+        vision=_optional(part.out_dir(keys.VISION_SIMILARITY) / VISION_FILE, VisionScores),
+        chair=_optional(part.out_dir(keys.CHAIR_HALLUCINATION) / CHAIR_FILE, ChairScores),
     )
-    path = _write_model(storage.layout().results_file(part.recording, part.model), result)
-    return MaterializeResult(metadata={
-        "vqa_accuracy": vqa.overall.accuracy, "path": MetadataValue.path(str(path))})
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    layout = storage.layout()
+    path = _write_model(layout.results_file(part.recording, part.model), result)
+    meta = {"vqa_accuracy": vqa.overall.accuracy, "path": MetadataValue.path(str(path))}
+    night = context.run.tags.get(NIGHT_TAG)
+    if night:  # a nightly run keeps its results for good, beside the current ones
+        kept = _write_model(layout.nightly_results_file(night, part.recording, part.model),
+                            result)
+        meta["nightly"] = MetadataValue.path(str(kept))
+    return MaterializeResult(metadata=meta)
 
 
 def read_json(path: Path) -> dict:

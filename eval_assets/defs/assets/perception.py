@@ -9,6 +9,8 @@ from collections.abc import Sequence
 
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
+from eval_assets.defs import keys
+from eval_assets.defs.automation_conditions import OWNERS, RECOMPUTE
 from eval_assets.defs.partitions import recordings_partitions
 from eval_assets.defs.resources import PerceptionResource, ProjectStorage
 from eval_assets.frames import read_rectified_frames
@@ -16,12 +18,12 @@ from eval_assets.perception.evidence_io import DETECTIONS_TABLE, build_detection
 from eval_assets.schemas.perception import FrameDetections
 
 GROUP = "perception"
-# Upstream asset by key, so this module does not depend on how the frames module is laid out.
-RECTIFIED_ASSET = "rectified_frames"
 EXAMPLE_ROWS = 12
 
 
-@asset(partitions_def=recordings_partitions, group_name=GROUP, deps=[RECTIFIED_ASSET])
+@asset(key=keys.DETECTIONS_MASKS, partitions_def=recordings_partitions, group_name=GROUP,
+       deps=[keys.RECTIFIED_FRAMES], code_version="1", automation_condition=RECOMPUTE,
+       kinds={"opencv"}, owners=OWNERS)
 def detections_masks(context: AssetExecutionContext, storage: ProjectStorage,
                      perception: PerceptionResource) -> MaterializeResult:
     """Every vocabulary name queried in every rectified frame: boxes, scores, masks, models."""

@@ -5,16 +5,18 @@
 from dagster import (
     AssetDep,
     AssetExecutionContext,
-    AssetKey,
     MaterializeResult,
     MetadataValue,
     asset,
 )
 
+from eval_assets.defs import keys
+from eval_assets.defs.automation_conditions import NIGHT_TAG, OWNERS, RECOMPUTE
 from eval_assets.defs.partitions import (
     MODEL_DIM,
     RECORDING_DIM,
     model_partitions,
+    per_model,
     per_recording,
     recording_model_partitions,
 )
@@ -27,10 +29,17 @@ __all__ = ["model_partitions", "predictions"]
 
 
 @asset(
+    key=keys.PREDICTIONS,
     partitions_def=recording_model_partitions,
     group_name="predictions",
-    deps=[AssetDep(AssetKey("public_cases"), partition_mapping=per_recording)],
+    # Only the public side of the dataset, and the model's own entry in the models file.
+    deps=[AssetDep(keys.PUBLIC_CASES, partition_mapping=per_recording),
+          AssetDep(keys.MODEL_CONFIG, partition_mapping=per_model)],
     pool="vlm_api",
+    code_version="2",
+    automation_condition=RECOMPUTE,
+    kinds={"openai"},
+    owners=OWNERS,
 )
 def predictions(context: AssetExecutionContext, storage: ProjectStorage,
                 vlm: VLMClientResource) -> MaterializeResult:
@@ -44,7 +53,9 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
     recording, model = keys[RECORDING_DIM], keys[MODEL_DIM]
     layout = storage.layout()
     out_dir = layout.predictions_dir(recording, model)
-    with vlm.endpoint(model) as settings, OpenAIVLMClient(settings) as client:
+    night = context.run.tags.get(NIGHT_TAG)
+    with vlm.endpoint(model) as settings, \
+            OpenAIVLMClient(settings.model_copy(update={"requery": night})) as client:
         result = run_predictions(layout.dataset_dir(recording), client, out_dir,
                                  max_concurrency=settings.max_concurrency)
     answers = result.summary.answers

@@ -14,7 +14,8 @@ from dagster import (
 )
 
 from eval_assets.benchmark.collect import load_results
-from eval_assets.defs.assets.metrics import benchmark_results
+from eval_assets.defs import keys
+from eval_assets.defs.automation_conditions import OWNERS, SETTLED
 from eval_assets.defs.partitions import model_partitions, recordings_partitions
 from eval_assets.defs.resources import ProjectStorage
 from eval_assets.report.publish import publish_leaderboard, publish_report
@@ -28,13 +29,20 @@ def _cell(value: object) -> str:
     return str(value)
 
 
+def _expected(context: AssetExecutionContext) -> dict[str, list[str]]:
+    """Every recording partition and configured model: cells without results show as missing."""
+    return {"recordings": context.instance.get_dynamic_partitions(recordings_partitions.name),
+            "models": list(model_partitions.get_partition_keys())}
+
+
 def _results(context: AssetExecutionContext, storage: ProjectStorage):
-    recordings = context.instance.get_dynamic_partitions(recordings_partitions.name)
-    return load_results(storage.layout(), recordings, model_partitions.get_partition_keys())
+    expected = _expected(context)
+    return load_results(storage.layout(), expected["recordings"], expected["models"])
 
 
-@asset(group_name=GROUP,
-       deps=[AssetDep(benchmark_results, partition_mapping=AllPartitionMapping())])
+@asset(key=keys.LEADERBOARD, group_name=GROUP,
+       deps=[AssetDep(keys.BENCHMARK_RESULTS, partition_mapping=AllPartitionMapping())],
+       code_version="3", automation_condition=SETTLED, kinds={"parquet", "json"}, owners=OWNERS)
 def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """Every model × recording with results, plus pooled all-recordings rows (Parquet + JSON),
     and a paired comparison (McNemar, clustered difference interval, MDD) of every two models."""
@@ -42,8 +50,10 @@ def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> Mate
     if not results:
         raise RuntimeError("no benchmark_results found: materialize predictions and metrics for "
                            "at least one (recording, model) partition first")
-    table, parquet, json_path = publish_leaderboard(storage.layout(), results)
-    columns = ["model", "recording", "vqa_accuracy", "vqa_ci_low", "vqa_ci_high", "n_cases"]
+    table, parquet, json_path = publish_leaderboard(storage.layout(), results,
+                                                    **_expected(context))
+    columns = ["model", "case_set", "recording", "vqa_accuracy", "vqa_ci_low", "vqa_ci_high",
+               "n_cases"]
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(_cell(v) for v in row) + " |"
               for row in table[columns].itertuples(index=False)]
@@ -54,12 +64,22 @@ def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> Mate
     })
 
 
-@asset(group_name=GROUP, deps=[leaderboard])
+# The report draws each case from the dataset, the evidence and every model's answers and judge
+# verdicts, so those are its declared inputs too, not only the leaderboard.
+_EVERY = AllPartitionMapping()
+
+
+@asset(key=keys.REPORT, group_name=GROUP, code_version="3", automation_condition=SETTLED,
+       deps=[keys.LEADERBOARD,
+             *(AssetDep(k, partition_mapping=_EVERY) for k in (
+                 keys.PUBLIC_CASES, keys.PRIVATE_LABELS, keys.DETECTIONS_MASKS,
+                 keys.POINTCLOUD_FRAMES, keys.PREDICTIONS, keys.DESCRIPTION_JUDGE))],
+       kinds={"html"}, owners=OWNERS)
 def report(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """The static HTML report: headline, paired comparisons, charts, metric sections, and every
     case browsable by model, family, recording and outcome (one overlay per frame)."""
     results = _results(context, storage)
-    path = publish_report(storage.layout(), results)
+    path = publish_report(storage.layout(), results, **_expected(context))
     context.log.info(f"report: {path}")
     return MaterializeResult(metadata={"path": MetadataValue.path(str(path)),
                                        "partitions": len(results)})

@@ -15,6 +15,8 @@ from dagster import (
     multi_asset,
 )
 
+from eval_assets.defs import keys
+from eval_assets.defs.automation_conditions import OWNERS, RECOMPUTE
 from eval_assets.defs.partitions import recordings_partitions
 from eval_assets.defs.resources import ProjectStorage, QuestionAuthorResource
 from eval_assets.frames import read_rectified_frames
@@ -28,15 +30,12 @@ from eval_assets.vqa.proposals import (
     write_proposals,
 )
 
-# Upstream assets by key, so this module does not depend on how their modules are laid out.
-RECTIFIED_ASSET = "rectified_frames"
-POINTCLOUD_ASSET = "pointcloud_frames"
-DETECTIONS_ASSET = "detections_masks"
 GROUP = "vqa"
 
 
-@asset(partitions_def=recordings_partitions, group_name=GROUP,
-       deps=[RECTIFIED_ASSET, DETECTIONS_ASSET])
+@asset(key=keys.QUESTION_PROPOSALS, partitions_def=recordings_partitions, group_name=GROUP,
+       deps=[keys.RECTIFIED_FRAMES, keys.DETECTIONS_MASKS], code_version="1",
+       automation_condition=RECOMPUTE, kinds={"json"}, owners=OWNERS)
 def question_proposals(context: AssetExecutionContext, storage: ProjectStorage,
                        question_author: QuestionAuthorResource) -> MaterializeResult:
     """What the configured author proposes to ask about each frame, seeing only the image."""
@@ -59,11 +58,15 @@ def question_proposals(context: AssetExecutionContext, storage: ProjectStorage,
 
 @multi_asset(
     specs=[
-        AssetSpec("public_cases", group_name=GROUP,
-                  deps=[question_proposals, POINTCLOUD_ASSET, DETECTIONS_ASSET],
+        AssetSpec(keys.PUBLIC_CASES, group_name=GROUP,
+                  deps=[keys.QUESTION_PROPOSALS, keys.POINTCLOUD_FRAMES, keys.DETECTIONS_MASKS],
+                  code_version="1", automation_condition=RECOMPUTE, kinds={"json"},
+                  owners=OWNERS, tags={"visibility": "public"},
                   description="cases.jsonl + assets/: all a model under test may see."),
-        AssetSpec("private_labels", group_name=GROUP,
-                  deps=[question_proposals, POINTCLOUD_ASSET, DETECTIONS_ASSET],
+        AssetSpec(keys.PRIVATE_LABELS, group_name=GROUP,
+                  deps=[keys.QUESTION_PROPOSALS, keys.POINTCLOUD_FRAMES, keys.DETECTIONS_MASKS],
+                  code_version="1", automation_condition=RECOMPUTE, kinds={"json"},
+                  owners=OWNERS, tags={"visibility": "private"},
                   description="labels.jsonl + audit/: answers, evidence and every rejection."),
     ],
     partitions_def=recordings_partitions,
@@ -85,14 +88,14 @@ def vqa_dataset(context: AssetExecutionContext, storage: ProjectStorage,
         replace=True,
     )
     example = summary.example_case.model_dump(mode="json") if summary.example_case else {}
-    yield MaterializeResult(asset_key="public_cases", metadata={
+    yield MaterializeResult(asset_key=keys.PUBLIC_CASES, metadata={
         "num_cases": summary.num_cases,
         "cases_per_family": MetadataValue.json(summary.cases_per_family),
         "example_case": MetadataValue.json(example),
         "cases": MetadataValue.path(str(out / DATASET_CASES)),
         "dataset": MetadataValue.path(str(out)),
     })
-    yield MaterializeResult(asset_key="private_labels", metadata={
+    yield MaterializeResult(asset_key=keys.PRIVATE_LABELS, metadata={
         "num_labels": summary.num_cases,
         "num_proposals": summary.num_proposals,
         "labels_per_family": MetadataValue.json(summary.cases_per_family),

@@ -1,0 +1,36 @@
+"""The automation conditions every asset carries (see :mod:`eval_assets.defs.automation`)."""
+
+from __future__ import annotations
+
+from dagster import AutomationCondition
+
+OWNERS = ["team:robot-evals"]
+"""Shown in the UI beside every asset."""
+
+NIGHT_TAG = "eval_assets/night"
+"""Run tag of nightly runs: its value (``YYYY-MM-DD``) makes every model answer afresh, and the
+night's results are kept under ``history/<night>/``."""
+
+def _cell_pending() -> AutomationCondition:
+    """A (recording, model) result that is running, or missing without having failed.
+
+    Missing cells of registered recordings are work still to come in this batch. A cell whose own
+    run or whose metrics' runs failed is not waited for: the report shows it as missing.
+    """
+    failed = (AutomationCondition.execution_failed()
+              | AutomationCondition.any_deps_match(AutomationCondition.execution_failed()))
+    return (AutomationCondition.in_progress() | AutomationCondition.will_be_requested()
+            | (AutomationCondition.missing() & ~failed)).with_label("result pending")
+
+
+RECOMPUTE = (
+    AutomationCondition.eager()
+    | (AutomationCondition.code_version_changed() & ~AutomationCondition.in_progress()
+       & ~AutomationCondition.any_deps_in_progress())
+).with_label("missing, upstream data changed or code changed")
+
+SETTLED = (
+    (AutomationCondition.any_deps_updated() | AutomationCondition.code_version_changed())
+    .since_last_handled()
+    & ~AutomationCondition.any_deps_match(_cell_pending()) & ~AutomationCondition.in_progress()
+).with_label("once per settled batch: every expected result present or failed")
