@@ -409,20 +409,17 @@ def test_sigkill_midway_then_restart_repeats_only_the_calls_in_flight(tmp_path: 
 # --- the Dagster resource and the benchmark record -----------------------------------------------
 
 def test_the_resource_uses_the_one_loader_and_knows_the_models(tmp_path: Path) -> None:
+    from eval_assets.defs.partitions import declared_models
     from eval_assets.defs.resources import JudgeResource
 
     (tmp_path / "judge.yaml").write_text("serve: random\nmax_workers: 1\n")
-    (tmp_path / "models.yaml").write_text("models:\n  - name: random\n    serve: random\n"
-                                          "  - name: vlm\n    base_url: http://x/v1\n")
-    resource = JudgeResource(config_file=str(tmp_path / "judge.yaml"),
-                             models_file=str(tmp_path / "models.yaml"))
+    resource = JudgeResource(config_file=str(tmp_path / "judge.yaml"))
     assert resource.load_config() == JudgeConfig.from_yaml(tmp_path / "judge.yaml")
+    # The models under test come from the one models file the partitions are built from.
+    assert "random" in [spec.name for spec in declared_models()]
     with resource.judge() as (config, client):
         assert config.base_url is not None and client.config is config
         assert resource.self_judging_models(config) == ["random"]
-    missing = JudgeResource(config_file=str(tmp_path / "judge.yaml"),
-                            models_file=str(tmp_path / "none.yaml"))
-    assert missing.self_judging_models(config) == []
 
 
 def test_benchmark_result_carries_the_trust_fields(tmp_path: Path) -> None:
