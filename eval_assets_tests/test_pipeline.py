@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -90,3 +91,67 @@ def test_whole_chain_on_the_sample_is_complete_and_deterministic(
     assert json.loads((first / "vqa_accuracy" / "sample" / "random" / "vqa.json").read_text())
     # The report also shows each call's latency, so only its existence is compared.
     assert (second_assets / "report" / "report.html").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_reruns_recompute_exactly_what_changed(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unchanged: nothing runs. Judge config edited: only what reads it. Recording replaced
+    under the same name: its whole chain, and only answers whose content changed are asked."""
+    from eval_assets.pipeline import StepReport
+    from eval_assets.synth import synthesize_sample
+
+    (tmp_path / "models.yaml").write_text(MODELS)
+    (tmp_path / "judge.yaml").write_text(JUDGE)
+    monkeypatch.setenv("EVAL_ASSETS_MODELS", str(tmp_path / "models.yaml"))
+    monkeypatch.setenv("EVAL_ASSETS_JUDGE", str(tmp_path / "judge.yaml"))
+    recordings = tmp_path / "recordings"
+    recordings.mkdir()
+    synthesize_sample(tmp_path / "first.db", seed=0, frames=3)
+    synthesize_sample(tmp_path / "second.db", seed=7, frames=3)
+    rec = recordings / "rec.db"
+    shutil.copy(tmp_path / "first.db", rec)
+
+    def run() -> tuple[set[str], dict[str, dict]]:
+        steps: list[StepReport] = []
+        run_benchmark(rec, tmp_path / "out", models=["random"], on_step=steps.append)
+        assert all(s.ok for s in steps)
+        return {s.step for s in steps}, {s.step: s.counts for s in steps}
+
+    first, _ = run()
+    assert {"recording_ingest", "rectified_frames", "predictions", "benchmark_results",
+            "leaderboard", "report"} <= first
+
+    unchanged, _ = run()
+    assert unchanged == set()
+
+    (tmp_path / "judge.yaml").write_text(JUDGE + "max_tokens: 50\n")
+    judge_changed, _ = run()
+    assert judge_changed == {"description_judge", "benchmark_results", "leaderboard", "report"}
+
+    shutil.copy(tmp_path / "second.db", rec)  # same name, other content
+    replaced, counts = run()
+    assert {"recording_ingest", "rectified_frames", "pointcloud_frames", "detections_masks",
+            "question_proposals", "vqa_dataset", "predictions", "benchmark_results",
+            "report"} <= replaced
+    # Answers are keyed by what the model saw: new images mean new calls, none reused blindly.
+    assert counts["predictions"]["calls_made"] > 0
+
+    # A nightly run asks the model again although nothing changed, and keeps the night's results.
+    from dagster import DagsterInstance, MultiPartitionKey
+
+    from eval_assets.defs.automation_conditions import NIGHT_TAG
+    from eval_assets.defs.definitions import defs
+
+    layout = StorageLayout((tmp_path / "out").resolve())
+    config = {"resources": {"storage": {"config": {"recordings_dir": str(recordings),
+                                                   "storage_root": str(layout.root)}}}}
+    with DagsterInstance.get() as instance:
+        result = defs.resolve_job_def("model_benchmark").execute_in_process(
+            run_config=config, instance=instance, tags={NIGHT_TAG: "2026-12-03"},
+            partition_key=MultiPartitionKey({"recording": "rec", "model": "random"}))
+    calls = result.asset_materializations_for_node("predictions")[0].metadata["calls_made"]
+    assert calls.value > 0
+    nightly = layout.nightly_results_file("2026-12-03", "rec", "random")
+    assert BenchmarkResult.model_validate_json(nightly.read_text()).model == "random"
