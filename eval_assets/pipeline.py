@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,11 @@ from eval_assets.layout import StorageLayout, default_storage_root, partition_ke
 DAGSTER_YAML = """\
 telemetry:
   enabled: false
+run_coordinator:
+  module: dagster._core.run_coordinator
+  class: QueuedRunCoordinator
+  config:
+    dequeue_interval_seconds: 1
 concurrency:
   runs:
     max_concurrent_runs: 4
@@ -233,6 +237,7 @@ def run_benchmark(
     from dagster import evaluate_automation_conditions as evaluate_conditions
 
     from eval_assets.defs import keys
+    from eval_assets.defs.accepted import quietly
     from eval_assets.defs.assets.sources import judge_version, model_versions, observation
     from eval_assets.defs.definitions import defs
     from eval_assets.defs.jobs import (
@@ -267,9 +272,6 @@ def run_benchmark(
             "recordings_dir": str(recording.parent), "storage_root": str(layout.root)}}},
         "loggers": {"console": {"config": {"log_level": console_level}}, PROGRESS_LOGGER: {}},
     }
-    graph = defs.resolve_asset_graph()
-    job_keys = {job.name: job.selection.resolve(graph)
-                for job in (recording_pipeline_job, model_benchmark_job, leaderboard_report_job)}
     cursor_file = layout.automation_cursor_file()
     run_ids: list[str] = []
     executed: set[tuple[Any, str | None]] = set()
@@ -305,9 +307,8 @@ def run_benchmark(
     def evaluate_automation_conditions(**kwargs: Any) -> Any:
         # Dagster's evaluator selects assets with a Beta parameter internally; the warning is
         # about its code, not ours, and would reach the user's terminal on every evaluation.
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", category=BetaWarning)
-            return evaluate_conditions(defs=defs, instance=instance, **kwargs)
+        return quietly(BetaWarning,
+                       lambda: evaluate_conditions(defs=defs, instance=instance, **kwargs))
 
     def plan_of(result: Any) -> _Plan:
         plan = _Plan()
@@ -333,6 +334,11 @@ def run_benchmark(
                    leaderboard_report_job.name)
 
     with DagsterInstance.get() as instance:
+        # Resolved inside the instance's context: Dagster reads its definitions state storage
+        # from the instance entered last, and a disposed one from an earlier call would fail.
+        graph = defs.resolve_asset_graph()
+        job_keys = {job.name: job.selection.resolve(graph) for job in
+                    (recording_pipeline_job, model_benchmark_job, leaderboard_report_job)}
         cursor = _read_cursor(cursor_file)
         if cursor is None:
             # Conditions never fire on their first evaluation: take it before anything changes.
@@ -377,6 +383,11 @@ def run_benchmark(
         never_built = any(not instance.get_latest_materialization_event(k) for k in board)
         if (changed or never_built) and not board <= {k for k, p in executed if p is None}:
             execute(_Plan(unpartitioned=set(board)))
+        if executed:
+            # One more evaluation takes in this command's own materializations. Without it the
+            # next command would see them as new, and a change it brings in the same window
+            # (an edited judge config, say) would count as already handled and be skipped.
+            cursor = evaluate_automation_conditions(cursor=cursor).cursor
         _write_cursor(cursor_file, cursor)
 
         total = (len(job_keys[recording_pipeline_job.name])

@@ -21,3 +21,15 @@ def sample_db() -> Path:
     hint = "regenerate it with `eval-assets recording synthesize`"
     assert SAMPLE_DB.is_file(), f"{SAMPLE_DB} is missing: {hint}"
     return SAMPLE_DB
+
+
+@pytest.fixture(autouse=True)
+def _forget_disposed_dagster_state_storage():
+    """Dagster 1.13's ``with DagsterInstance(...)`` sets a process-wide "current definitions state
+    storage" that ``dispose()`` does not unset; a later test that loads definitions outside any
+    instance would then read a disposed instance. Reset it after each test (private API: there is
+    no public one)."""
+    yield
+    from dagster._core.storage.defs_state.base import _current_storage
+
+    _current_storage.set(None)

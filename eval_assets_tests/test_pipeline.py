@@ -113,9 +113,12 @@ def test_reruns_recompute_exactly_what_changed(tmp_path: Path,
     rec = recordings / "rec.db"
     shutil.copy(tmp_path / "first.db", rec)
 
+    stages: list[str] = []
+
     def run() -> tuple[set[str], dict[str, dict]]:
         steps: list[StepReport] = []
-        run_benchmark(rec, tmp_path / "out", models=["random"], on_step=steps.append)
+        run_benchmark(rec, tmp_path / "out", models=["random"], on_step=steps.append,
+                      on_stage=stages.append)
         assert all(s.ok for s in steps)
         return {s.step for s in steps}, {s.step: s.counts for s in steps}
 
@@ -128,7 +131,8 @@ def test_reruns_recompute_exactly_what_changed(tmp_path: Path,
 
     (tmp_path / "judge.yaml").write_text(JUDGE + "max_tokens: 50\n")
     judge_changed, _ = run()
-    assert judge_changed == {"description_judge", "benchmark_results", "leaderboard", "report"}
+    assert judge_changed == {"description_judge", "benchmark_results", "leaderboard",
+                             "report"}, stages
 
     shutil.copy(tmp_path / "second.db", rec)  # same name, other content
     replaced, counts = run()

@@ -12,15 +12,19 @@ NIGHT_TAG = "eval_assets/night"
 night's results are kept under ``history/<night>/``."""
 
 def _cell_pending() -> AutomationCondition:
-    """A (recording, model) result that is running, or missing without having failed.
+    """A (recording, model) result that is running, or missing or stale without having failed.
 
     Missing cells of registered recordings are work still to come in this batch. A cell whose own
     run or whose metrics' runs failed is not waited for: the report shows it as missing.
     """
     failed = (AutomationCondition.execution_failed()
               | AutomationCondition.any_deps_match(AutomationCondition.execution_failed()))
+    # A present result whose own trigger fired and is not yet handled is stale: it will be
+    # recomputed. (``will_be_requested`` cannot say so across partitions definitions.)
+    stale = (AutomationCondition.newly_missing()
+             | AutomationCondition.any_deps_updated()).since_last_handled()
     return (AutomationCondition.in_progress() | AutomationCondition.will_be_requested()
-            | (AutomationCondition.missing() & ~failed)).with_label("result pending")
+            | ((AutomationCondition.missing() | stale) & ~failed)).with_label("result pending")
 
 
 RECOMPUTE = (

@@ -3,7 +3,6 @@ a model whose answers mostly match no choice is flagged (warning)."""
 
 # No `from __future__ import annotations`: Dagster inspects the context annotation at runtime.
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ from dagster import (
 )
 
 from eval_assets.defs import keys
+from eval_assets.defs.accepted import quietly
 from eval_assets.defs.assets.metrics import VQA_FILE
 from eval_assets.defs.partitions import (
     MODEL_DIM,
@@ -38,12 +38,7 @@ def partitioned_check(**kwargs: Any) -> Callable[[Callable[..., AssetCheckResult
     We accept the preview API on purpose: without ``partitions_def`` a check on a partitioned
     asset loads every partition, which is wrong for per-recording checks.
     """
-    def decorate(fn: Callable[..., AssetCheckResult]) -> AssetChecksDefinition:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", category=PreviewWarning)
-            return asset_check(**kwargs)(fn)
-
-    return decorate
+    return lambda fn: quietly(PreviewWarning, lambda: asset_check(**kwargs)(fn))
 
 
 @partitioned_check(asset=keys.PUBLIC_CASES, partitions_def=recordings_partitions,

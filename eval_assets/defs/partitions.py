@@ -6,7 +6,6 @@ client settings of each model and the self-judging check all use :func:`declared
 
 from __future__ import annotations
 
-import warnings
 from functools import cache
 
 from dagster import (
@@ -17,6 +16,7 @@ from dagster import (
     StaticPartitionsDefinition,
 )
 
+from eval_assets.defs.accepted import quietly
 from eval_assets.layout import default_models_file
 from eval_assets.predictions.client import load_model_specs
 from eval_assets.schemas.predictions import ModelSpec
@@ -52,7 +52,7 @@ recording_model_partitions = MultiPartitionsDefinition(
 # config. The mapping is a Beta API that we accept on purpose: it is Dagster's only way to map one
 # dimension of a multi-partition onto a single-dimension upstream, so its BetaWarning is silenced
 # here and nowhere else.
-with warnings.catch_warnings():
-    warnings.filterwarnings("ignore", category=BetaWarning)
-    per_recording = MultiToSingleDimensionPartitionMapping(partition_dimension_name=RECORDING_DIM)
-    per_model = MultiToSingleDimensionPartitionMapping(partition_dimension_name=MODEL_DIM)
+per_recording = quietly(BetaWarning, lambda: MultiToSingleDimensionPartitionMapping(
+    partition_dimension_name=RECORDING_DIM))
+per_model = quietly(BetaWarning, lambda: MultiToSingleDimensionPartitionMapping(
+    partition_dimension_name=MODEL_DIM))

@@ -48,7 +48,7 @@ from eval_assets.synth.render import (
     fisheye_directions,
     pinhole_directions,
 )
-from eval_assets.synth.scene import Scene, quaternion_xyzw, sample_scene
+from eval_assets.synth.scene import CameraModel, Scene, quaternion_xyzw, sample_scene
 
 GENERATOR = "eval_assets.synth.sample/1"
 DEFAULT_SEED = 0
@@ -239,19 +239,24 @@ def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     return buf.getvalue()
 
 
+
+def camera_record(cam: CameraModel) -> dict[str, Any]:
+    """The camera as scene.json records it (the same keys for every profile)."""
+    return {
+        "width": cam.width,
+        "height": cam.height,
+        "distortion_model": "equidistant",
+        "K": cam.K.tolist(),
+        "D": cam.D.tolist(),
+        "K_rect": cam.K_rect.tolist(),
+    }
+
 def _scene_header(scene: Scene, seed: int) -> dict[str, Any]:
     cam = scene.camera
     return {
         "generator": GENERATOR,
         "seed": seed,
-        "camera": {
-            "width": cam.width,
-            "height": cam.height,
-            "distortion_model": "equidistant",
-            "K": cam.K.tolist(),
-            "D": cam.D.tolist(),
-            "K_rect": cam.K_rect.tolist(),
-        },
+        "camera": camera_record(cam),
         "objects": [
             {"id": o.id, "name": o.name, "shape": o.shape, "color": o.color, "rgb": list(o.rgb),
              "center_world": list(o.center), "size": list(o.size)}

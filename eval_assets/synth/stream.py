@@ -69,6 +69,7 @@ from eval_assets.synth.sample import (
     _rounded,
     _tf,
     _us,
+    camera_record,
     frame_objects,
     sidecar_paths,
     synthesize_sample,
@@ -334,14 +335,7 @@ def _scene_header(scene: Scene, spec: Profile, seed: int, scene_seed: int, frame
         "truth_every": truth_every,
         "rates_hz": {"color_image": spec.image_rate_hz, LIDAR_STREAM: spec.lidar_rate_hz,
                      "tf_world_base_link": spec.tf_rate_hz, "tf_static": spec.static_tf_rate_hz},
-        "camera": {
-            "width": cam.width,
-            "height": cam.height,
-            "distortion_model": "equidistant",
-            "K": cam.K.tolist(),
-            "D": cam.D.tolist(),
-            "K_rect": cam.K_rect.tolist(),
-        },
+        "camera": camera_record(cam),
         "lidar": {"frame_id": LIDAR_FRAME,
                   "pattern": "mid360" if spec.lidar_points else "rings",
                   "points_per_scan": spec.lidar_points or len(

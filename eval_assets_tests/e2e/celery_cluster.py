@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import psutil
 
-from eval_assets_tests.e2e.dagster_services import free_port
+from eval_assets_tests.e2e.dagster_services import free_port, stop_process_group
 
 
 @dataclass
@@ -123,18 +122,7 @@ def _wait_for_workers(cluster: CeleryCluster, logs: list[Path], deadline: float)
         app.close()
 
 
-def stop(proc: subprocess.Popen) -> None:
-    """SIGTERM the process group of ``proc`` (SIGKILL after 20 s) and reap its leader."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-    except ProcessLookupError:
-        pass
+stop = stop_process_group
 
 
 def group_members(pgid: int) -> list[int]:

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval_assets.pipeline import DAGSTER_YAML
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
@@ -68,11 +70,16 @@ def _wait_until_up(services: DagsterServices, logs: list[Path], timeout_s: float
 
 @contextmanager
 def dagster_services(
-    home: Path, env: dict[str, str], timeout_s: float = 180
+    home: Path, env: dict[str, str], timeout_s: float = 180, dagster_yaml: str = DAGSTER_YAML
 ) -> Iterator[DagsterServices]:
-    """Run webserver + daemon on the repo workspace with ``DAGSTER_HOME=home``; stop both after."""
+    """Run webserver + daemon on the repo workspace with ``DAGSTER_HOME=home``; stop both after.
+
+    The instance has the project's ``dagster.yaml`` by default (telemetry off, the run queue
+    limited to one run per partition), so a test sees the queueing a deployment has; a benchmark
+    may pass another (e.g. a shorter dequeue interval) to measure its effect.
+    """
     home.mkdir(parents=True, exist_ok=True)
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    (home / "dagster.yaml").write_text(dagster_yaml)
     full_env = {**os.environ, **env, "DAGSTER_HOME": str(home), "DAGSTER_DISABLE_TELEMETRY": "1"}
     port = free_port()
     workspace = str(REPO / "workspace.yaml")
@@ -94,10 +101,11 @@ def dagster_services(
         yield services
     finally:
         for proc in processes:
-            _stop(proc)
+            stop_process_group(proc)
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def stop_process_group(proc: subprocess.Popen) -> None:
+    """SIGTERM the process group of ``proc`` (SIGKILL after 20 s) and reap its leader."""
     if proc.poll() is not None:
         return
     try:

@@ -9,7 +9,6 @@ reports these observations; "Observe sources" in the UI does the same on demand.
 # No `from __future__ import annotations`: Dagster checks the context annotation at runtime.
 
 import hashlib
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +23,7 @@ from dagster import (
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
 from eval_assets.defs import keys
+from eval_assets.defs.accepted import quietly
 from eval_assets.defs.partitions import declared_models, model_partitions, recordings_partitions
 from eval_assets.defs.resources import JudgeResource, ProjectStorage
 from eval_assets.recording.watch import ContentHashes
@@ -67,12 +67,7 @@ def observed_input(**kwargs: Any) -> Callable[[Callable[..., Any]], SourceAsset]
     Accepted on purpose: an observable source asset is how Dagster learns a data version for a
     file it does not produce, which is what makes a replaced recording stale.
     """
-    def decorate(fn: Callable[..., Any]) -> SourceAsset:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", category=BetaWarning)
-            return observable_source_asset(**kwargs)(fn)
-
-    return decorate
+    return lambda fn: quietly(BetaWarning, lambda: observable_source_asset(**kwargs)(fn))
 
 
 @observed_input(key=keys.RECORDING_FILE, partitions_def=recordings_partitions,

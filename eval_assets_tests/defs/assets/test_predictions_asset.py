@@ -26,14 +26,17 @@ def _metadata(result) -> dict:
     return {k: v.value for k, v in events[0].materialization.metadata.items()}
 
 
-def test_asset_declares_pool_partitions_and_public_cases_dependency() -> None:
+def test_asset_declares_pool_partitions_and_only_public_inputs() -> None:
     assert predictions.op.pool == "vlm_api"
     assert {"random", "blind-smollm2"} <= set(model_partitions.get_partition_keys())
     spec = next(iter(predictions.specs))
-    [dep] = spec.deps
-    assert dep.asset_key == AssetKey("public_cases")
-    assert isinstance(dep.partition_mapping, MultiToSingleDimensionPartitionMapping)
-    assert dep.partition_mapping.partition_dimension_name == "recording"
+    deps = {dep.asset_key: dep.partition_mapping for dep in spec.deps}
+    # The public cases of its recording and its own model's entry; never the private labels.
+    assert set(deps) == {AssetKey("public_cases"), AssetKey("model_config")}
+    for key, dimension in ((AssetKey("public_cases"), "recording"),
+                           (AssetKey("model_config"), "model")):
+        assert isinstance(deps[key], MultiToSingleDimensionPartitionMapping)
+        assert deps[key].partition_dimension_name == dimension
 
 
 def test_random_partition_materializes_and_resumes(tmp_path: Path) -> None:
