@@ -11,11 +11,13 @@ from __future__ import annotations
 import functools
 import os
 import traceback
+import warnings
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 import click
 import typer
+from rich.markup import escape
 
 from eval_assets.console import make_console, print_error, showing_progress
 from eval_assets.errors import InputError
@@ -53,8 +55,16 @@ def guarded(command: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        console = make_console()
+
+        def note(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+            # The project's own warnings (an n/a metric, a skipped row) are facts for the reader:
+            # one line each, not Python's file:line dump.
+            console.print(f"  [yellow]note:[/] {escape(str(message))}")
+
         try:
-            with showing_progress(make_console()):
+            with showing_progress(console), warnings.catch_warnings():
+                warnings.showwarning = note
                 return command(*args, **kwargs)
         except (typer.Exit, typer.Abort, typer.exceptions.TyperException,
                 click.exceptions.ClickException, click.exceptions.Exit, KeyboardInterrupt):

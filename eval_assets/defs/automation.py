@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from dagster import (
     AssetSelection,
@@ -54,7 +55,7 @@ automation_sensor = AutomationConditionSensorDefinition(
     "eval_assets_automation",
     target=AssetSelection.all(),
     default_status=DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=15,
+    minimum_interval_seconds=int(os.environ.get("EVAL_ASSETS_AUTOMATION_INTERVAL_S", "15")),
     description="Evaluates each asset's automation condition: the graph decides what runs.",
 )
 
@@ -67,7 +68,8 @@ def _load_cursor(raw: str | None) -> dict[str, str]:
     return value if isinstance(value, dict) else {}
 
 
-@sensor(minimum_interval_seconds=30, default_status=DefaultSensorStatus.RUNNING,
+@sensor(minimum_interval_seconds=int(os.environ.get("EVAL_ASSETS_RECORDINGS_INTERVAL_S", "30")),
+        default_status=DefaultSensorStatus.RUNNING,
         description="Registers finished, valid recordings as partitions and reports the data "
                     "versions of recordings, models and the judge config. Launches nothing.")
 def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,

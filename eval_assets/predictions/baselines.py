@@ -557,10 +557,17 @@ class _ForcedPrefix:
         return text.rstrip("\ufffd")
 
 
+@lru_cache(maxsize=1)
+def shared_blind_smollm2() -> BlindSmolLM2:
+    """One SmolLM2 per process: the model under test and the judge share it (loading takes
+    seconds; the model is stateless between requests and serialises them with its own lock)."""
+    return BlindSmolLM2()
+
+
 # The local models `eval-assets serve --model NAME` knows, by name: factory(seed) -> model.
 LOCAL_MODELS: dict[str, Callable[[int], LocalModel]] = {
     "random": lambda seed: RandomChoiceModel(seed=seed),
-    "blind-smollm2": lambda seed: BlindSmolLM2(),
+    "blind-smollm2": lambda seed: shared_blind_smollm2(),
 }
 
 
