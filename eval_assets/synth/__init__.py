@@ -2,48 +2,33 @@
 
 ``sample`` is the bundled sample (fixed scene, :mod:`eval_assets.synth.sample`); ``stream`` writes
 the reference rig's format and seeded scenes of any length with bounded memory.
+
+Names are imported on first use: the scene vocabulary (:mod:`eval_assets.synth.scene`) is read by
+the perception code, which must not pay for open3d (the ray caster) at import.
 """
 
-from eval_assets.synth.render import BACKGROUND_ID, SceneRaycaster, View
-from eval_assets.synth.sample import (
-    DEFAULT_FRAMES,
-    DEFAULT_SEED,
-    SampleOutputs,
-    Timeline,
-    make_timeline,
-    sidecar_paths,
-    synthesize_sample,
-)
-from eval_assets.synth.scene import Distractor, LoopPath, Scene, SceneObject, sample_scene
-from eval_assets.synth.seeded import seeded_scene
-from eval_assets.synth.stream import (
-    PROFILES,
-    Profile,
-    SynthConfigError,
-    SynthOutputs,
-    synthesize_recording,
-)
+from __future__ import annotations
 
-__all__ = [
-    "BACKGROUND_ID",
-    "DEFAULT_FRAMES",
-    "DEFAULT_SEED",
-    "PROFILES",
-    "Distractor",
-    "LoopPath",
-    "Profile",
-    "SampleOutputs",
-    "Scene",
-    "SceneObject",
-    "SceneRaycaster",
-    "SynthConfigError",
-    "SynthOutputs",
-    "Timeline",
-    "View",
-    "make_timeline",
-    "sample_scene",
-    "seeded_scene",
-    "sidecar_paths",
-    "synthesize_recording",
-    "synthesize_sample",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "BACKGROUND_ID": "render", "SceneRaycaster": "render", "View": "render",
+    "DEFAULT_FRAMES": "sample", "DEFAULT_SEED": "sample", "SampleOutputs": "sample",
+    "Timeline": "sample", "make_timeline": "sample", "sidecar_paths": "sample",
+    "synthesize_sample": "sample",
+    "Distractor": "scene", "LoopPath": "scene", "Scene": "scene", "SceneObject": "scene",
+    "sample_scene": "scene",
+    "seeded_scene": "seeded",
+    "PROFILES": "stream", "Profile": "stream", "SynthConfigError": "stream",
+    "SynthOutputs": "stream", "synthesize_recording": "stream",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'eval_assets.synth' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"eval_assets.synth.{module}"), name)
