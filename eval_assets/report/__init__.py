@@ -7,47 +7,45 @@ kept nightly results and scores each model across nights; ``charts`` draws them;
 draws ground truth on frames; ``cards`` builds per-case cards and per-frame overlays; ``html``
 renders one self-contained file; ``publish`` reads a storage root and writes both (the Dagster
 assets call it).
+
+Names are imported on first use, so that loading the code location does not load matplotlib:
+each Dagster run process starts that much faster.
 """
 
-from eval_assets.report.cards import build_case_cards, build_frame_images
-from eval_assets.report.charts import (
-    family_chart,
-    headline_chart,
-    history_chart,
-    recording_chart,
-)
-from eval_assets.report.coverage import Coverage, CoverageCell, build_coverage
-from eval_assets.report.history import NightResult, NightScore, load_history, night_scores
-from eval_assets.report.html import render_report, write_report
-from eval_assets.report.leaderboard import (
-    ALL_RECORDINGS,
-    build_leaderboard,
-    paired_comparisons,
-    ranking,
-    write_leaderboard,
-)
-from eval_assets.report.overlays import render_overlay
+from __future__ import annotations
 
-__all__ = [
-    "ALL_RECORDINGS",
-    "Coverage",
-    "CoverageCell",
-    "NightResult",
-    "NightScore",
-    "build_case_cards",
-    "build_coverage",
-    "build_frame_images",
-    "build_leaderboard",
-    "family_chart",
-    "headline_chart",
-    "history_chart",
-    "load_history",
-    "night_scores",
-    "paired_comparisons",
-    "ranking",
-    "recording_chart",
-    "render_overlay",
-    "render_report",
-    "write_leaderboard",
-    "write_report",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "build_case_cards": "cards",
+    "build_frame_images": "cards",
+    "family_chart": "charts",
+    "headline_chart": "charts",
+    "history_chart": "charts",
+    "recording_chart": "charts",
+    "Coverage": "coverage",
+    "CoverageCell": "coverage",
+    "build_coverage": "coverage",
+    "NightResult": "history",
+    "NightScore": "history",
+    "load_history": "history",
+    "night_scores": "history",
+    "render_report": "html",
+    "write_report": "html",
+    "ALL_RECORDINGS": "leaderboard",
+    "build_leaderboard": "leaderboard",
+    "paired_comparisons": "leaderboard",
+    "ranking": "leaderboard",
+    "write_leaderboard": "leaderboard",
+    "render_overlay": "overlays",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'eval_assets.report' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"eval_assets.report.{module}"), name)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import html
+import importlib
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -32,12 +33,6 @@ import pandas as pd
 
 from eval_assets.atomic import write_text_atomic
 from eval_assets.metrics.stats import MIN_RELIABLE_N, PairedComparison
-from eval_assets.report.charts import (
-    family_chart,
-    headline_chart,
-    history_chart,
-    recording_chart,
-)
 from eval_assets.report.coverage import Coverage, build_coverage, short_sha
 from eval_assets.report.history import NightResult, NightScore, night_scores
 from eval_assets.report.leaderboard import (
@@ -56,6 +51,12 @@ from eval_assets.schemas.report import CaseCard, FrameImage, frame_key
 from eval_assets.schemas.results import BenchmarkResult, JudgeScores
 
 __all__ = ["CASES_PER_PAGE", "MCQ_NOT_MEASURED", "NO_NIGHTS", "render_report", "write_report"]
+
+
+def charts() -> Any:
+    """The chart module, imported when a report is rendered (it loads matplotlib, which the
+    code location does not need at import)."""
+    return importlib.import_module("eval_assets.report.charts")
 
 CASES_PER_PAGE = 20
 MCQ_NOT_MEASURED = ("AVLM MCQ not measured: cases are prompted for the choice text, not "
@@ -557,7 +558,7 @@ def _headline(leaderboard: pd.DataFrame, coverage: Coverage) -> str:
             "the cases. Bar: accuracy; black brackets: interval; red dashes: chance. Rows over "
             f"fewer than {MIN_RELIABLE_N} cases are faded and marked.")
     body = (box + _table(headers, rows, classes)
-            + _chart(headline_chart, leaderboard,
+            + _chart(charts().headline_chart, leaderboard,
                      "Bar chart of VQA accuracy per model on the common cases")
             + _answered(leaderboard, coverage))
     return _section("headline", f"Headline: VQA accuracy on {n:,} common cases", lead, body)
@@ -692,8 +693,8 @@ def _families(leaderboard: pd.DataFrame) -> str:
             "a family near chance is one the models have not learned from the image. "
             f"{_INTERVAL_NOTE} Families with fewer than {MIN_RELIABLE_N} cases are faded, "
             f"hatched and marked n&lt;{MIN_RELIABLE_N}: read them as anecdotes.")
-    body = _chart(family_chart, leaderboard, "Grouped bar chart of accuracy per family") + \
-        _table(headers, rows)
+    body = _chart(charts().family_chart, leaderboard,
+                  "Grouped bar chart of accuracy per family") + _table(headers, rows)
     return _section("families", "By question family", lead, body)
 
 
@@ -727,7 +728,7 @@ def _recordings(leaderboard: pd.DataFrame) -> str:
             "every ranked model. The second is on every case the model answered on that "
             "recording; <i>not comparable</i> marks a case set that differs from the common "
             "one.")
-    body = _chart(recording_chart, leaderboard,
+    body = _chart(charts().recording_chart, leaderboard,
                   "Grouped bar chart of accuracy per recording on the common cases") \
         + _table(headers, rows, classes)
     return _section("recordings", "By recording", lead, body)
@@ -1116,8 +1117,8 @@ def _nights(history: Sequence[NightResult]) -> str:
     summary = (f'<p class="summary">{len(nights)} night{"s" if len(nights) != 1 else ""}: '
                f"{_e(nights[0])} to {_e(nights[-1])}.</p>")
     try:
-        chart = _img(history_chart(scores), "Line chart of each model's accuracy per night",
-                     "chart")
+        chart = _img(charts().history_chart(scores),
+                     "Line chart of each model's accuracy per night", "chart")
     except ValueError as exc:
         chart = f'<p class="empty">{_e(f"No chart: {exc}")}</p>'
 
