@@ -57,7 +57,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-import openai
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -356,6 +355,8 @@ class OpenAIJudge:
                                    f"to start the served model {config.serve!r}")
         self.config = config
         self._api_key = api_key if api_key is not None else config.resolve_api_key()
+        import openai  # imported on first use: the code location loads faster without it
+
         self._client = openai.OpenAI(base_url=config.base_url, api_key=self._api_key,
                                      max_retries=0, timeout=config.timeout_s)
         self._journal: Journal[JudgeCallRecord] | None = None
@@ -405,6 +406,8 @@ class OpenAIJudge:
     def _call(self, request: dict[str, Any], rng: random.Random, label: str) -> tuple[str | None,
                                                                                       int]:
         """One chat completion with API-error retries: (content, calls made)."""
+        import openai
+
         cfg = self.config
         total = cfg.max_retries + 1
         category, message = "api_failed", ""

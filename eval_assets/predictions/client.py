@@ -17,9 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import openai
 import yaml
-from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eval_assets.errors import InputError
@@ -163,6 +161,7 @@ def _truncate(text: str, limit: int) -> str:
 
 def _classify(exc: Exception) -> _Failure:
     """Map an exception from the openai client to a failure category."""
+    import openai  # imported on first use: the code location loads faster without it
     if isinstance(exc, openai.APITimeoutError):
         return _Failure("timeout", f"no response within the timeout: {exc}")
     if isinstance(exc, openai.APIConnectionError):
@@ -186,6 +185,8 @@ def _classify(exc: Exception) -> _Failure:
 
 def _reply_text(completion: Any) -> tuple[str, TokenUsage | None]:
     """The first choice's message text and the usage, or a classified failure."""
+    from openai.types.chat import ChatCompletion
+
     if not isinstance(completion, ChatCompletion):
         raw = completion if isinstance(completion, str) else repr(completion)
         raise _Failure("malformed_response",
@@ -218,6 +219,8 @@ class OpenAIVLMClient:
         self.settings = settings
         self._generation = settings.generation_config()
         self._config_hash = self._generation.config_hash()
+        import openai
+
         self._client = openai.OpenAI(
             base_url=settings.base_url, api_key=settings.api_key(), max_retries=0,
             timeout=settings.timeout_s,
