@@ -7,7 +7,6 @@ the payload in ``<name>_blob(id, data)`` under the same id, and a pose index ``<
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
@@ -28,6 +27,7 @@ from eval_assets.recording.errors import (
 )
 from eval_assets.recording.lcm import FINGERPRINTS
 from eval_assets.recording.messages import CameraInfo, Image, PointCloud2, TFMessage
+from eval_assets.recording.watch import sha256_file
 
 LIDAR_STREAMS: tuple[str, str] = ("pointlio_lidar", "lidar")
 REQUIRED_STREAMS: tuple[tuple[str, ...], ...] = (
@@ -302,11 +302,7 @@ class Recording:
     def sha256(self) -> str:
         """Hex SHA-256 of the file's bytes (computed once)."""
         if self._sha256 is None:
-            digest = hashlib.sha256()
-            with self.path.open("rb") as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(chunk)
-            self._sha256 = digest.hexdigest()
+            self._sha256 = sha256_file(self.path)
         return self._sha256
 
     @property

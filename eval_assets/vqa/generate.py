@@ -10,7 +10,6 @@ Two entry points share one core:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -31,6 +30,7 @@ from eval_assets.geometry.ranging import RangeStats, range_statistics
 from eval_assets.perception.evidence_io import build_detections, load_mask, read_detections
 from eval_assets.perception.protocols import Detector, Segmenter
 from eval_assets.recording import Recording
+from eval_assets.recording.watch import sha256_file
 from eval_assets.schemas.perception import FrameDetections
 from eval_assets.schemas.vqa import Proposal, RunAudit, SourceRecording
 from eval_assets.vqa.authors import AuthorConfig, build_author
@@ -82,15 +82,6 @@ def perception_summary(detections: Sequence[FrameDetections]) -> dict[str, Any]:
     return {"names": list(names),
             "models": [{"detector": m[0], "detector_version": m[1], "segmenter": m[2],
                         "segmenter_version": m[3]} for m in sorted(models)]}
-
-
-def sha256_of(path: Path) -> str:
-    """Hex SHA-256 of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def default_output_dir(recording: Path) -> Path:
@@ -207,7 +198,7 @@ def generate_from_recording(recording: Path, output: Path, frame_indices: Sequen
         author = build_author(author_config)
         proposals = propose_frames(author, frames_dir, frames,
                                    author_config.max_proposals_per_frame)
-        source = SourceRecording(name=recording.name, sha256=sha256_of(recording))
+        source = SourceRecording(name=recording.name, sha256=sha256_file(recording))
         config = {"author": author_config.model_dump(mode="json"),
                   "perception": perception_summary(detections)}
         return build_dataset(frames_dir, clouds_dir, dets_dir, proposals, output, source,

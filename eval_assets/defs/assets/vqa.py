@@ -21,8 +21,9 @@ from eval_assets.defs.partitions import recordings_partitions
 from eval_assets.defs.resources import ProjectStorage, QuestionAuthorResource
 from eval_assets.frames import read_rectified_frames
 from eval_assets.perception.evidence_io import read_detections
+from eval_assets.recording.watch import sha256_file
 from eval_assets.schemas.vqa import DATASET_CASES, DATASET_LABELS, SourceRecording
-from eval_assets.vqa.generate import build_dataset, perception_summary, sha256_of
+from eval_assets.vqa.generate import build_dataset, perception_summary
 from eval_assets.vqa.proposals import (
     proposal_counts,
     propose_frames,
@@ -84,7 +85,7 @@ def vqa_dataset(context: AssetExecutionContext, storage: ProjectStorage,
     summary = build_dataset(
         layout.rectified_frames_dir(key), layout.pointcloud_frames_dir(key), dets_dir,
         read_proposals(layout.proposals_dir(key)), out,
-        SourceRecording(name=recording.name, sha256=sha256_of(recording)), config,
+        SourceRecording(name=recording.name, sha256=sha256_file(recording)), config,
         replace=True,
     )
     example = summary.example_case.model_dump(mode="json") if summary.example_case else {}
