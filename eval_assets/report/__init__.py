@@ -14,8 +14,7 @@ each Dagster run process starts that much faster.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from eval_assets.lazy import lazy_exports
 
 _EXPORTS = {
     "build_case_cards": "cards",
@@ -44,8 +43,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'eval_assets.report' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"eval_assets.report.{module}"), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -9,8 +9,7 @@ the perception code, which must not pay for open3d (the ray caster) at import.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from eval_assets.lazy import lazy_exports
 
 _EXPORTS = {
     "BACKGROUND_ID": "render", "SceneRaycaster": "render", "View": "render",
@@ -27,8 +26,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'eval_assets.synth' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"eval_assets.synth.{module}"), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
