@@ -23,10 +23,11 @@ rectified JPEG frames of the bundled sample (see the perception tests for the ag
 
 from __future__ import annotations
 
-import hashlib
 import math
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import cv2
 import numpy as np
@@ -38,6 +39,7 @@ COLOR_DETECTOR_VERSION = "hsv-shape/1"
 REGION_SEGMENTER_VERSION = "colour-region/1"
 GRABCUT_SEGMENTER_VERSION = "grabcut/1"
 _LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+_BAND_ROWS = 32  # rows per band of the colour classification (temporaries of ~0.5 MB at 1280 px)
 
 
 @dataclass(frozen=True)
@@ -80,9 +82,42 @@ def _hue_deg(rgb: tuple[int, int, int]) -> float:
     return float(cv2.cvtColor(pixel, cv2.COLOR_RGB2HSV)[0, 0, 0])
 
 
-def _image_key(image: np.ndarray) -> bytes:
-    return hashlib.blake2b(image.tobytes(), digest_size=16,
-                           person=str(image.shape).encode()[:16]).digest()
+class _LastFrame:
+    """What was derived from the most recent image, shared by every detector and segmenter here.
+
+    A prompted detector is asked about many names per image and the segmenter about every box,
+    so each image is analysed once. A lookup compares the image with a private copy of the last
+    one (exact, and cheaper than hashing it); a different image drops everything derived.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._image: np.ndarray | None = None
+        self._values: dict[Hashable, Any] = {}
+
+    def get(self, image: np.ndarray, key: Hashable, compute: Callable[[np.ndarray], Any]) -> Any:
+        """``compute(image)``, or its stored result if ``image`` equals the last image."""
+        with self._lock:
+            if not _same_pixels(self._image, image):
+                self._image = np.array(image, copy=True, order="C")
+                self._values = {}
+            if key not in self._values:
+                self._values[key] = compute(image)
+            return self._values[key]
+
+
+_LAST_FRAME = _LastFrame()
+
+
+def _same_pixels(last: np.ndarray | None, image: np.ndarray) -> bool:
+    """Whether ``image`` holds exactly the pixels of ``last`` (a C-contiguous copy)."""
+    if last is None or last.shape != image.shape or last.dtype != image.dtype:
+        return False
+    if image.flags.c_contiguous and image.nbytes % 8 == 0:
+        # Eight bytes per comparison: a third of the time of an element-wise comparison.
+        return bool(np.array_equal(last.reshape(-1).view(np.uint64),
+                                   image.reshape(-1).view(np.uint64)))
+    return bool(np.array_equal(last, image))
 
 
 class ColorClassifier:
@@ -97,33 +132,68 @@ class ColorClassifier:
         self.params = params
         self._hues = np.array([_hue_deg(tuple(vocabulary[c])) for c in self.colors],
                               dtype=np.float32)
-        self._cache_key: bytes | None = None
-        self._cache: np.ndarray | None = None
+        self._memo_key = ("labels", tuple(self._hues.tolist()), params)
 
     def labels(self, image: np.ndarray) -> np.ndarray:
-        """(H, W) int16: index into ``colors`` per pixel, −1 where no colour applies."""
-        key = _image_key(image)
-        if key != self._cache_key or self._cache is None:
-            hsv = cv2.cvtColor(image.astype(np.float32) / 255.0, cv2.COLOR_RGB2HSV)
-            hue, sat, val = hsv[..., 0], hsv[..., 1], hsv[..., 2]
-            diff = np.abs(hue[..., None] - self._hues)
-            dist = np.minimum(diff, 360.0 - diff)
-            nearest = np.argmin(dist, axis=-1)
-            near_dist = np.take_along_axis(dist, nearest[..., None], axis=-1)[..., 0]
-            p = self.params
-            ok = (sat >= p.min_saturation) & (val >= p.min_value) & \
-                (near_dist <= p.max_hue_distance_deg)
-            self._cache = np.where(ok, nearest, -1).astype(np.int16)
-            self._cache_key = key
-        return self._cache
+        """(H, W) int16: index into ``colors`` per pixel, −1 where no colour applies (read-only)."""
+        return self.labelled(image)[0]
+
+    def labelled(self, image: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(labels, flat, colour)``: :meth:`labels`, and the flat (row-major) index and colour
+        index of every labelled pixel in ascending index order (all read-only)."""
+        return _LAST_FRAME.get(image, self._memo_key, self._label)
+
+    def _label(self, image: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        # The float32 HSV of the whole image, a band of rows at a time (OpenCV converts row by
+        # row, so the values are the same; the temporaries stay in cache). Hue distances only for
+        # the pixels saturated and bright enough to carry a colour: few, in a desaturated room.
+        p = self.params
+        height, width = image.shape[:2]
+        flat_parts: list[np.ndarray] = []
+        colour_parts: list[np.ndarray] = []
+        for y0 in range(0, height, _BAND_ROWS):
+            unit = image[y0:y0 + _BAND_ROWS].astype(np.float32)
+            unit /= np.float32(255.0)
+            hsv = cv2.cvtColor(unit, cv2.COLOR_RGB2HSV).reshape(-1, 3)
+            candidates = np.flatnonzero((hsv[:, 1] >= p.min_saturation) &
+                                        (hsv[:, 2] >= p.min_value))
+            if candidates.size == 0:
+                continue
+            hue = hsv[candidates, 0]
+            # Circular distance to each reference hue; the first nearest wins ties (as argmin).
+            near = np.full(hue.shape, np.inf, dtype=np.float32)
+            nearest = np.zeros(hue.shape, dtype=np.int16)
+            for k, ref in enumerate(self._hues):
+                diff = np.abs(hue - ref)
+                dist = np.minimum(diff, 360.0 - diff)
+                closer = dist < near
+                near[closer] = dist[closer]
+                nearest[closer] = k
+            ok = near <= p.max_hue_distance_deg
+            flat_parts.append(candidates[ok] + y0 * width)
+            colour_parts.append(nearest[ok])
+        flat = np.concatenate(flat_parts) if flat_parts else np.zeros(0, dtype=np.intp)
+        colour = np.concatenate(colour_parts) if colour_parts else np.zeros(0, dtype=np.int16)
+        labels = np.full(height * width, -1, dtype=np.int16)
+        labels[flat] = colour
+        labels = labels.reshape(height, width)
+        for array in (labels, flat, colour):
+            array.flags.writeable = False
+        return labels, flat, colour
 
 
-def _circle_fit(region: np.ndarray) -> tuple[float, float]:
-    """(RMS residual / radius, filled share of the circle inside the image) of a region."""
-    h, w = region.shape
+def _circle_fit(region: np.ndarray, origin: tuple[int, int] = (0, 0),
+                size: tuple[int, int] | None = None) -> tuple[float, float]:
+    """(RMS residual / radius, filled share of the circle inside the image) of a region.
+
+    ``region`` may be a crop at ``origin`` (x, y) of an image of ``size`` (h, w) with at least one
+    empty pixel around the region where the crop does not reach the image border.
+    """
+    h, w = size or region.shape
+    ox, oy = origin
     contours, _ = cv2.findContours(region.astype(np.uint8), cv2.RETR_EXTERNAL,
                                    cv2.CHAIN_APPROX_NONE)
-    pts = max(contours, key=len).reshape(-1, 2).astype(np.float64)
+    pts = max(contours, key=len).reshape(-1, 2).astype(np.float64) + np.array([ox, oy])
     # Outline points on the image border are where the frame cuts the object, not its silhouette.
     inside = (pts[:, 0] > 0) & (pts[:, 0] < w - 1) & (pts[:, 1] > 0) & (pts[:, 1] < h - 1)
     pts = pts[inside]
@@ -144,7 +214,14 @@ def _circle_fit(region: np.ndarray) -> tuple[float, float]:
         return residual, 0.0
     yy, xx = np.mgrid[y0:y1, x0:x1]
     disc = (xx - cx) ** 2 + (yy - cy) ** 2 <= r2
-    coverage = float((disc & region[y0:y1, x0:x1]).sum() / max(int(disc.sum()), 1))
+    # The region inside the circle's window (zero outside the crop).
+    window = np.zeros(disc.shape, dtype=bool)
+    rh, rw = region.shape
+    wy0, wy1 = max(y0, oy), min(y1, oy + rh)
+    wx0, wx1 = max(x0, ox), min(x1, ox + rw)
+    if wy1 > wy0 and wx1 > wx0:
+        window[wy0 - y0:wy1 - y0, wx0 - x0:wx1 - x0] = region[wy0 - oy:wy1 - oy, wx0 - ox:wx1 - ox]
+    coverage = float((disc & window).sum() / max(int(disc.sum()), 1))
     return residual, coverage
 
 
@@ -162,10 +239,14 @@ def _column_slope(region: np.ndarray, luma: np.ndarray, params: ColorShapeParams
             break
     else:
         return None
-    order = np.argsort(xs, kind="stable")
-    xs_sorted, values = xs[order], luma[ys[order], xs[order]]
+    values = luma[ys, xs]
+    order = np.lexsort((values, xs))  # by column, then brightness
+    xs_sorted, values = xs[order], values[order]
     starts = np.searchsorted(xs_sorted, cols, side="left")
-    profile = np.array([np.median(seg) for seg in np.split(values, starts[1:])])
+    counts = np.diff(np.append(starts, xs_sorted.size))
+    # Per-column median, as np.median computes it: the middle value, or the float mean of the two.
+    lo, hi = starts + (counts - 1) // 2, starts + counts // 2
+    profile = (values[lo] + values[hi]) / values.dtype.type(2)
     mean = float(profile.mean())
     if mean <= 0.0:
         return None
@@ -200,7 +281,18 @@ def classify_shape(region: np.ndarray, luma: np.ndarray,
 
     The score is 0.5 at a decision threshold and rises to 1.0 with the margin from it.
     """
-    residual, coverage = _circle_fit(region)
+    return _classify_crop(region, luma, params, (0, 0), region.shape)
+
+
+def _classify_crop(region: np.ndarray, luma: np.ndarray, params: ColorShapeParams,
+                   origin: tuple[int, int], size: tuple[int, int]) -> tuple[str, float]:
+    """:func:`classify_shape` of a region cropped at ``origin`` (x, y) from an image of ``size``.
+
+    The crop (of the region and of the luma) must leave one empty pixel around the region except
+    at the image border; every measure is then the same as on the whole image, at the cost of
+    the region's size rather than the image's.
+    """
+    residual, coverage = _circle_fit(region, origin, size)
     if residual <= params.circle_max_residual and coverage >= params.circle_min_coverage:
         margin = min(1.0 - residual / params.circle_max_residual,
                      (coverage - params.circle_min_coverage) / (1.0 - params.circle_min_coverage))
@@ -234,8 +326,8 @@ class ColorShapeDetector:
         self.vocabulary = {c.strip().lower(): tuple(rgb) for c, rgb in source.items()}
         self.shapes = tuple(SHAPES)
         self.classifier = ColorClassifier(self.vocabulary, self.params)
-        self._cache_key: bytes | None = None
-        self._instances: list[Instance] = []
+        self._memo_key = ("instances", tuple(self.classifier.colors), self.classifier._memo_key,
+                          self.shapes)
 
     def names(self) -> list[str]:
         """Every name this detector understands: each colour with each shape."""
@@ -256,27 +348,45 @@ class ColorShapeDetector:
     def instances(self, image: np.ndarray) -> list[Instance]:
         """Every coloured region of ``image`` with its shape, ordered by colour then position."""
         check_rgb(image)
-        key = _image_key(image)
-        if key == self._cache_key:
-            return self._instances
-        labels = self.classifier.labels(image)
-        luma = image.astype(np.float32) @ _LUMA
+        return list(_LAST_FRAME.get(image, self._memo_key, self._find_instances))
+
+    def _find_instances(self, image: np.ndarray) -> tuple[Instance, ...]:
+        labels, flat, colour = self.classifier.labelled(image)
+        height, width = labels.shape
+        luma: np.ndarray | None = None
         found: list[Instance] = []
         for ci, color in enumerate(self.classifier.colors):
-            mask = (labels == ci).astype(np.uint8)
+            pixels = flat[colour == ci]
+            if pixels.size == 0:
+                continue
+            rows, cols = np.divmod(pixels, width)
+            # Label only the colour's bounding box (plus one empty pixel). Even offsets keep
+            # OpenCV's 2x2-block labelling, and so the component numbering, as on the full image.
+            y0, x0 = max(int(rows[0]) - 1, 0) & ~1, max(int(cols.min()) - 1, 0) & ~1
+            y1, x1 = min(int(rows[-1]) + 2, height), min(int(cols.max()) + 2, width)
+            mask = (labels[y0:y1, x0:x1] == ci).astype(np.uint8)
             n, comp, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
             for j in range(1, n):
                 x, y, w, h, area = (int(v) for v in stats[j])
                 if area < self.params.min_area_px:
                     continue
-                # Full-frame mask: the circle fit must know where the image border cuts it.
-                shape, score = classify_shape(comp == j, luma, self.params)
-                found.append(Instance(color, shape, (float(x), float(y), float(x + w),
-                                                     float(y + h)), score, area))
+                # The component's own box plus one pixel (clipped to the image): the shape cues
+                # need its outline and where the image border cuts it, not the whole frame.
+                cy0, cx0 = max(y - 1, 0), max(x - 1, 0)
+                cy1, cx1 = min(y + h + 1, y1 - y0), min(x + w + 1, x1 - x0)
+                region = comp[cy0:cy1, cx0:cx1] == j
+                gx, gy = x0 + cx0, y0 + cy0
+                if luma is None:
+                    luma = image.astype(np.float32) @ _LUMA
+                shape, score = _classify_crop(region, luma[gy:gy + region.shape[0],
+                                                           gx:gx + region.shape[1]],
+                                              self.params, (gx, gy), (height, width))
+                found.append(Instance(color, shape, (float(x0 + x), float(y0 + y),
+                                                     float(x0 + x + w), float(y0 + y + h)),
+                                      score, area))
         found.sort(key=lambda i: (self.classifier.colors.index(i.color), i.box_xyxy[0],
                                   i.box_xyxy[1]))
-        self._cache_key, self._instances = key, found
-        return found
+        return tuple(found)
 
     def detect(self, image: np.ndarray, object_name: str) -> list[Box]:
         """One box per connected region of the named colour classified as the named shape."""

@@ -4,7 +4,7 @@ Layout of a detections folder (decided here and nowhere else)::
 
     detections.parquet              one row per frame: queried names and nested detections
     frames/frame-000000.json        the same record per frame, for people and audits
-    masks/frame-000000-00.png       mask of detection 0 of frame 0 (0 / 255, single channel)
+    masks/frame-000000-00.png       mask of detection 0 of frame 0 (1-bit grey; reads as 0 / 255)
 
 Every file is written atomically with fixed encoder settings, so the same evidence gives
 byte-identical files. ``detections.parquet`` is written last: it is the index readers trust, and
@@ -32,7 +32,9 @@ DETECTIONS_TABLE = "detections.parquet"
 FRAMES_DIR = "frames"
 MASKS_DIR = "masks"
 # Fixed encoder settings: the PNG bytes depend on them, and outputs must be byte-identical.
-_PNG_PARAMS = [cv2.IMWRITE_PNG_COMPRESSION, 3]
+# One bit per pixel: a fifth of the time of an 8-bit mask (most of the evidence stage's cost at
+# 1280x720) and a fifth of the bytes; OpenCV and PIL read it back as 0 / 255.
+_PNG_PARAMS = [cv2.IMWRITE_PNG_COMPRESSION, 3, cv2.IMWRITE_PNG_BILEVEL, 1]
 
 _DETECTION_TYPE = pa.struct([
     ("name", pa.string()),
@@ -66,7 +68,7 @@ def frame_json_relpath(frame_index: int) -> str:
 
 
 def encode_mask_png(mask: np.ndarray) -> bytes:
-    """Deterministic single-channel PNG bytes of a boolean mask (True → 255)."""
+    """Deterministic 1-bit greyscale PNG bytes of a boolean mask (True → white)."""
     ok, buf = cv2.imencode(".png", np.asarray(mask, dtype=bool).astype(np.uint8) * 255,
                            _PNG_PARAMS)
     if not ok:

@@ -132,3 +132,20 @@ def test_rectify_rejects_wrong_size() -> None:
     cam = CameraModel.from_camera_info(_info("plumb_bob", (0.0,) * 5, ZERO9, ZERO12))
     with pytest.raises(ValueError, match=r"image is 320x240 but the calibration is 640x480"):
         cam.rectify(np.zeros((240, 320, 3), dtype=np.uint8))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_rectify_is_dimos_remap_call_with_float_tables(case: str) -> None:
+    """dimOS 0.0.15 remaps with float CV_32FC1 tables (test_rectify_dimos_parity checks against
+    the real package); fixed-point CV_16SC2 tables round source positions to 1/32 px."""
+    model, d, r, p = CASES[case]
+    cam = CameraModel.from_camera_info(_info(model, d, r, p))
+    img = cv2.GaussianBlur(np.random.default_rng(1).integers(0, 256, (H, W, 3), dtype=np.uint8),
+                           (5, 5), 1.5)
+    init = cv2.fisheye.initUndistortRectifyMap if model == "equidistant" \
+        else cv2.initUndistortRectifyMap
+    map_x, map_y = init(cam.K, cam.D, cam.R, cam.K_rect, (W, H), cv2.CV_32FC1)
+    expected = cv2.remap(img, map_x, map_y, interpolation=cv2.INTER_LINEAR)
+    np.testing.assert_array_equal(cam.rectify(img), expected)
+    fixed = cv2.remap(img, *cv2.convertMaps(map_x, map_y, cv2.CV_16SC2), cv2.INTER_LINEAR)
+    assert not np.array_equal(fixed, expected)  # the test tells the two table types apart
