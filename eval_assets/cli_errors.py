@@ -43,7 +43,7 @@ def debug_enabled() -> bool:
 
 
 def _bad_input_types() -> tuple[type[BaseException], ...]:
-    # Imported late: the judge module pulls in openai, which commands that never judge can skip.
+    # Imported late: the judge module is large, and commands that never judge can skip it.
     from eval_assets.metrics.judge import JudgeConfigError
 
     return (InputError, JudgeConfigError, FileNotFoundError, NotADirectoryError)

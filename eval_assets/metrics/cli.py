@@ -78,7 +78,7 @@ def judge(
     Exit 0: rows scored. Exit 1: nothing scored (all failed, or withheld by calibration).
     Exit 2: bad input (config, files). Calls are journalled: a rerun repeats only those in flight.
     """
-    # Imported here so that other eval-assets commands do not pay for the openai import.
+    # Imported here so that other eval-assets commands do not pay for importing the judge.
     from eval_assets.metrics.judge import JudgeConfig, judge_dir, self_judging_models
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -13,12 +13,15 @@ failure count and out of the mean. ``avlm_compat: true`` applies AVLM's coercion
 divided by 10, round half to even, clamp to 1..10, no score becomes 1), and every coerced row is
 counted by kind (``avlm_coercions``) so the numbers can be compared with AVLM's knowingly.
 
-Where we differ from the reference, on purpose: API errors are retried with exponential backoff
-and jitter (honouring Retry-After); a row that still fails is a recorded failure with a category
-and the run goes on; a summary with nothing scored says ``null``, not AVLM's 0 (kept in
-compatibility mode); a reply longer than ``max_reply_chars`` is an ``oversized_reply`` failure
-in both modes (AVLM has no limit); results keep input order and carry no timestamp, so the same
-replies give byte-identical files. Two additions guard the numbers themselves:
+Where we differ from the reference, on purpose: API errors are retried by the project's one
+chat client (:mod:`eval_assets.openai_chat`: exponential backoff with jitter, honouring
+Retry-After, a Retry-After beyond ``retry_after_max_s`` failing as ``retry_after_too_long``); a
+row that still fails is a recorded failure with a category and the run goes on; a summary with
+nothing scored says ``null``, not AVLM's 0 (kept in compatibility mode); a reply longer than
+``max_reply_chars`` is an ``oversized_reply`` failure in both modes (AVLM has no limit), and a body
+over ``max_reply_bytes`` (or a reply over the journal's 65,536 characters) is not even read: a
+``reply_too_large`` failure; results keep input order and carry no timestamp, so the same replies
+give byte-identical files. Two additions guard the numbers themselves:
 
 - every call is journalled (:mod:`eval_assets.metrics.judge_journal`), so a rerun after a crash
   repeats only the calls that were in flight, and replies are never paid for twice;
@@ -33,7 +36,10 @@ rubric's reply as a JSON schema, which small local judges cannot write reliably 
 
 Error categories: ``infer_failed``, ``missing_gt``, ``missing_pred``, ``empty_response``,
 ``parse_error``, ``missing_score``, ``score_out_of_range``, ``invalid_score``,
-``oversized_reply``, ``timeout``, ``rate_limited``, ``api_failed``, ``processing_error``.
+``oversized_reply``, ``reply_too_large``, ``timeout``, ``rate_limited``,
+``retry_after_too_long``, ``api_failed`` (any other failed call: HTTP errors, connection errors,
+a 200 that is not a chat completion), ``processing_error``. Every call's token usage and latency
+are journalled with it.
 
 The API key is read from the environment variable the config names, handed to the client, and
 redacted from every error message and journalled reply; it is never written or logged.
@@ -61,7 +67,6 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from eval_assets import progress
-from eval_assets.http_retry import parse_retry_after
 from eval_assets.metrics.judge_calibration import CalibrationReport, calibrate
 from eval_assets.metrics.judge_journal import (
     JOURNAL_CONTENT_LIMIT,
@@ -88,14 +93,21 @@ from eval_assets.metrics.predictions import (
     read_predictions,
     write_json_atomic,
 )
+from eval_assets.openai_chat import (
+    DEFAULT_ANNOUNCE_WAIT_S,
+    DEFAULT_RETRY_AFTER_MAX_S,
+    ChatClient,
+    RetryPolicy,
+    backoff_delay,
+)
 from eval_assets.predictions.store import Journal, exclusive_run_lock
 from eval_assets.schemas.predictions import ModelSpec
 
 log = logging.getLogger(__name__)
 
-# Statuses worth another try: the request may succeed later. Anything else (400, 401, 404, ...)
-# fails the row at once, since repeating the same request cannot fix it.
-_RETRYABLE_STATUS = {408, 409, 425, 429}
+# The chat client's failure categories the judge reports as they are; any other failed call is
+# ``api_failed`` (AVLM's name).
+_OWN_CATEGORIES = frozenset({"timeout", "rate_limited", "reply_too_large", "retry_after_too_long"})
 
 DEFAULT_API_KEY_ENV = "CLIENT_API_KEY"
 SERVED_API_KEY = "local-server"
@@ -168,7 +180,14 @@ class JudgeConfig(BaseModel):
     backoff_base_s: float = Field(1.0, ge=0)
     backoff_max_s: float = Field(30.0, ge=0)
     backoff_jitter: float = Field(0.25, ge=0, le=1, description="0: no jitter")
-    retry_after_max_s: float = Field(60.0, ge=0)
+    retry_after_max_s: float = Field(
+        DEFAULT_RETRY_AFTER_MAX_S, ge=0,
+        description="longest Retry-After honoured; longer fails as retry_after_too_long")
+    announce_wait_s: float = Field(
+        DEFAULT_ANNOUNCE_WAIT_S, ge=0, description="waits this long or longer are logged")
+    max_reply_bytes: int | None = Field(
+        None, ge=1, description="largest reply body read, else reply_too_large; None: derived "
+        "from the journal's reply limit (see eval_assets.openai_chat)")
     seed: int = 0
     max_workers: int = Field(8, ge=1)
     metadata_placement: MetadataPlacement = "auto"
@@ -229,6 +248,13 @@ class JudgeConfig(BaseModel):
             raise ValueError(f"field 'model' is {self.model!r} but the served model answers as "
                              f"{self.serve!r}; fix: remove 'model' or set it to {self.serve!r}")
         return self
+
+    def retry_policy(self) -> RetryPolicy:
+        """The chat client's retry policy from these settings."""
+        return RetryPolicy(max_retries=self.max_retries, backoff_base_s=self.backoff_base_s,
+                           backoff_max_s=self.backoff_max_s, jitter=self.backoff_jitter,
+                           retry_after_max_s=self.retry_after_max_s,
+                           announce_wait_s=self.announce_wait_s)
 
     @property
     def scoring_mode(self) -> ScoringMode:
@@ -319,31 +345,8 @@ class Judge(Protocol):
         ...
 
 
-def backoff_delay(attempt: int, config: JudgeConfig, rng: random.Random) -> float:
-    """Backoff ``base * 2**attempt``, capped at ``backoff_max_s``, less a seeded jitter."""
-    delay = min(config.backoff_max_s, config.backoff_base_s * (2 ** attempt))
-    if config.backoff_jitter:
-        delay *= 1.0 - config.backoff_jitter * rng.random()
-    return delay
-
-
-def retry_after_s(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asked us to wait (``retry-after-ms``, ``retry-after`` seconds or date)."""
-    return parse_retry_after(headers)
-
-
-class _CallFailed(Exception):
-    """API retries are spent; carries the category and a redacted message."""
-
-    def __init__(self, category: str, message: str, attempts: int) -> None:
-        super().__init__(message)
-        self.category = category
-        self.message = message
-        self.attempts = attempts
-
-
 class OpenAIJudge:
-    """The :class:`Judge` for an OpenAI-compatible chat endpoint; retries are ours, not openai's.
+    """The :class:`Judge` for an OpenAI-compatible chat endpoint, through the one chat client.
 
     With a journal attached (:meth:`journalled`), every reply try is looked up by the SHA-256 of
     its request before it is sent, and journalled (fsynced) as soon as it is answered.
@@ -355,10 +358,12 @@ class OpenAIJudge:
                                    f"to start the served model {config.serve!r}")
         self.config = config
         self._api_key = api_key if api_key is not None else config.resolve_api_key()
-        import openai  # imported on first use: the code location loads faster without it
-
-        self._client = openai.OpenAI(base_url=config.base_url, api_key=self._api_key,
-                                     max_retries=0, timeout=config.timeout_s)
+        # Replies up to the journal's limit are read (and paid for, and journalled); the judge's
+        # own max_reply_chars then decides whether one is parsed.
+        self._client = ChatClient(config.base_url, api_key=self._api_key,
+                                  timeout_s=config.timeout_s, policy=config.retry_policy(),
+                                  max_reply_bytes=config.max_reply_bytes,
+                                  max_reply_chars=JOURNAL_CONTENT_LIMIT)
         self._journal: Journal[JudgeCallRecord] | None = None
         self._counts_lock = threading.Lock()
         self.calls_made = 0
@@ -388,10 +393,6 @@ class OpenAIJudge:
     def _redact(self, text: str) -> str:
         return text.replace(self._api_key, "[REDACTED]") if self._api_key else text
 
-    def _rng(self, row: PredictionRow, purpose: str) -> random.Random:
-        # Per row, so jitter does not depend on which thread asks first.
-        return random.Random(f"{self.config.seed}:{purpose}:{row.index}:{row.id}")
-
     def _request(self, messages: list[Mapping[str, str]], max_tokens: int,
                  response_format: dict[str, Any] | None) -> dict[str, Any]:
         """The chat request body: exactly what is sent and what the journal key hashes."""
@@ -403,51 +404,7 @@ class OpenAIJudge:
             request["response_format"] = response_format
         return request
 
-    def _call(self, request: dict[str, Any], rng: random.Random, label: str) -> tuple[str | None,
-                                                                                      int]:
-        """One chat completion with API-error retries: (content, calls made)."""
-        import openai
-
-        cfg = self.config
-        total = cfg.max_retries + 1
-        category, message = "api_failed", ""
-        for attempt in range(total):
-            wait: float | None = None
-            try:
-                response = self._client.chat.completions.create(**request)
-                # A 200 whose body is not a chat completion comes back as a str or raises a
-                # JSON error: a server fault, retried like a 5xx.
-                choices = getattr(response, "choices", None)
-                if choices is None or not isinstance(choices, list):
-                    raise ValueError(f"not a chat completion ({type(response).__name__})")
-                return (choices[0].message.content if choices else None), attempt + 1
-            except ValueError as exc:
-                category, message = "api_failed", f"malformed response: {exc}"
-            except openai.APITimeoutError:
-                category, message = "timeout", f"Timeout after {cfg.timeout_s}s"
-            except openai.APIStatusError as exc:
-                status = exc.status_code
-                category = "rate_limited" if status == 429 else "api_failed"
-                message = f"HTTP {status}: {exc.message}"
-                wait = retry_after_s(exc.response.headers)
-                if status not in _RETRYABLE_STATUS and status < 500:
-                    raise _CallFailed(category, self._redact(
-                        f"API call failed with non-retryable {message}"), attempt + 1) from None
-            except openai.APIConnectionError as exc:
-                category, message = "api_failed", f"connection error: {exc.message}"
-            except openai.APIResponseValidationError as exc:
-                category, message = "api_failed", f"malformed response: {exc.message}"
-            log.debug("judge call %s failed (attempt %d/%d): %s", label, attempt + 1, total,
-                      self._redact(message))
-            if attempt + 1 < total:
-                if wait is not None:
-                    time.sleep(min(wait, cfg.retry_after_max_s))
-                else:
-                    time.sleep(backoff_delay(attempt, cfg, rng))
-        raise _CallFailed(category, self._redact(f"API call failed after {total} attempts: "
-                                                 f"{message}"), total)
-
-    def _reply(self, request: dict[str, Any], reply_try: int, rng: random.Random, *,
+    def _reply(self, request: dict[str, Any], reply_try: int, jitter_key: str, *,
                label: str, purpose: CallPurpose, delay_s: float) -> JudgeCallRecord:
         """Reply try ``reply_try`` of ``request``: from the journal if answered, else asked now."""
         digest = request_sha256(request)
@@ -461,18 +418,27 @@ class OpenAIJudge:
                 return stored
         if delay_s:
             time.sleep(delay_s)
+        result = self._client.complete(request, label=label,
+                                       jitter_key=f"{jitter_key}:{reply_try}")
         common = {"key": key, "request_sha256": digest, "reply_try": reply_try,
-                  "purpose": purpose, "label": label}
-        try:
-            content, made = self._call(request, rng, label)
-        except _CallFailed as failed:
-            record = JudgeCallRecord(status="failed", error_category=failed.category,
-                                     error=failed.message, calls=failed.attempts, **common)
-        else:
-            text = None if content is None else self._redact(content)
+                  "purpose": purpose, "label": label, "calls": result.attempts,
+                  "usage": result.usage, "latency_s": result.latency_s, "wall_s": result.wall_s}
+        # A reply without content was still a reply (paid for): the judge reads it as an
+        # empty_response and may ask again.
+        if result.ok or result.error_category == "empty_response":
+            text = None if result.content is None else self._redact(result.content)
             record = JudgeCallRecord(
-                status="success", calls=made, content_chars=len(text or ""),
+                status="success", content_chars=len(text or ""),
                 content=None if text is None else text[:JOURNAL_CONTENT_LIMIT], **common)
+        else:
+            category = str(result.error_category)
+            if category not in _OWN_CATEGORIES:
+                category = "api_failed"
+            tries = f"{result.attempts} attempt{'s' if result.attempts != 1 else ''}"
+            message = self._redact(f"API call failed after {tries}: {result.error_message}")
+            log.debug("judge call %s failed: %s", label, message)
+            record = JudgeCallRecord(status="failed", error_category=category, error=message,
+                                     **common)
         with self._counts_lock:
             self.calls_made += record.calls
         if journal is not None:
@@ -484,13 +450,16 @@ class OpenAIJudge:
              avlm_compat: bool) -> JudgeOutcome:
         """Ask until a reply gives a score, ``tries`` replies at most; API failures end it."""
         request = self._request(messages, max_tokens, response_format)
-        rng = self._rng(row, purpose)
+        # Per row, so jitter does not depend on which thread asks first.
+        jitter_key = f"{self.config.seed}:{purpose}:{row.index}:{row.id}"
+        rng = random.Random(jitter_key)
+        policy = self.config.retry_policy()
         label = f"{purpose}:{row.id}"
         calls = 0
         problem = ReplyProblem("empty_response", "no reply")
         for reply_try in range(tries):
-            delay = backoff_delay(reply_try - 1, self.config, rng) if reply_try else 0.0
-            record = self._reply(request, reply_try, rng, label=label, purpose=purpose,
+            delay = backoff_delay(reply_try, policy, rng) if reply_try else 0.0
+            record = self._reply(request, reply_try, jitter_key, label=label, purpose=purpose,
                                  delay_s=delay)
             calls += record.calls
             if record.status == "failed":

@@ -14,8 +14,9 @@ Retry policy on a rerun:
   for, so it is kept and never asked again. How it is read (strict or AVLM-compatible) is decided
   afterwards, so switching modes costs no call.
 - ``failed`` means no reply after the in-run retries (timeout, rate limit, 5xx, connection error,
-  a 4xx such as a bad key). These are transient or fixed by changing the setup, so a rerun asks
-  again; the record stays in the file as a trace.
+  a 4xx such as a bad key, a Retry-After longer than allowed), or a reply too large to read
+  (``reply_too_large``: over the chat client's cap; its text is not kept). These are transient or
+  fixed by changing the setup, so a rerun asks again; the record stays in the file as a trace.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from eval_assets.predictions.store import Journal
+from eval_assets.schemas.chat import TokenUsage
 
 JOURNAL_FILE = "judge.journal.jsonl"
 LOCK_FILE = ".judge.lock"
@@ -56,6 +58,11 @@ class JudgeCallRecord(BaseModel):
     calls: int = 1
     purpose: CallPurpose = "row"
     label: str = ""
+    # What the call cost (absent in journals written before they were recorded): tokens the
+    # server reported for the reply, seconds of the last HTTP attempt, and of the whole call.
+    usage: TokenUsage | None = None
+    latency_s: float | None = None
+    wall_s: float | None = None
 
 
 def request_sha256(request: Mapping[str, Any]) -> str:

@@ -2,18 +2,13 @@
 
 A client turns one public case (or one frame to describe) into one stored record. It never raises
 for a failed call: the failure is recorded with its category so the run continues and the next run
-retries it. Retries are ours (the ``openai`` client runs with ``max_retries=0``) so that we can
-count attempts, honour ``Retry-After`` and classify what went wrong.
+retries it. HTTP, retries, ``Retry-After`` and the reply cap are the one chat client's
+(:class:`eval_assets.openai_chat.ChatClient`); this module builds the prompts and the records.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import random
-import threading
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,29 +16,31 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eval_assets.errors import InputError
-from eval_assets.http_retry import parse_retry_after
 from eval_assets.metrics.vqa import match_choice
+from eval_assets.openai_chat import (
+    DEFAULT_ANNOUNCE_WAIT_S,
+    DEFAULT_RETRY_AFTER_MAX_S,
+    ChatClient,
+    RetryPolicy,
+)
 from eval_assets.predictions.prompts import (
     PROMPT_VERSION,
     Message,
     description_messages,
     vqa_messages,
 )
+from eval_assets.schemas.chat import ChatResult
 from eval_assets.schemas.predictions import (
-    RETRYABLE_CATEGORIES,
     AnswerRecord,
     DescriptionRecord,
     GenerationConfig,
     ModelSpec,
-    TokenUsage,
 )
 from eval_assets.schemas.vqa import Case
 
-# Requests need some key; a placeholder (never the user's OPENAI_API_KEY, which the openai client
-# would otherwise pick up and send to whatever base_url is configured) when no env var is named.
+# Requests need some key; a placeholder (never the user's OPENAI_API_KEY, which an SDK would
+# otherwise pick up and send to whatever base_url is configured) when no env var is named.
 _NO_KEY = "not-needed"
-_MAX_ERROR_CHARS = 500
-_MAX_RAW_CHARS = 2000
 
 
 class ClientSettings(BaseModel):
@@ -67,8 +64,18 @@ class ClientSettings(BaseModel):
     backoff_base_s: float = Field(default=1.0, ge=0)
     backoff_max_s: float = Field(default=60.0, ge=0)
     retry_after_max_s: float = Field(
-        default=600.0, ge=0, description="Longest Retry-After honoured; longer waits are capped."
-    )
+        default=DEFAULT_RETRY_AFTER_MAX_S, ge=0,
+        description="Longest Retry-After honoured; a longer one fails the call as "
+        "retry_after_too_long (never shortened).")
+    announce_wait_s: float = Field(
+        default=DEFAULT_ANNOUNCE_WAIT_S, ge=0,
+        description="A wait between tries this long or longer is logged as a warning.")
+    max_reply_bytes: int | None = Field(
+        default=None, ge=1, description="Largest reply body read; larger is a reply_too_large "
+        "failure. None: derived from max_tokens (eval_assets.openai_chat.default_reply_limits).")
+    max_reply_chars: int | None = Field(
+        default=None, ge=1, description="Longest reply text accepted as an answer; longer is a "
+        "reply_too_large failure. None: derived from max_tokens.")
     requery: str | None = Field(
         default=None, description="Ask again even what is stored: a token such as the night of "
         "a nightly run (part of the generation config hash).")
@@ -79,6 +86,13 @@ class ClientSettings(BaseModel):
         return GenerationConfig(model=self.model, base_url=endpoint,
                                 temperature=self.temperature, max_tokens=self.max_tokens,
                                 prompt_version=PROMPT_VERSION, requery=self.requery)
+
+    def retry_policy(self) -> RetryPolicy:
+        """The chat client's retry policy from these settings (equal jitter: half fixed)."""
+        return RetryPolicy(max_retries=self.max_retries, backoff_base_s=self.backoff_base_s,
+                           backoff_max_s=self.backoff_max_s, jitter=0.5,
+                           retry_after_max_s=self.retry_after_max_s,
+                           announce_wait_s=self.announce_wait_s)
 
     def api_key(self) -> str:
         """The key from ``api_key_env``; a clear error when that variable is not set."""
@@ -115,100 +129,6 @@ class VLMClient(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class CallOutcome:
-    """One logical call after retries: the reply text or an error category, and its cost."""
-
-    text: str | None
-    usage: TokenUsage | None
-    latency_s: float | None
-    wall_s: float
-    attempts: int
-    error_category: str | None = None
-    error_message: str | None = None
-    raw_response: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """Whether the call produced a reply."""
-        return self.error_category is None
-
-
-class _Failure(Exception):
-    """A classified failed attempt (internal: turned into a record, never escapes the client)."""
-
-    def __init__(self, category: str, message: str, retry_after_s: float | None = None,
-                 raw: str | None = None) -> None:
-        super().__init__(message)
-        self.category = category
-        self.retry_after_s = retry_after_s
-        self.raw = raw
-
-
-def backoff_delay(retry: int, base_s: float, max_s: float, rng: random.Random) -> float:
-    """Exponential backoff with equal jitter for the ``retry``-th retry (1-based).
-
-    Half the delay is fixed so waits grow reliably; the jittered half spreads concurrent workers
-    that failed together so they do not all come back at the same instant.
-    """
-    delay = min(max_s, base_s * (2 ** (retry - 1)))
-    return delay / 2 + rng.uniform(0, delay / 2)
-
-
-def _truncate(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more chars]"
-
-
-def _classify(exc: Exception) -> _Failure:
-    """Map an exception from the openai client to a failure category."""
-    import openai  # imported on first use: the code location loads faster without it
-    if isinstance(exc, openai.APITimeoutError):
-        return _Failure("timeout", f"no response within the timeout: {exc}")
-    if isinstance(exc, openai.APIConnectionError):
-        return _Failure("connection_error", f"{type(exc).__name__}: {exc}")
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        retry_after = parse_retry_after(dict(exc.response.headers))
-        message = _truncate(f"HTTP {status}: {exc.message}", _MAX_ERROR_CHARS)
-        if status == 429:
-            return _Failure("rate_limited", message, retry_after)
-        if status >= 500:
-            return _Failure("server_error", message, retry_after)
-        if status == 408:
-            return _Failure("timeout", message, retry_after)
-        return _Failure("client_error", message)
-    if isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError)):
-        return _Failure("malformed_response", f"response body is not valid JSON: {exc}")
-    return _Failure("unexpected_error",
-                    _truncate(f"{type(exc).__name__}: {exc}", _MAX_ERROR_CHARS))
-
-
-def _reply_text(completion: Any) -> tuple[str, TokenUsage | None]:
-    """The first choice's message text and the usage, or a classified failure."""
-    from openai.types.chat import ChatCompletion
-
-    if not isinstance(completion, ChatCompletion):
-        raw = completion if isinstance(completion, str) else repr(completion)
-        raise _Failure("malformed_response",
-                       "response body is not a chat completion JSON object",
-                       raw=_truncate(raw, _MAX_RAW_CHARS))
-    choices = completion.choices
-    if not choices:
-        raise _Failure("malformed_response", "response has no 'choices'",
-                       raw=_truncate(completion.model_dump_json(), _MAX_RAW_CHARS))
-    message = getattr(choices[0], "message", None)
-    content = getattr(message, "content", None)
-    if not isinstance(content, str):
-        raise _Failure("empty_response", "the first choice has no message content",
-                       raw=_truncate(completion.model_dump_json(), _MAX_RAW_CHARS))
-    usage = None
-    if completion.usage is not None:
-        usage = TokenUsage(prompt_tokens=completion.usage.prompt_tokens,
-                           completion_tokens=completion.usage.completion_tokens,
-                           total_tokens=completion.usage.total_tokens)
-    return content, usage
-
-
 class OpenAIVLMClient:
     """A :class:`VLMClient` for any OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
@@ -219,14 +139,10 @@ class OpenAIVLMClient:
         self.settings = settings
         self._generation = settings.generation_config()
         self._config_hash = self._generation.config_hash()
-        import openai
-
-        self._client = openai.OpenAI(
-            base_url=settings.base_url, api_key=settings.api_key(), max_retries=0,
-            timeout=settings.timeout_s,
-        )
-        self._rng = random.Random()
-        self._rng_lock = threading.Lock()
+        self._chat = ChatClient(
+            settings.base_url, api_key=settings.api_key(), timeout_s=settings.timeout_s,
+            policy=settings.retry_policy(), max_reply_bytes=settings.max_reply_bytes,
+            max_reply_chars=settings.max_reply_chars)
 
     @property
     def generation(self) -> GenerationConfig:
@@ -249,7 +165,7 @@ class OpenAIVLMClient:
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
-        self._client.close()
+        self._chat.close()
 
     def __enter__(self) -> OpenAIVLMClient:
         return self
@@ -257,75 +173,41 @@ class OpenAIVLMClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _attempt(self, messages: list[Message]) -> tuple[str, TokenUsage | None]:
-        try:
-            completion = self._client.chat.completions.create(
-                model=self.settings.model, messages=messages,  # type: ignore[arg-type]
-                temperature=self.settings.temperature, max_tokens=self.settings.max_tokens,
-            )
-        except Exception as exc:
-            raise _classify(exc) from exc
-        return _reply_text(completion)
-
-    def _delay(self, failure: _Failure, retry: int) -> float:
-        if failure.retry_after_s is not None:
-            return min(failure.retry_after_s, self.settings.retry_after_max_s)
-        with self._rng_lock:
-            return backoff_delay(retry, self.settings.backoff_base_s,
-                                 self.settings.backoff_max_s, self._rng)
-
-    def chat(self, messages: list[Message]) -> CallOutcome:
+    def chat(self, messages: list[Message], label: str = "") -> ChatResult:
         """One logical call: attempts with backoff until a reply, a final error, or no retries."""
-        start = time.perf_counter()
-        attempts = 0
-        while True:
-            attempts += 1
-            t0 = time.perf_counter()
-            try:
-                text, usage = self._attempt(messages)
-            except _Failure as failure:
-                latency = time.perf_counter() - t0
-                retryable = failure.category in RETRYABLE_CATEGORIES
-                if not retryable or attempts > self.settings.max_retries:
-                    return CallOutcome(
-                        text=None, usage=None, latency_s=latency,
-                        wall_s=time.perf_counter() - start, attempts=attempts,
-                        error_category=failure.category, error_message=str(failure),
-                        raw_response=failure.raw,
-                    )
-                time.sleep(self._delay(failure, attempts))
-                continue
-            return CallOutcome(text=text, usage=usage, latency_s=time.perf_counter() - t0,
-                               wall_s=time.perf_counter() - start, attempts=attempts)
+        return self._chat.complete(
+            {"model": self.settings.model, "messages": messages,
+             "temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens},
+            label=label)
 
-    def _common(self, outcome: CallOutcome) -> dict[str, Any]:
+    def _common(self, result: ChatResult) -> dict[str, Any]:
         return {
             "model": self.settings.model,
             "config_hash": self._config_hash,
-            "status": "success" if outcome.ok else "failed",
-            "raw_response": outcome.text if outcome.ok else outcome.raw_response,
-            "latency_s": outcome.latency_s,
-            "wall_s": outcome.wall_s,
-            "usage": outcome.usage,
-            "error_category": outcome.error_category,
-            "error_message": outcome.error_message,
-            "attempts": outcome.attempts,
+            "status": "success" if result.ok else "failed",
+            "raw_response": result.content if result.ok else result.raw_response,
+            "latency_s": result.latency_s,
+            "wall_s": result.wall_s,
+            "usage": result.usage,
+            "error_category": result.error_category,
+            "error_message": result.error_message,
+            "attempts": result.attempts,
         }
 
     def answer(self, case: Case, png: bytes) -> AnswerRecord:
         """Ask one case with the dimOS runner prompt and map the reply to a choice."""
-        outcome = self.chat(vqa_messages(png, case.question, case.choices))
+        result = self.chat(vqa_messages(png, case.question, case.choices), label=case.id)
         choice = tier = None
-        if outcome.ok:
-            match = match_choice(outcome.text, case.choices)
+        if result.ok and result.content is not None:
+            match = match_choice(result.content, case.choices)
             choice, tier = match.choice, match.tier
-        return AnswerRecord(case_id=case.case_id, choice=choice, extraction_tier=tier,
-                            **self._common(outcome))
+        return AnswerRecord(case_id=case.id, choice=choice, extraction_tier=tier,
+                            **self._common(result))
 
     def describe(self, frame: str, image: str, png: bytes) -> DescriptionRecord:
         """Ask for a free-text description of one frame."""
-        outcome = self.chat(description_messages(png))
-        return DescriptionRecord(frame=frame, image=image, **self._common(outcome))
+        result = self.chat(description_messages(png), label=frame)
+        return DescriptionRecord(frame=frame, image=image, **self._common(result))
 
 
 class ModelsFileError(InputError, ValueError):

@@ -5,9 +5,11 @@ strategies ship:
 
 - :class:`VocabularyAuthor` (offline, deterministic): proposes from a configured vocabulary,
   including names absent from the frame, so ``presence`` gets real "no" answers.
-- :class:`VLMAuthor`: asks any OpenAI-compatible endpoint, sending the image only, for JSON
-  proposals. A malformed reply (or item) becomes a proposal carrying an ``error`` that the decider
-  rejects and the audit keeps; it never aborts the run.
+- :class:`VLMAuthor`: asks any OpenAI-compatible endpoint (through the one chat client,
+  :mod:`eval_assets.openai_chat`), sending the image only, for JSON proposals. A malformed reply
+  (or item) becomes a proposal carrying an ``error`` that the decider rejects and the audit keeps;
+  a failed call becomes an ``author_call_failed`` proposal whose ``error_detail`` starts with the
+  chat client's failure category (``reply_too_large: ...``). Neither aborts the run.
 
 Authors are built from :class:`AuthorConfig` through the ``AUTHORS`` registry.
 """
@@ -16,9 +18,11 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import random
 import re
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -26,6 +30,8 @@ import cv2
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from eval_assets.openai_chat import DEFAULT_RETRY_AFTER_MAX_S, ChatClient, RetryPolicy
+from eval_assets.schemas.chat import ChatResult
 from eval_assets.schemas.vqa import FAMILY_NAMES, Proposal
 from eval_assets.synth.scene import PALETTE, SHAPES
 from eval_assets.vqa.families import FAMILIES, MAX_REFERENCES, MIN_REFERENCES
@@ -34,6 +40,8 @@ from eval_assets.vqa.families import FAMILIES, MAX_REFERENCES, MIN_REFERENCES
 # eighteen names are in the scene, the rest give presence questions whose true answer is "no".
 DEFAULT_VOCABULARY: tuple[str, ...] = tuple(
     f"{colour} {shape}" for colour in PALETTE for shape in SHAPES)
+
+log = logging.getLogger(__name__)
 
 
 class AuthorConfigError(ValueError):
@@ -69,8 +77,10 @@ class QuestionAuthor(Protocol):
     """Proposes questions for one frame from its image alone."""
 
     name: str
+    needs_image: bool
+    """False for an author that never looks at the image: it is then not decoded (None)."""
 
-    def propose(self, image: np.ndarray, frame_index: int) -> list[Proposal]:
+    def propose(self, image: np.ndarray | None, frame_index: int) -> list[Proposal]:
         """Proposals for one rectified RGB frame, ``ordinal`` numbered from 0 in a stable order."""
         ...
 
@@ -93,6 +103,7 @@ class VocabularyAuthor:
     """
 
     name = "vocabulary"
+    needs_image = False
 
     def __init__(self, vocabulary: Sequence[str], families: Sequence[str] = FAMILY_NAMES,
                  seed: int = 0, max_names_per_family: int = 0, max_groups_per_family: int = 20,
@@ -111,7 +122,7 @@ class VocabularyAuthor:
         self.max_groups_per_family = max_groups_per_family
         self.max_group_size = max_group_size
 
-    def propose(self, image: np.ndarray, frame_index: int) -> list[Proposal]:
+    def propose(self, image: np.ndarray | None, frame_index: int) -> list[Proposal]:
         """Proposals for one frame; the image is not needed to pick names from a vocabulary."""
         rng = random.Random(f"vocabulary-author:{self.seed}:{frame_index}")
         items: list[tuple[str, list[str]]] = []
@@ -216,13 +227,19 @@ def proposals_from_items(items: Sequence[Any], frame_index: int, author: str) ->
 
 
 class VLMAuthor:
-    """Asks an OpenAI-compatible chat endpoint to propose questions from the image alone."""
+    """Asks an OpenAI-compatible chat endpoint to propose questions from the image alone.
+
+    Every call's :class:`~eval_assets.schemas.chat.ChatResult` (tokens, latency, attempts, failure
+    category) is kept in :attr:`calls` by frame index, and logged.
+    """
+
+    needs_image = True
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None,
                  families: Sequence[str] = FAMILY_NAMES, max_proposals_per_frame: int = 40,
-                 timeout_s: float = 60.0, max_retries: int = 2) -> None:
-        from openai import OpenAI
-
+                 timeout_s: float = 60.0, max_retries: int = 2, *,
+                 retry_after_max_s: float = DEFAULT_RETRY_AFTER_MAX_S,
+                 max_reply_bytes: int | None = None, max_reply_chars: int | None = None) -> None:
         if not base_url:
             raise AuthorConfigError(
                 "the vlm author needs vlm_base_url (an OpenAI-compatible endpoint such as "
@@ -233,14 +250,20 @@ class VLMAuthor:
         self.model = model
         self.families = _check_families(families, "families")
         self.max_proposals_per_frame = max_proposals_per_frame
-        # Local servers accept any key; the client insists on a non-empty one.
-        self.client = OpenAI(base_url=base_url, api_key=api_key or "no-key",
-                             timeout=timeout_s, max_retries=max_retries)
+        # No max_tokens is sent, so the reply cap is the chat client's default for 4,096 tokens.
+        self.client = ChatClient(
+            base_url, api_key=api_key or None, timeout_s=timeout_s,
+            policy=RetryPolicy(max_retries=max_retries, retry_after_max_s=retry_after_max_s),
+            max_reply_bytes=max_reply_bytes, max_reply_chars=max_reply_chars)
+        self.calls: dict[int, ChatResult] = {}
+        self._calls_lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self.client.close()
 
     def propose(self, image: np.ndarray, frame_index: int) -> list[Proposal]:
         """One chat call per frame; failures and malformed replies become error proposals."""
-        from openai import OpenAIError
-
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": AUTHOR_SYSTEM_PROMPT},
             {"role": "user", "content": [
@@ -251,13 +274,20 @@ class VLMAuthor:
         ]
         base = {"frame_index": frame_index, "ordinal": 0, "family": "", "object_names": [],
                 "author": self.name}
-        try:
-            reply = self.client.chat.completions.create(
-                model=self.model, messages=messages, temperature=0.0)  # type: ignore[arg-type]
-            text = reply.choices[0].message.content if reply.choices else None
-        except (OpenAIError, IndexError, AttributeError) as exc:
+        result = self.client.complete(
+            {"model": self.model, "messages": messages, "temperature": 0.0},
+            label=f"author frame {frame_index}")
+        with self._calls_lock:
+            self.calls[frame_index] = result
+        usage = result.usage
+        log.debug("author %s, frame %d: %s in %.2f s (%d attempts), %s tokens", self.name,
+                  frame_index, result.error_category or "reply", result.wall_s, result.attempts,
+                  usage.total_tokens if usage is not None else "unreported")
+        if not result.ok and result.error_category != "empty_response":
             return [Proposal(**base, error="author_call_failed",
-                             error_detail=f"{type(exc).__name__}: {_excerpt(str(exc))}")]
+                             error_detail=f"{result.error_category}: "
+                                          f"{_excerpt(result.error_message or '')}")]
+        text = result.content
         items, why = parse_author_reply(text)
         if items is None:
             return [Proposal(**base, error="malformed_author_reply",

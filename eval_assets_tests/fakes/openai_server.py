@@ -45,6 +45,7 @@ class Reply:
     content: str | None
     delay_s: float = 0.0
     finish_reason: str = "stop"
+    usage: Mapping[str, int] | None = None  # None: all counts 0
 
 
 @dataclass(frozen=True)
@@ -59,13 +60,18 @@ class HttpError:
 
 @dataclass(frozen=True)
 class RawResponse:
-    """Any status and bytes, e.g. a 200 that is not JSON."""
+    """Any status and bytes, e.g. a 200 that is not JSON.
+
+    ``chunked``: sent with ``Transfer-Encoding: chunked`` in 64 KiB chunks and no
+    ``Content-Length``, so the client learns the size only by reading.
+    """
 
     status: int = 200
     body: bytes = b""
     content_type: str = "application/json"
     headers: Mapping[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    chunked: bool = False
 
 
 Behaviour = Reply | HttpError | RawResponse
@@ -165,8 +171,9 @@ def rubric_judge(score: Callable[[str, str], Any], *, delay_s: float = 0.0,
 
 
 def completion_body(content: str | None, model: str, number: int,
-                    finish_reason: str = "stop") -> dict[str, Any]:
-    """OpenAI's ``chat.completion`` response shape."""
+                    finish_reason: str = "stop",
+                    usage: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """OpenAI's ``chat.completion`` response shape (``usage`` None: all counts 0)."""
     return {
         "id": f"chatcmpl-fake-{number}",
         "object": "chat.completion",
@@ -174,7 +181,8 @@ def completion_body(content: str | None, model: str, number: int,
         "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                      "finish_reason": finish_reason, "logprobs": None}],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        "usage": dict(usage) if usage is not None else {
+            "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
     }
 
 
@@ -293,6 +301,23 @@ def _make_handler(server: OpenAICompatibleServer) -> type[BaseHTTPRequestHandler
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (timeout test): nothing to answer
 
+        def _send_chunked(self, status: int, payload: bytes, content_type: str,
+                          headers: Mapping[str, str]) -> None:
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Transfer-Encoding", "chunked")
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                for start in range(0, len(payload), 65536):
+                    piece = payload[start:start + 65536]
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client stopped reading: that is the point
+
         def _json(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
             self._send(status, json.dumps(body).encode(), headers=headers)
 
@@ -324,12 +349,16 @@ def _make_handler(server: OpenAICompatibleServer) -> type[BaseHTTPRequestHandler
             if isinstance(behaviour, Reply):
                 number = len(server.requests)
                 self._json(200, completion_body(behaviour.content, str(body.get("model", "")),
-                                                number, behaviour.finish_reason))
+                                                number, behaviour.finish_reason,
+                                                behaviour.usage))
             elif isinstance(behaviour, HttpError):
                 error_body = behaviour.body if behaviour.body is not None else {
                     "error": {"message": f"fake HTTP {behaviour.status}", "type": "fake_error",
                               "param": None, "code": None}}
                 self._json(behaviour.status, error_body, behaviour.headers)
+            elif behaviour.chunked:
+                self._send_chunked(behaviour.status, behaviour.body, behaviour.content_type,
+                                   behaviour.headers)
             else:
                 self._send(behaviour.status, behaviour.body, behaviour.content_type,
                            behaviour.headers)

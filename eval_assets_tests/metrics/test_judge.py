@@ -25,6 +25,7 @@ from eval_assets.metrics.judge import (
     open_judge,
     summarize_judge_results,
 )
+from eval_assets.metrics.judge_journal import open_journal
 from eval_assets.metrics.judge_prompt import build_messages
 from eval_assets.metrics.predictions import PredictionRow, rows_from_dicts
 from eval_assets_tests.fakes.openai_server import (
@@ -192,14 +193,60 @@ def test_non_retryable_status_fails_at_once(server: OpenAICompatibleServer, api_
     assert len(server.requests) == 1
 
 
-def test_malformed_200_bodies_are_retried_as_api_errors(server: OpenAICompatibleServer,
-                                                        api_key: str) -> None:
-    server.push(RawResponse(200, b"not json"), RawResponse(200, b"<html>", "text/html"),
-                Reply(verdict(7)))
-    assert judge_one(server, open_row(0)).score == 7
-    server.push(*[RawResponse(200, b'{"unexpected": 1}')] * 3)
-    outcome = judge_one(server, open_row(1))
+@pytest.mark.parametrize("body", [RawResponse(200, b"not json"),
+                                  RawResponse(200, b"<html>", "text/html"),
+                                  RawResponse(200, b'{"unexpected": 1}')])
+def test_a_malformed_200_body_is_an_api_failure_not_retried(server: OpenAICompatibleServer,
+                                                            api_key: str,
+                                                            body: RawResponse) -> None:
+    # One policy with the other callers: a 200 that is not a chat completion is not retried
+    # within the call (a rerun asks again: failed calls are not kept in the journal).
+    server.push(body, Reply(verdict(7)))
+    outcome = judge_one(server, open_row(0))
     assert outcome.error_category == "api_failed" and "malformed response" in (outcome.error or "")
+    assert outcome.attempts == 1 and len(server.requests) == 1
+
+
+def test_a_10_mb_reply_is_reply_too_large(server: OpenAICompatibleServer, api_key: str) -> None:
+    huge = verdict(9, reasoning="x" * 10_000_000)
+    server.push(Reply(huge), RawResponse(200, json.dumps(
+        {"choices": [{"message": {"content": huge}}]}).encode(), chunked=True))
+    for index in (0, 1):
+        outcome = judge_one(server, open_row(index), reply_tries=3)
+        assert outcome.error_category == "reply_too_large" and outcome.score is None
+        assert outcome.attempts == 1
+    assert len(server.requests) == 2
+
+
+def test_retry_after_beyond_the_maximum_fails_at_once(server: OpenAICompatibleServer,
+                                                      api_key: str) -> None:
+    server.push(HttpError(503, {"Retry-After": "100000"}), Reply(verdict(8)))
+    start = time.monotonic()
+    outcome = judge_one(server, open_row(0))
+    assert time.monotonic() - start < 1.0
+    assert outcome.error_category == "retry_after_too_long" and outcome.attempts == 1
+    assert "100000 s" in (outcome.error or "") and "retry_after_max_s=600" in (outcome.error or "")
+    assert len(server.requests) == 1
+
+
+def test_every_call_journals_its_usage_and_latency(tmp_path: Path, api_key: str) -> None:
+    usage = {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940}
+    script = route_by_text({"[ROW-0]": [HttpError(500), Reply(verdict(8), usage=usage)],
+                            "[ROW-1]": [HttpError(400)]})
+    with OpenAICompatibleServer(script) as srv, open_journal(tmp_path / "j.jsonl") as journal:
+        judge = OpenAIJudge(fast_config(srv))
+        with judge.journalled(journal):
+            rows = rows_from_dicts([open_row(0), open_row(1)])
+            scored, failed = judge.judge(rows[0]), judge.judge(rows[1])
+        judge.close()
+    assert scored.score == 8 and scored.attempts == 2
+    assert failed.error_category == "api_failed" and failed.attempts == 1  # 400: no retry
+    records = [json.loads(line) for line in (tmp_path / "j.jsonl").read_text().splitlines()]
+    ok, bad = sorted(records, key=lambda r: r["status"], reverse=True)
+    assert ok["status"] == "success" and ok["calls"] == 2 and ok["usage"] == usage
+    assert bad["status"] == "failed" and bad["calls"] == 1 and bad["usage"] is None
+    for record in (ok, bad):
+        assert 0 < record["latency_s"] <= record["wall_s"]
 
 
 def test_timeout_is_recorded(server: OpenAICompatibleServer, api_key: str) -> None:

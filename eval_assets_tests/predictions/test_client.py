@@ -1,22 +1,24 @@
-"""The VLM client against a real local HTTP server: prompt, retries, backoff, failure categories."""
+"""The VLM client against a real local HTTP server: prompt, records, retries, failure categories.
+
+The chat client's own policy (backoff, Retry-After forms, caps) is tested in
+``eval_assets_tests/test_openai_chat.py``; here, what reaches an answer record.
+"""
 
 from __future__ import annotations
 
 import base64
 import email.utils
 import json
-import random
+import logging
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from eval_assets.http_retry import parse_retry_after
 from eval_assets.predictions.client import (
     ClientSettings,
     OpenAIVLMClient,
-    backoff_delay,
     load_model_specs,
 )
 from eval_assets.predictions.prompts import PROMPT_VERSION
@@ -30,7 +32,7 @@ from eval_assets_tests.fakes.openai_server import (
 from eval_assets_tests.predictions.helpers import write_png
 
 REPO = Path(__file__).resolve().parents[2]
-CASE = Case(case_id="frame-000100-chair-presence", image="assets/frame-000100.png",
+CASE = Case(id="frame-000100-chair-presence", image="assets/frame-000100.png",
             question="Does the image contain any chair?", choices=["yes", "no"])
 
 
@@ -67,7 +69,7 @@ def test_success_sends_exactly_the_dimos_prompt_and_records_everything(png: byte
     ]
     assert record.status == "success" and record.raw_response == "Yes."
     assert (record.choice, record.extraction_tier) == ("yes", "exact")
-    assert record.case_id == CASE.case_id and record.model == "fake-model"
+    assert record.case_id == CASE.id and record.model == "fake-model"
     assert record.attempts == 1 and record.error_category is None
     assert record.usage is not None and record.usage.total_tokens == 0
     assert record.latency_s is not None and 0 < record.latency_s <= record.wall_s
@@ -193,25 +195,89 @@ def test_describe_uses_the_description_prompt(png: bytes) -> None:
     assert (record.frame, record.image) == ("frame-000100", "assets/frame-000100.png")
 
 
-def test_parse_retry_after_forms() -> None:
-    now = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
-    later = email.utils.format_datetime(now + timedelta(seconds=30), usegmt=True)
-    earlier = email.utils.format_datetime(now - timedelta(seconds=30), usegmt=True)
-    assert parse_retry_after({"Retry-After": "7"}, now) == 7.0
-    assert parse_retry_after({"retry-after": "1.5"}, now) == 1.5
-    assert parse_retry_after({"Retry-After": later}, now) == 30.0
-    assert parse_retry_after({"Retry-After": earlier}, now) == 0.0
-    assert parse_retry_after({"retry-after-ms": "250", "Retry-After": "9"}, now) == 0.25
-    assert parse_retry_after({"Retry-After": "soon"}, now) is None
-    assert parse_retry_after({}, now) is None
+def test_a_10_mb_reply_is_reply_too_large_never_an_answer(png: bytes) -> None:
+    # The defect: a 10 MB reply to a 256-token request was read as "yes" and stored twice.
+    huge = "yes " + "x" * 10_000_000
+    with OpenAICompatibleServer([Reply(huge), RawResponse(200, json.dumps(
+            {"choices": [{"message": {"content": huge}}]}).encode(), chunked=True)]) as srv, \
+            OpenAIVLMClient(settings(srv.base_url, max_tokens=256)) as client:
+        t0 = time.perf_counter()
+        declared = client.answer(CASE, png)  # Content-Length says 10 MB: not read at all
+        streamed = client.answer(CASE, png)  # chunked: read up to the cap, then dropped
+        elapsed = time.perf_counter() - t0
+        assert len(srv.requests) == 2  # not retried
+    for record in (declared, streamed):
+        assert record.status == "failed" and record.error_category == "reply_too_large"
+        assert record.choice is None and record.raw_response is None
+        assert record.attempts == 1 and "max_reply_bytes" in (record.error_message or "")
+        assert len(record.model_dump_json()) < 2000
+    assert elapsed < 5.0
 
 
-def test_backoff_grows_exponentially_within_bounds() -> None:
-    rng = random.Random(0)
-    for retry in range(1, 8):
-        nominal = min(8.0, 0.5 * 2 ** (retry - 1))
-        delays = [backoff_delay(retry, 0.5, 8.0, rng) for _ in range(50)]
-        assert all(nominal / 2 <= d <= nominal for d in delays)
+def test_a_reply_longer_than_max_tokens_allows_is_reply_too_large(png: bytes) -> None:
+    # 16 tokens allow 4,096 characters by default; an explicit cap overrides.
+    with OpenAICompatibleServer([Reply("yes " * 1500), Reply("yes " * 10)]) as srv, \
+            OpenAIVLMClient(settings(srv.base_url)) as client, \
+            OpenAIVLMClient(settings(srv.base_url, max_reply_chars=20)) as strict:
+        long = client.answer(CASE, png)
+        capped = strict.answer(CASE, png)
+    assert long.error_category == "reply_too_large" and "6000 characters" in (
+        long.error_message or "")
+    assert capped.error_category == "reply_too_large" and long.choice is None
+
+
+def test_500_then_200_succeeds_after_one_retry_with_usage_and_latency(png: bytes) -> None:
+    usage = {"prompt_tokens": 321, "completion_tokens": 2, "total_tokens": 323}
+    script = [HttpError(500), Reply("no", delay_s=0.05, usage=usage)]
+    with OpenAICompatibleServer(script) as srv, OpenAIVLMClient(settings(srv.base_url)) as client:
+        record = client.answer(CASE, png)
+        assert len(srv.requests) == 2
+    assert record.status == "success" and record.choice == "no" and record.attempts == 2
+    assert record.usage is not None and record.usage.model_dump() == usage
+    assert record.latency_s is not None and 0.04 <= record.latency_s <= record.wall_s
+
+
+def test_failures_record_latency_and_attempts_too(png: bytes) -> None:
+    with OpenAICompatibleServer(default=HttpError(503, delay_s=0.05)) as srv, \
+            OpenAIVLMClient(settings(srv.base_url, max_retries=1)) as client:
+        record = client.describe("frame-000100", "assets/frame-000100.png", png)
+    assert record.status == "failed" and record.error_category == "server_error"
+    assert record.attempts == 2 and record.usage is None
+    assert record.latency_s is not None and record.latency_s >= 0.04
+    assert record.wall_s is not None and record.wall_s >= 2 * 0.04
+
+
+def test_400_is_not_retried(png: bytes) -> None:
+    with OpenAICompatibleServer(default=HttpError(400, {"Retry-After": "0"})) as srv, \
+            OpenAIVLMClient(settings(srv.base_url)) as client:
+        record = client.answer(CASE, png)
+        assert len(srv.requests) == 1
+    assert record.error_category == "client_error" and record.attempts == 1
+
+
+def test_retry_after_2_is_honoured_and_announced(png: bytes,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    script = [HttpError(429, {"Retry-After": "2"}), Reply("yes")]
+    with caplog.at_level(logging.WARNING, logger="eval_assets.openai_chat"), \
+            OpenAICompatibleServer(script) as srv, \
+            OpenAIVLMClient(settings(srv.base_url, announce_wait_s=1.0)) as client:
+        record = client.answer(CASE, png)
+    assert record.status == "success" and record.attempts == 2
+    assert record.wall_s is not None and 1.9 <= record.wall_s < 4.0
+    announced = [r.getMessage() for r in caplog.records]
+    assert any("waiting 2.0 s (Retry-After)" in m for m in announced), announced
+
+
+def test_retry_after_beyond_the_maximum_fails_at_once(png: bytes) -> None:
+    script = [HttpError(429, {"Retry-After": "100000"}), Reply("yes")]
+    with OpenAICompatibleServer(script) as srv, OpenAIVLMClient(settings(srv.base_url)) as client:
+        t0 = time.perf_counter()
+        record = client.answer(CASE, png)
+        elapsed = time.perf_counter() - t0
+        assert len(srv.requests) == 1
+    assert record.status == "failed" and record.error_category == "retry_after_too_long"
+    assert "100000 s" in (record.error_message or "") and record.attempts == 1
+    assert elapsed < 1.0
 
 
 def test_config_hash_changes_with_what_changes_answers_only() -> None:

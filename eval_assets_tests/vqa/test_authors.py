@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from pathlib import Path
 
 import cv2
@@ -20,7 +21,12 @@ from eval_assets.vqa.authors import (
 )
 from eval_assets.vqa.families import FAMILIES
 from eval_assets.vqa.proposals import propose_frames, read_proposals, write_proposals
-from eval_assets_tests.fakes.openai_server import HttpError, OpenAICompatibleServer, Reply
+from eval_assets_tests.fakes.openai_server import (
+    HttpError,
+    OpenAICompatibleServer,
+    RawResponse,
+    Reply,
+)
 from eval_assets_tests.vqa.helpers import frame_image, make_frames_dir
 
 VOCAB = ["red ball", "blue box", "green cylinder", "yellow box"]
@@ -120,6 +126,51 @@ def test_vlm_malformed_reply_and_failed_call_never_abort_the_run(tmp_path: Path)
         (0, "malformed_author_reply"), (1, "author_call_failed"), (2, None)]
     assert "not JSON" in (props[0].error_detail or "")
     assert "red ball" in (props[0].error_detail or "")  # the raw reply is kept for the audit
+
+
+def test_vlm_author_10_mb_reply_is_reply_too_large() -> None:
+    huge = json.dumps([{"family": "presence", "object_names": ["x" * 10_000_000]}])
+    script = [Reply(huge), RawResponse(200, json.dumps(
+        {"choices": [{"message": {"content": huge}}]}).encode(), chunked=True)]
+    with OpenAICompatibleServer(script) as srv:
+        author = VLMAuthor(srv.base_url, "m", max_retries=2, timeout_s=10)
+        props = [author.propose(frame_image(0), i) for i in (0, 1)]
+        author.close()
+        assert len(srv.requests) == 2  # not retried
+    for (prop,) in props:
+        assert prop.error == "author_call_failed" and prop.object_names == []
+        assert (prop.error_detail or "").startswith("reply_too_large: ")
+    assert [author.calls[i].error_category for i in (0, 1)] == ["reply_too_large"] * 2
+
+
+def test_vlm_author_records_usage_and_latency_and_retries_500() -> None:
+    usage = {"prompt_tokens": 1200, "completion_tokens": 30, "total_tokens": 1230}
+    good = json.dumps([{"family": "presence", "object_names": ["red ball"]}])
+    with OpenAICompatibleServer([HttpError(500), Reply(good, delay_s=0.05, usage=usage),
+                                 HttpError(400)]) as srv:
+        author = VLMAuthor(srv.base_url, "m", max_retries=2, timeout_s=10)
+        ok = author.propose(frame_image(0), 4)
+        failed = author.propose(frame_image(0), 5)
+        author.close()
+        assert len(srv.requests) == 3  # 500 retried once; 400 not retried
+    assert [(p.family, p.error) for p in ok] == [("presence", None)]
+    call = author.calls[4]
+    assert call.attempts == 2 and call.usage is not None and call.usage.model_dump() == usage
+    assert call.latency_s is not None and 0.04 <= call.latency_s <= call.wall_s
+    assert failed[0].error == "author_call_failed"
+    assert (failed[0].error_detail or "").startswith("client_error: HTTP 400")
+    assert author.calls[5].attempts == 1 and author.calls[5].latency_s is not None
+
+
+def test_vlm_author_retry_after_beyond_the_maximum_fails_at_once() -> None:
+    with OpenAICompatibleServer([HttpError(429, {"Retry-After": "100000"})]) as srv:
+        author = VLMAuthor(srv.base_url, "m", max_retries=2, timeout_s=10)
+        start = time.monotonic()
+        (prop,) = author.propose(frame_image(0), 0)
+        assert time.monotonic() - start < 1.0
+        author.close()
+    assert (prop.error_detail or "").startswith("retry_after_too_long: ")
+    assert "100000 s" in (prop.error_detail or "")
 
 
 def test_proposals_round_trip_and_limit(tmp_path: Path) -> None:
