@@ -34,8 +34,11 @@ app.command("serve")(serve_command)
 app.add_typer(score_app, name="score")
 
 # Counts shown after a step's name, most telling first; other numeric metadata is left to the UI.
-_SHOWN_COUNTS = ("frames", "images", "cases", "answers", "n", "calls_made", "num_success",
-                 "num_failed", "n_frames", "accuracy", "mean_similarity", "chair_i", "f1")
+_SHOWN_COUNTS = ("frames", "num_skipped", "images", "cases", "answers", "n", "calls_made",
+                 "num_success", "num_failed", "n_frames", "accuracy", "mean_similarity", "chair_i",
+                 "f1")
+# Shown only when non-zero: a skipped frame is news, "skipped 0" on every run is not.
+_NEWS_COUNTS = frozenset({"num_skipped"})
 
 
 @app.callback()
@@ -47,7 +50,8 @@ def main_options(
 
 
 def _format_counts(counts: dict[str, int | float]) -> str:
-    shown = [(key, counts[key]) for key in _SHOWN_COUNTS if key in counts][:3]
+    shown = [(key, counts[key]) for key in _SHOWN_COUNTS
+             if key in counts and (counts[key] or key not in _NEWS_COUNTS)][:3]
     return ", ".join(f"{key} {value:.3f}" if isinstance(value, float) else f"{key} {value}"
                      for key, value in shown)
 

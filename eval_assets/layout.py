@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 RECORDING_SUFFIX = ".db"
+SELECTION_SUFFIX = ".selection.yaml"
 
 
 def default_storage_root() -> Path:
@@ -38,6 +39,15 @@ def default_models_file() -> Path:
 def partition_key_for(path: Path) -> str:
     """The partition key of a recording file: its stem (``sample.db`` → ``sample``)."""
     return path.stem
+
+
+def selection_file_for(recording: Path) -> Path:
+    """The recording's frame selection file beside it: ``hallway.db`` → ``hallway.selection.yaml``.
+
+    Optional: without it the default selection policy applies.
+    """
+    recording = Path(recording)
+    return recording.with_name(recording.stem + SELECTION_SUFFIX)
 
 
 def list_recordings(recordings_dir: Path) -> list[Path]:

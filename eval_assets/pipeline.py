@@ -217,21 +217,31 @@ def run_benchmark(
     """Bring ``recording``'s dataset, ``models``' (default: all configured) benchmarks on it and
     the leaderboard and report up to date. Raises the first failing step's own error.
 
-    The recording is fully validated first (every row decoded): a file that fails never becomes
-    a partition. Then the recording, each model's settings and the judge config are observed
-    (content hashes as Dagster data versions) and the assets' own automation conditions decide
+    The recording is validated first (its structure, and its ``<name>.selection.yaml`` if any): a
+    file that fails never becomes a partition. Damaged rows are reported; the frame stage skips
+    them and fails only past the selection's ``max_bad_fraction``. Then the recording (with its
+    selection file), each model's settings and the judge config are observed (content hashes as
+    Dagster data versions) and the assets' own automation conditions decide
     what runs, exactly as the automation sensor does under the daemon: missing partitions, changed
     data upstream, changed code versions. Whatever is up to date is skipped and counted. The
     recording's folder serves as the recordings folder and its stem is the partition key.
     """
+    from eval_assets.frames.selection import load_selection_config
+    from eval_assets.layout import selection_file_for
     from eval_assets.recording.validate import validate_recording
 
     recording = Path(recording).resolve()
     started = time.perf_counter()
     checked = validate_recording(recording)
+    selection_file = selection_file_for(recording)
+    load_selection_config(selection_file)
     on_stage(f"validated {recording.name}: {checked.inventory.image_count} images, "
-             f"{len(checked.inventory.streams)} streams "
+             f"{len(checked.inventory.streams)} streams, selection "
+             f"{selection_file.name if selection_file.is_file() else 'by default policy'} "
              f"({time.perf_counter() - started:.1f} s)")
+    if checked.problems:
+        on_stage(f"  {checked.summary()}: such frames are skipped (listed in the rectified "
+                 "frames' skipped_frames.json)")
 
     from dagster import BetaWarning, DagsterInstance, MultiPartitionKey
     from dagster import evaluate_automation_conditions as evaluate_conditions
@@ -345,10 +355,11 @@ def run_benchmark(
             cursor = evaluate_automation_conditions().cursor
         if not instance.has_dynamic_partition(recordings_partitions.name, key):
             instance.add_dynamic_partitions(recordings_partitions.name, [key])
+        from eval_assets.defs.assets.sources import recording_version
         from eval_assets.recording.watch import ContentHashes
 
-        events = [observation(keys.RECORDING_FILE,
-                              ContentHashes(layout.content_hashes_file()).sha256(recording), key)]
+        hashes = ContentHashes(layout.content_hashes_file())
+        events = [observation(keys.RECORDING_FILE, recording_version(hashes, recording), key)]
         events += [observation(keys.MODEL_CONFIG, version, model)
                    for model, version in model_versions().items() if model in chosen]
         events.append(observation(keys.JUDGE_CONFIG, judge_version(JudgeResource())))

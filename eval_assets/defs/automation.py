@@ -1,7 +1,8 @@
 """Declarative automation: the asset graph is the only statement of the chain's order.
 
 - The recordings sensor adds a partition for each finished, valid recording and reports data
-  versions (content hashes) of recordings, model entries and the judge config. It requests no run.
+  versions (content hashes) of recordings (with their selection files), model entries and the
+  judge config. It requests no run.
 - Every partitioned asset carries :data:`RECOMPUTE`: materialize when missing, when an upstream
   data version changed, or when its own code version changed, once upstream is idle.
 - The leaderboard and report carry :data:`SETTLED`: rebuild once after a batch of updates, when
@@ -36,6 +37,7 @@ from eval_assets.defs.assets.sources import (
     judge_version,
     model_versions,
     observation,
+    recording_version,
 )
 from eval_assets.defs.automation_conditions import NIGHT_TAG
 from eval_assets.defs.jobs import model_benchmark_job
@@ -46,7 +48,8 @@ from eval_assets.defs.partitions import (
     recordings_partitions,
 )
 from eval_assets.defs.resources import JudgeResource, ProjectStorage
-from eval_assets.layout import list_recordings, partition_key_for
+from eval_assets.frames.selection import FrameSelectionError, load_selection_config
+from eval_assets.layout import list_recordings, partition_key_for, selection_file_for
 from eval_assets.recording import RecordingError
 from eval_assets.recording.validate import validate_recording
 from eval_assets.recording.watch import DEFAULT_QUIET_S, ContentHashes, file_state
@@ -77,8 +80,11 @@ def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
     """Partitions for new recordings; observations for whatever changed since the last tick.
 
     A file still being written (recent writes, a pending SQLite journal) is left for a later tick.
-    A file that fails validation is logged and never becomes a partition; if it is replaced by a
-    valid one, the next tick takes it. The cursor remembers the versions already reported.
+    A file that fails validation (structure, or an invalid ``<name>.selection.yaml``) is logged
+    and never becomes a partition; if it is replaced by a valid one, the next tick takes it.
+    Damaged rows are logged only: the frame stage skips them. The data version covers the
+    selection file, so editing it makes the recording's frames stale. The cursor remembers the
+    versions already reported.
     """
     reported = _load_cursor(context.cursor)
     known = set(context.instance.get_dynamic_partitions(recordings_partitions.name))
@@ -91,15 +97,19 @@ def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
         if not state.settled(DEFAULT_QUIET_S):
             context.log.info(f"{path.name}: still being written; will look again")
             continue
-        version = hashes.sha256(path, state)
+        version = recording_version(hashes, path, state)
         if reported.get(f"recording:{key}") in (version, f"invalid:{version}"):
             continue
         try:
-            validate_recording(path, allow_pickle=storage.allow_pickle)
-        except RecordingError as exc:
+            checked = validate_recording(path, allow_pickle=storage.allow_pickle)
+            load_selection_config(selection_file_for(path))
+        except (RecordingError, FrameSelectionError) as exc:
             context.log.warning(f"skipping {path.name}: {exc}")
             reported[f"recording:{key}"] = f"invalid:{version}"
             continue
+        if checked.problems:
+            context.log.warning(f"{path.name}: {checked.summary()}; the frame stage skips "
+                                "such frames and records why")
         if key not in known:
             new.append(key)
         events.append(observation(keys.RECORDING_FILE, version, key))

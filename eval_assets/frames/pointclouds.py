@@ -16,9 +16,10 @@ from eval_assets import progress
 from eval_assets.atomic import write_bytes_atomic
 from eval_assets.geometry.ranging import camera_points
 from eval_assets.geometry.transforms import TransformGraph, TransformUnavailable
-from eval_assets.recording import Recording
+from eval_assets.recording import Recording, RecordingError
 from eval_assets.recording.messages import PointCloud2
 from eval_assets.schemas.frames import (
+    POINTS_DIR,
     PointCloudFrame,
     RectifiedFrame,
     points_relpath,
@@ -88,6 +89,7 @@ def build_pointcloud_frames(
     lidar = recording.lidar_stream
     lidar_ts = np.asarray(recording.timestamps(lidar), dtype=np.float64)
     graph: TransformGraph | None = None  # built on first need: most of a long recording's cost
+    tf_errors: list[RecordingError] = []
     results: list[PointCloudFrame] = []
     for frame in progress.track(sorted(frames, key=lambda f: f.frame_index),
                                 "point clouds per frame"):
@@ -103,8 +105,15 @@ def build_pointcloud_frames(
                 t_lidar, dt,
             ))
             continue
-        cloud: PointCloud2 = recording.message(lidar, j)
-        xyz = cloud.xyz()
+        try:
+            cloud: PointCloud2 = recording.message(lidar, j)
+            xyz = cloud.xyz()
+        except (RecordingError, ValueError) as exc:
+            # A damaged sweep costs this frame its LiDAR evidence, not the run.
+            results.append(_image_only(
+                frame, lidar, f"the nearest LiDAR message does not decode: "
+                f"{str(exc).removeprefix(f'{recording.path}: ')}", t_lidar, dt))
+            continue
         cloud_frame = cloud.header.frame_id
         if not cloud_frame or not frame.camera_frame_id:
             which = "LiDAR message" if not cloud_frame else "image"
@@ -114,7 +123,9 @@ def build_pointcloud_frames(
             ))
             continue
         if graph is None:
-            graph = TransformGraph.from_messages(m for _, m in recording.iter_messages(TF_STREAM))
+            # Rows that do not decode are left out; a lookup that needed them fails below.
+            graph = TransformGraph.from_messages(
+                m for _, m in recording.iter_messages(TF_STREAM, tf_errors))
         try:
             camera_from_cloud = graph.lookup(frame.camera_frame_id, cloud_frame, frame.image_ts,
                                              tolerance=tf_tolerance)
@@ -142,5 +153,21 @@ def build_pointcloud_frames(
             n_points=len(xyz),
             n_points_in_front=in_front,
         ))
+    if tf_errors:
+        note = (f" ({len(tf_errors)} unreadable {TF_STREAM!r} rows left out, first row id "
+                f"{tf_errors[0].row_id})")
+        results = [r if not (r.reason or "").startswith("no transform")
+                   else r.model_copy(update={"reason": r.reason + note}) for r in results]
     write_pointcloud_frames(out_dir, results)
+    _remove_stale_points(out_dir, results)
     return results
+
+
+def _remove_stale_points(out_dir: Path, frames: Sequence[PointCloudFrame]) -> None:
+    """Delete point files of frames no longer prepared (an earlier, wider selection)."""
+    keep = {f.points_path for f in frames if f.points_path}
+    folder = out_dir / POINTS_DIR
+    if folder.is_dir():
+        for npz in folder.glob("frame-*.npz"):
+            if f"{POINTS_DIR}/{npz.name}" not in keep:
+                npz.unlink(missing_ok=True)

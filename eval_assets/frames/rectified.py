@@ -1,8 +1,14 @@
-"""Rectified frames: each selected colour image undistorted with the calibration recorded for it."""
+"""Rectified frames: each selected colour image undistorted with the calibration recorded for it.
+
+A selected frame that cannot be used (its row is missing or corrupt, its image does not decode,
+it has no usable calibration) is skipped and recorded with its reason, not raised; see
+:mod:`eval_assets.frames.selection` for the selection and the bad-frame policy.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
@@ -10,13 +16,29 @@ import numpy as np
 
 from eval_assets import progress
 from eval_assets.atomic import write_bytes_atomic
+from eval_assets.frames.selection import (
+    BadShare,
+    FramePlan,
+    TooManyBadFramesError,
+    check_bad_share,
+    read_image,
+    skipped_frame,
+)
 from eval_assets.geometry.camera import CameraModel
-from eval_assets.recording import Recording, image_to_rgb
+from eval_assets.recording import Recording, RecordingError, image_to_rgb
 from eval_assets.recording.messages import CameraInfo
 from eval_assets.schemas.frames import (
+    IMAGES_DIR,
+    RECTIFIED_TABLE,
+    SELECTION_FILE,
+    SKIPPED_FRAMES_FILE,
+    FrameSelectionRecord,
     RectifiedFrame,
+    SkippedFrame,
     rectified_image_relpath,
     write_rectified_frames,
+    write_selection_record,
+    write_skipped_frames,
 )
 
 IMAGE_STREAM = "color_image"
@@ -66,63 +88,76 @@ def encode_png(rgb: np.ndarray) -> bytes:
     return buf.tobytes()
 
 
-def build_rectified_frames(
-    recording: Recording, out_dir: Path, frame_indices: Sequence[int] | None = None
-) -> list[RectifiedFrame]:
-    """Rectify the selected frames into ``out_dir``; all frames when ``frame_indices`` is None.
+class _Rectifier:
+    """Rectifies frames of one recording, caching camera models and calibration lookups."""
 
-    Writes ``images/frame-NNNNNN.png`` (rectified RGB) per frame and ``frames.parquet`` (one row
-    per frame, ordered by index). A frame uses the latest ``camera_info`` at or before its ts.
-    Raises :class:`FramePreparationError` for a frame without earlier calibration or whose size
-    differs from its calibration's.
-    """
-    out_dir = Path(out_dir)
-    path = getattr(recording, "path", None)
-    image_ts = np.asarray(recording.timestamps(IMAGE_STREAM), dtype=np.float64)
-    info_ts = np.asarray(recording.timestamps(CAMERA_INFO_STREAM), dtype=np.float64)
-    if info_ts.size == 0:
-        raise FramePreparationError(
-            f"{path}: stream {CAMERA_INFO_STREAM!r} is empty; record the camera calibration",
-            path=path, stream=CAMERA_INFO_STREAM,
-        )
-    models: dict[tuple[object, ...], CameraModel] = {}
-    frames: list[RectifiedFrame] = []
-    for index in progress.track(select_frames(frame_indices, len(image_ts), path),
-                                "rectifying frames"):
-        t = float(image_ts[index])
-        j = int(np.searchsorted(info_ts, t, side="right")) - 1
-        if j < 0:
-            first_ok = int(np.searchsorted(image_ts, info_ts[0], side="left"))
-            raise FramePreparationError(
-                f"{path}: frame {index} ({IMAGE_STREAM} ts={t:.6f}) has no {CAMERA_INFO_STREAM} at "
-                f"or before it (the first is at ts={info_ts[0]:.6f}); select frames from index "
-                f"{first_ok} on",
-                path=path, stream=CAMERA_INFO_STREAM, frame_index=index,
-            )
-        info: CameraInfo = recording.message(CAMERA_INFO_STREAM, j)
-        key = _calibration_key(info)
-        if key not in models:
+    def __init__(self, recording: Recording, out_dir: Path) -> None:
+        self.rec = recording
+        self.out_dir = Path(out_dir)
+        self.path = getattr(recording, "path", None)
+        self.image_ts = np.asarray(recording.timestamps(IMAGE_STREAM), dtype=np.float64)
+        self.info_ts = np.asarray(recording.timestamps(CAMERA_INFO_STREAM), dtype=np.float64)
+        self.models: dict[tuple[object, ...], CameraModel] = {}
+        self.infos: dict[int, CameraInfo | RecordingError] = {}
+
+    def _calibration(self, index: int, j: int) -> tuple[CameraInfo, CameraModel] | SkippedFrame:
+        t = float(self.image_ts[index])
+        if j not in self.infos:
             try:
-                models[key] = CameraModel.from_camera_info(info)
+                self.infos[j] = self.rec.message(CAMERA_INFO_STREAM, j)
+            except RecordingError as exc:
+                self.infos[j] = exc
+        info = self.infos[j]
+        if isinstance(info, RecordingError):
+            return skipped_frame(
+                self.rec, index, "bad_calibration",
+                f"frame {index} ({IMAGE_STREAM} ts={t:.6f}) uses {CAMERA_INFO_STREAM} message "
+                f"{j}, which does not decode: {str(info).removeprefix(f'{self.path}: ')}",
+                stream=CAMERA_INFO_STREAM, row_id=self.rec.row_id(CAMERA_INFO_STREAM, j))
+        key = _calibration_key(info)
+        if key not in self.models:
+            try:
+                self.models[key] = CameraModel.from_camera_info(info)
             except ValueError as exc:
-                raise FramePreparationError(
-                    f"{path}: stream {CAMERA_INFO_STREAM!r} message {j} (ts={info_ts[j]:.6f}, "
+                return skipped_frame(
+                    self.rec, index, "bad_calibration",
+                    f"stream {CAMERA_INFO_STREAM!r} message {j} (ts={self.info_ts[j]:.6f}, "
                     f"used by frame {index}): {exc}",
-                    path=path, stream=CAMERA_INFO_STREAM, frame_index=index,
-                ) from exc
-        model = models[key]
-        msg = recording.message(IMAGE_STREAM, index)
-        rgb = image_to_rgb(msg)
+                    stream=CAMERA_INFO_STREAM,
+                    row_id=self.rec.row_id(CAMERA_INFO_STREAM, j))
+        return info, self.models[key]
+
+    def frame(self, index: int) -> RectifiedFrame | SkippedFrame:
+        """Rectify frame ``index`` and write its PNG, or say why it cannot be used."""
+        t = float(self.image_ts[index])
+        j = int(np.searchsorted(self.info_ts, t, side="right")) - 1
+        if j < 0:
+            first_ok = int(np.searchsorted(self.image_ts, self.info_ts[0], side="left"))
+            return skipped_frame(
+                self.rec, index, "no_calibration",
+                f"frame {index} ({IMAGE_STREAM} ts={t:.6f}) has no {CAMERA_INFO_STREAM} at or "
+                f"before it (the first is at ts={self.info_ts[0]:.6f}); select frames from "
+                f"index {first_ok} on", stream=CAMERA_INFO_STREAM)
+        calibration = self._calibration(index, j)
+        if isinstance(calibration, SkippedFrame):
+            return calibration
+        info, model = calibration
+        msg = read_image(self.rec, index)
+        if isinstance(msg, SkippedFrame):
+            return msg
+        try:
+            rgb = image_to_rgb(msg)
+        except ValueError as exc:
+            return skipped_frame(self.rec, index, "undecodable_image", f"frame {index}: {exc}")
         if rgb.shape[:2] != (model.height, model.width):
-            raise FramePreparationError(
-                f"{path}: frame {index} ({IMAGE_STREAM} ts={t:.6f}) is {rgb.shape[1]}x"
-                f"{rgb.shape[0]} but its {CAMERA_INFO_STREAM} (ts={info_ts[j]:.6f}) is "
-                f"{model.width}x{model.height}; the calibration must be for this image size",
-                path=path, stream=IMAGE_STREAM, frame_index=index,
-            )
+            return skipped_frame(
+                self.rec, index, "size_mismatch",
+                f"frame {index} ({IMAGE_STREAM} ts={t:.6f}) is {rgb.shape[1]}x"
+                f"{rgb.shape[0]} but its {CAMERA_INFO_STREAM} (ts={self.info_ts[j]:.6f}) is "
+                f"{model.width}x{model.height}; the calibration must be for this image size")
         relpath = rectified_image_relpath(index)
-        write_bytes_atomic(out_dir / relpath, encode_png(model.rectify(rgb)))
-        frames.append(RectifiedFrame(
+        write_bytes_atomic(self.out_dir / relpath, encode_png(model.rectify(rgb)))
+        return RectifiedFrame(
             frame_index=index,
             image_ts=t,
             image_path=relpath,
@@ -133,10 +168,122 @@ def build_rectified_frames(
             distortion_model=model.distortion_model,
             K_rect=[float(x) for x in model.K_rect.reshape(-1)],
             P_rect=[float(x) for x in model.P_rect.reshape(-1)],
-            camera_info_ts=float(info_ts[j]),
-        ))
+            camera_info_ts=float(self.info_ts[j]),
+        )
+
+
+def _require_calibration(recording: Recording, path: Path | None) -> None:
+    if len(recording.timestamps(CAMERA_INFO_STREAM)) == 0:
+        raise FramePreparationError(
+            f"{path}: stream {CAMERA_INFO_STREAM!r} is empty; record the camera calibration",
+            path=path, stream=CAMERA_INFO_STREAM,
+        )
+
+
+def build_rectified_frames(
+    recording: Recording, out_dir: Path, frame_indices: Sequence[int] | None = None
+) -> list[RectifiedFrame]:
+    """Rectify the given frames into ``out_dir``, strictly; all frames when ``frame_indices`` is
+    None.
+
+    Writes ``images/frame-NNNNNN.png`` (rectified RGB) per frame and ``frames.parquet`` (one row
+    per frame, ordered by index). A frame uses the latest ``camera_info`` at or before its ts.
+    Raises :class:`FramePreparationError` at the first frame that cannot be used (no earlier
+    calibration, a size different from its calibration's, an unreadable row). The pipeline uses
+    :func:`prepare_rectified_frames`, which skips such frames instead.
+    """
+    out_dir = Path(out_dir)
+    path = getattr(recording, "path", None)
+    _require_calibration(recording, path)
+    rectifier = _Rectifier(recording, out_dir)
+    frames: list[RectifiedFrame] = []
+    for index in progress.track(select_frames(frame_indices, len(rectifier.image_ts), path),
+                                "rectifying frames"):
+        result = rectifier.frame(index)
+        if isinstance(result, SkippedFrame):
+            raise FramePreparationError(f"{path}: {result.detail}", path=path,
+                                        stream=result.stream, frame_index=index)
+        frames.append(result)
     write_rectified_frames(out_dir, frames)
     return frames
+
+
+@dataclass(frozen=True)
+class PreparedFrames:
+    """The outcome of the frame stage: what was selected, rectified and skipped, and the share."""
+
+    frames: list[RectifiedFrame]
+    plan: FramePlan
+    skipped: list[SkippedFrame]
+    share: BadShare
+
+    @property
+    def selection(self) -> FrameSelectionRecord:
+        """The selection record (``selection.json``)."""
+        return self.plan.record
+
+
+def _clear_outputs(out_dir: Path) -> None:
+    """Remove the stage's tables first: a failed run leaves no ``frames.parquet`` to read."""
+    for name in (RECTIFIED_TABLE, SELECTION_FILE, SKIPPED_FRAMES_FILE):
+        (out_dir / name).unlink(missing_ok=True)
+
+
+def _remove_stale_images(out_dir: Path, frames: Sequence[RectifiedFrame]) -> int:
+    """Delete PNGs of frames no longer prepared (an earlier, wider selection); returns how many."""
+    keep = {f.image_path for f in frames}
+    folder = out_dir / IMAGES_DIR
+    removed = 0
+    if folder.is_dir():
+        for png in folder.glob("frame-*.png"):
+            if f"{IMAGES_DIR}/{png.name}" not in keep:
+                png.unlink(missing_ok=True)
+                removed += 1
+    return removed
+
+
+def prepare_rectified_frames(recording: Recording, out_dir: Path,
+                             plan: FramePlan) -> PreparedFrames:
+    """Rectify the frames of ``plan`` into ``out_dir``, skipping bad ones with their reason.
+
+    Writes ``images/frame-NNNNNN.png``, ``frames.parquet``, ``selection.json`` (the selection and
+    why) and ``skipped_frames.json`` (every frame left out, with file, stream, row, reason and
+    fix); PNGs of frames no longer selected are removed. Raises
+    :class:`~eval_assets.frames.selection.TooManyBadFramesError` when more than the plan's
+    ``max_bad_fraction`` of the examined frames is bad (``frames.parquet`` is then not written,
+    the two JSON files are, for diagnosis) and :class:`FramePreparationError` when no frame is
+    left.
+    """
+    out_dir = Path(out_dir)
+    path = getattr(recording, "path", None)
+    _clear_outputs(out_dir)
+    _require_calibration(recording, path)
+    skipped = list(plan.skipped)
+    listed_in = out_dir / SKIPPED_FRAMES_FILE
+    try:
+        check_bad_share(plan, skipped, listed_in)  # fail before rectifying when already clear
+    except TooManyBadFramesError:
+        write_selection_record(out_dir, plan.record)
+        write_skipped_frames(out_dir, skipped)
+        raise
+    rectifier = _Rectifier(recording, out_dir)
+    frames: list[RectifiedFrame] = []
+    for index in progress.track(plan.to_prepare, "rectifying frames"):
+        result = rectifier.frame(index)
+        (skipped if isinstance(result, SkippedFrame) else frames).append(result)
+    skipped.sort(key=lambda s: (s.frame_index, s.stream, s.reason))
+    write_selection_record(out_dir, plan.record)
+    write_skipped_frames(out_dir, skipped)
+    share = check_bad_share(plan, skipped, listed_in)
+    if not frames:
+        raise FramePreparationError(
+            f"{path}: none of the {len(plan.record.selected)} selected frames could be "
+            f"prepared; every one is listed with its reason in {listed_in}. Fix: select other "
+            "frames or repair the recording",
+            path=path, stream=IMAGE_STREAM)
+    write_rectified_frames(out_dir, frames)
+    _remove_stale_images(out_dir, frames)
+    return PreparedFrames(frames=frames, plan=plan, skipped=skipped, share=share)
 
 
 def load_rectified_image(out_dir: Path, frame: RectifiedFrame) -> np.ndarray:

@@ -39,6 +39,9 @@ REQUIRED_STREAMS: tuple[tuple[str, ...], ...] = (
 """The streams a usable recording holds: one non-empty stream of each tuple of alternatives
 (for the LiDAR, ``pointlio_lidar`` wins over ``lidar``)."""
 
+FIRST_ROWS_TRIED = 16
+"""Rows of each required stream tried at open for a first decodable message."""
+
 _NEEDS = "A recording needs color_image, camera_info, tf and pointlio_lidar or lidar."
 _RECORD_FIX = (
     "Fix: record with dimOS's memory recorder with the camera, camera_info, TF and LiDAR streams "
@@ -285,7 +288,24 @@ class Recording:
                 )
 
     def _first_message(self, name: str) -> Any:
-        msg = self.message(name, 0)
+        """The first decodable message of ``name`` among its first :data:`FIRST_ROWS_TRIED`.
+
+        One damaged row at the start is a bad frame for the later stages to skip, not a reason
+        to refuse the recording; a stream none of whose first rows decodes is refused with the
+        first row's error.
+        """
+        count = self._streams[name].count
+        first_error: RecordingError | None = None
+        for index in range(min(count, FIRST_ROWS_TRIED)):
+            try:
+                msg = self.message(name, index)
+            except RecordingError as exc:
+                first_error = first_error or exc
+                continue
+            break
+        else:
+            assert first_error is not None
+            raise first_error
         if self._streams[name].codec_id == "pickle":
             cls = _EXPECTED[name][0]
             if not isinstance(msg, cls):
@@ -340,33 +360,81 @@ class Recording:
         """The ``ts`` of every row of ``stream`` ordered by (ts, id): position = frame index."""
         return self._rows(stream)[1].copy()
 
-    def message(self, stream: str, index: int) -> Any:
-        """The decoded message at position ``index`` of ``stream`` in (ts, id) order."""
+    def timestamp(self, stream: str, index: int) -> float:
+        """The ``ts`` at position ``index`` of ``stream`` in (ts, id) order (no array copy)."""
+        self.row_id(stream, index)  # bounds check
+        return float(self._rows(stream)[1][index])
+
+    def row_ids(self, stream: str) -> np.ndarray:
+        """The row ``id`` of every row of ``stream`` ordered by (ts, id): position = index."""
+        return self._rows(stream)[0].copy()
+
+    def row_id(self, stream: str, index: int) -> int:
+        """The row ``id`` at position ``index`` of ``stream`` in (ts, id) order."""
         ids, _ = self._rows(stream)
         if not 0 <= index < len(ids):
             raise IndexError(
                 f"{self.path}: stream {stream!r} has {len(ids)} messages, index {index} is out "
                 "of range"
             )
-        row_id = int(ids[index])
+        return int(ids[index])
+
+    def payload(self, stream: str, index: int) -> Any:
+        """The raw ``<stream>_blob.data`` at position ``index`` (undecoded); None if missing."""
+        row_id = self.row_id(stream, index)
         with self._lock:
             row = self._conn.execute(
                 f"SELECT data FROM {_quote(stream + '_blob')} WHERE id = ?", (row_id,)
             ).fetchone()
-        if row is None:
+        return None if row is None else row[0]
+
+    def decode(self, stream: str, index: int, data: Any) -> Any:
+        """Decode ``data``, the payload of position ``index`` of ``stream`` (see :meth:`payload`).
+
+        Raises :class:`RecordingError` naming the row when it is missing (None) or corrupt.
+        """
+        row_id = self.row_id(stream, index)
+        if data is None:
             self._error(
                 f"stream {stream!r} row id {row_id} has no payload in {stream + '_blob'!r}. "
                 "Fix: the recording is incomplete; re-record or copy it again.",
                 stream=stream,
                 row_id=row_id,
             )
-        return self._decode(stream, row_id, row[0])
+        return self._decode(stream, row_id, data)
 
-    def iter_messages(self, stream: str) -> Iterator[tuple[float, Any]]:
-        """Yield ``(ts, message)`` for every row of ``stream`` in (ts, id) order."""
+    def message(self, stream: str, index: int) -> Any:
+        """The decoded message at position ``index`` of ``stream`` in (ts, id) order."""
+        return self.decode(stream, index, self.payload(stream, index))
+
+    def positions_without_payload(self, stream: str) -> list[int]:
+        """Positions (in (ts, id) order) of the rows of ``stream`` that have no blob row."""
+        ids, _ = self._rows(stream)
+        with self._lock:
+            missing = {r[0] for r in self._conn.execute(
+                f"SELECT s.id FROM {_quote(stream)} AS s LEFT JOIN {_quote(stream + '_blob')} "
+                "AS b ON b.id = s.id WHERE b.id IS NULL")}
+        if not missing:
+            return []
+        return [int(i) for i in np.flatnonzero(np.isin(ids, np.fromiter(missing, np.int64)))]
+
+    def iter_messages(self, stream: str, errors: list[RecordingError] | None = None
+                      ) -> Iterator[tuple[float, Any]]:
+        """Yield ``(ts, message)`` for every row of ``stream`` in (ts, id) order.
+
+        A row that does not decode raises :class:`RecordingError`; with an ``errors`` list it is
+        appended there instead and the row is left out.
+        """
         ids, ts = self._rows(stream)
         for i in range(len(ids)):
-            yield float(ts[i]), self.message(stream, i)
+            try:
+                message = self.message(stream, i)
+            except RecordingError as exc:
+                if errors is None:
+                    raise
+                errors.append(exc)
+                continue
+            yield float(ts[i]), message
 
     def _decode(self, stream: str, row_id: int, data: Any) -> Any:
         info = self._streams[stream]

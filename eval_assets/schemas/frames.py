@@ -1,25 +1,33 @@
-"""Per-frame preparation records: rectified frames and their synchronised point clouds.
+"""Per-frame preparation records: frame selection, skipped frames, rectified frames and their
+synchronised point clouds.
 
 Both tables are Parquet files with a fixed column order and no run-dependent metadata, so the same
-recording gives byte-identical files. File names inside a stage folder are decided here.
+recording gives byte-identical files; the selection and the skipped frames are JSON beside
+``frames.parquet``. File names inside a stage folder are decided here.
 """
 
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import Any, Literal, Self
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from eval_assets.atomic import write_bytes_atomic
+from eval_assets.atomic import write_bytes_atomic, write_text_atomic
 
 RECTIFIED_TABLE = "frames.parquet"
 POINTCLOUD_TABLE = "pointcloud_frames.parquet"
+SELECTION_FILE = "selection.json"
+SKIPPED_FRAMES_FILE = "skipped_frames.json"
 IMAGES_DIR = "images"
 POINTS_DIR = "points"
+
+DEFAULT_MAX_BAD_FRACTION = 0.2
+"""Share of the examined frames that may be bad before frame preparation fails."""
 
 
 def rectified_image_relpath(frame_index: int) -> str:
@@ -30,6 +38,131 @@ def rectified_image_relpath(frame_index: int) -> str:
 def points_relpath(frame_index: int) -> str:
     """Where a frame's LiDAR points (``.npz``) live, relative to the stage folder."""
     return f"{POINTS_DIR}/frame-{frame_index:06d}.npz"
+
+
+class FrameSelectionConfig(BaseModel):
+    """Which colour frames of a recording are prepared, and how many bad ones are tolerated.
+
+    The per-recording file ``<recording>.selection.yaml`` beside the ``.db`` holds these fields;
+    ``eval-assets vqa generate`` takes the same ones as options. Names and rules follow dimOS
+    0.0.15's ``GenerationRequest``: one ``image_index``, or the range ``start``/``stop``
+    (exclusive) thinned by one of ``stride`` (every n-th index), ``time_step`` (at most one frame
+    per that many seconds, dimOS memory's ``throttle``) or ``quality_window`` (the sharpest frame
+    per window of that many seconds, dimOS memory's ``QualityWindow``), the last after an optional
+    ``min_brightness`` floor. With no selection field at all the default policy applies
+    (:func:`eval_assets.frames.selection.resolve_selection`).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    image_index: int | None = Field(default=None, ge=0, description="one color_image index")
+    start: int | None = Field(default=None, ge=0, description="first index of the range")
+    stop: int | None = Field(default=None, gt=0, description="end of the range, exclusive")
+    stride: int | None = Field(default=None, ge=1, description="every n-th index of the range")
+    time_step: float | None = Field(
+        default=None, gt=0, description="seconds: at most one frame per step (first of each)")
+    quality_window: float | None = Field(
+        default=None, gt=0, description="seconds: the sharpest frame per window")
+    min_brightness: float | None = Field(
+        default=None, ge=0, le=1,
+        description="frames at or below this mean brightness (0-1) are not candidates")
+    max_bad_fraction: float = Field(
+        default=DEFAULT_MAX_BAD_FRACTION, ge=0, le=1,
+        description="fail when more than this share of the examined frames is bad")
+
+    @model_validator(mode="after")
+    def _one_selection(self) -> Self:
+        ranged = [n for n in ("start", "stop", "stride", "time_step", "quality_window",
+                              "min_brightness") if getattr(self, n) is not None]
+        if self.image_index is not None and ranged:
+            raise ValueError(f"image_index cannot be combined with {', '.join(ranged)}: give "
+                             "either image_index or a range (start/stop with stride, time_step "
+                             "or quality_window), not both")
+        thinning = [n for n in ("stride", "time_step", "quality_window")
+                    if getattr(self, n) is not None]
+        if len(thinning) > 1:
+            raise ValueError(f"{' and '.join(thinning)} cannot be combined: choose one of "
+                             "stride, time_step or quality_window")
+        if self.min_brightness is not None and self.quality_window is None:
+            raise ValueError("min_brightness requires quality_window (it filters the "
+                             "candidates of the quality window)")
+        if self.start is not None and self.stop is not None and self.stop <= self.start:
+            raise ValueError(f"stop ({self.stop}) must be greater than start ({self.start})")
+        return self
+
+    @property
+    def is_default(self) -> bool:
+        """No selection field is set: the default policy decides."""
+        return all(getattr(self, n) is None for n in (
+            "image_index", "start", "stop", "stride", "time_step", "quality_window",
+            "min_brightness"))
+
+
+SelectionMode = Literal["every_frame", "image_index", "stride", "time_step", "quality_window"]
+
+
+class QualityChoice(BaseModel):
+    """The frame a quality window kept: why this one (its scores and its window)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    frame_index: int = Field(ge=0)
+    window_start_ts: float = Field(description="ts of the window's first candidate")
+    candidates: int = Field(ge=1, description="candidates in the window (above the floor)")
+    sharpness: float = Field(description="dimOS Image.sharpness of the kept frame, 0-1")
+    brightness: float = Field(description="dimOS Image.brightness of the kept frame, 0-1")
+
+
+class FrameSelectionRecord(BaseModel):
+    """What was selected from a recording and why (``selection.json`` beside frames.parquet)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    recording: str = Field(description="the recording file")
+    config_file: str | None = Field(description="the selection file read; None: none exists")
+    config: FrameSelectionConfig = Field(description="the configuration as given")
+    mode: SelectionMode
+    start: int = Field(ge=0, description="effective range start")
+    stop: int = Field(ge=0, description="effective range end (exclusive)")
+    why: str = Field(description="the rule that chose these frames, in words")
+    image_count: int = Field(ge=0, description="color_image rows in the recording")
+    examined: int = Field(ge=0, description="frames whose usability was checked: the selected "
+                                            "ones, or every candidate a quality window scored")
+    selected: list[int] = Field(description="frame indices chosen by the rule, sorted")
+    quality: list[QualityChoice] = Field(default_factory=list,
+                                         description="per kept frame, quality_window mode only")
+
+
+SkipReason = Literal["missing_blob", "corrupt_blob", "undecodable_image", "no_calibration",
+                     "bad_calibration", "size_mismatch", "duplicate_row", "duplicate_timestamp"]
+
+NOT_BAD_REASONS: frozenset[str] = frozenset({"duplicate_row"})
+"""Skip reasons that lose nothing (an identical copy of a kept row): not counted as bad."""
+
+
+class SkippedFrame(BaseModel):
+    """A frame left out of the dataset, with the row at fault, the reason and the fix."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    recording: str = Field(description="the recording file")
+    stream: str = Field(description="the stream whose row is at fault (color_image or "
+                                    "camera_info)")
+    row_id: int | None = Field(description="that row's id in its stream table")
+    frame_index: int = Field(ge=0, description="position in color_image ordered by ts")
+    image_ts: float
+    reason: SkipReason
+    detail: str = Field(description="what is wrong, in words")
+    fix: str = Field(description="what to do about it")
+    counts_as_bad: bool = Field(description="counts towards max_bad_fraction (all reasons but "
+                                            "duplicate_row)")
+
+    @model_validator(mode="after")
+    def _bad_follows_reason(self) -> Self:
+        if self.counts_as_bad != (self.reason not in NOT_BAD_REASONS):
+            raise ValueError(f"counts_as_bad must be {self.reason not in NOT_BAD_REASONS} for "
+                             f"reason {self.reason!r}")
+        return self
 
 
 class RectifiedFrame(BaseModel):
@@ -152,3 +285,39 @@ def read_pointcloud_frames(out_dir: Path) -> list[PointCloudFrame]:
     """The point-cloud frames stored in ``out_dir/pointcloud_frames.parquet``."""
     path = Path(out_dir) / POINTCLOUD_TABLE
     return [PointCloudFrame.model_validate(r) for r in _read_rows(path, POINTCLOUD_SCHEMA)]
+
+
+_SKIPPED = TypeAdapter(list[SkippedFrame])
+
+
+def write_skipped_frames(out_dir: Path, skipped: list[SkippedFrame]) -> Path:
+    """Write ``out_dir/skipped_frames.json`` (a JSON list, by frame index then stream)."""
+    rows = sorted(skipped, key=lambda s: (s.frame_index, s.stream, s.reason))
+    text = json.dumps([s.model_dump(mode="json") for s in rows], indent=2, sort_keys=True)
+    return write_text_atomic(Path(out_dir) / SKIPPED_FRAMES_FILE, text + "\n")
+
+
+def read_skipped_frames(folder: Path) -> list[SkippedFrame]:
+    """The frames the frame stage in ``folder`` left out, with why (empty list: none).
+
+    ``folder`` is the rectified-frames folder (beside ``frames.parquet``). A folder written
+    before skipped frames were recorded has no file and gives an empty list.
+    """
+    path = Path(folder) / SKIPPED_FRAMES_FILE
+    if not path.is_file():
+        return []
+    return _SKIPPED.validate_json(path.read_bytes())
+
+
+def write_selection_record(out_dir: Path, record: FrameSelectionRecord) -> Path:
+    """Write ``out_dir/selection.json``."""
+    return write_text_atomic(Path(out_dir) / SELECTION_FILE,
+                             record.model_dump_json(indent=2) + "\n")
+
+
+def read_selection_record(folder: Path) -> FrameSelectionRecord:
+    """The selection stored in ``folder/selection.json``."""
+    path = Path(folder) / SELECTION_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist; build the rectified frames first")
+    return FrameSelectionRecord.model_validate_json(path.read_bytes())

@@ -2,7 +2,12 @@
 
     eval-assets vqa generate RECORDING.db --image-index N
     eval-assets vqa generate RECORDING.db --start A --stop B --stride S [--output DIR]
+    eval-assets vqa generate RECORDING.db --quality-window 5 --min-brightness 0.1
+    eval-assets vqa generate RECORDING.db --time-step 2
+    eval-assets vqa generate RECORDING.db     # RECORDING.selection.yaml, or the default policy
 
+Frame selection is the pipeline's (:mod:`eval_assets.frames.selection`); bad frames are skipped
+and listed, and the run fails only when more than ``--max-bad-fraction`` of them is bad.
 The default output is ``$XDG_STATE_HOME`` (or ``~/.local/state``)
 ``/eval_assets/<recording-stem>-frames``; it must be absent or empty.
 """
@@ -10,10 +15,14 @@ The default output is ``$XDG_STATE_HOME`` (or ``~/.local/state``)
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from eval_assets.cli_errors import EXIT_BAD_INPUT, EXIT_FAILED, guarded
+
+if TYPE_CHECKING:
+    from eval_assets.frames import FrameSelectionConfig, PreparedFrames
 
 vqa_app = typer.Typer(no_args_is_help=True, help="Generate VQA datasets from recordings.")
 
@@ -25,7 +34,17 @@ def generate(
     image_index: int | None = typer.Option(None, help="Generate from this one frame."),
     start: int | None = typer.Option(None, help="First frame of a range (default 0)."),
     stop: int | None = typer.Option(None, help="End of the range, exclusive (default: all)."),
-    stride: int = typer.Option(1, help="Step between frames of the range."),
+    stride: int | None = typer.Option(None, help="Every n-th frame of the range."),
+    time_step: float | None = typer.Option(
+        None, help="At most one frame per this many seconds of the range."),
+    quality_window: float | None = typer.Option(
+        None, help="The sharpest frame per this many seconds of the range (dimOS "
+                   "QualityWindow; not with --stride or --time-step)."),
+    min_brightness: float | None = typer.Option(
+        None, help="With --quality-window: only frames brighter than this (0-1)."),
+    max_bad_fraction: float | None = typer.Option(
+        None, help="Fail when more than this share of the examined frames is bad (default: "
+                   "the selection file's, else 0.2)."),
     output: Path | None = typer.Option(
         None, help="Dataset folder, absent or empty (default under $XDG_STATE_HOME)."),
     author: str = typer.Option("vocabulary", help="Question author: vocabulary or vlm."),
@@ -45,15 +64,21 @@ def generate(
     edgetam_checkpoint: str = typer.Option("", help="EdgeTAM checkpoint file (edgetam)."),
     allow_pickle: bool = typer.Option(False, help="Allow pickle-encoded recording payloads."),
 ) -> None:
-    """Rectify frames, detect objects, propose and answer questions, publish the dataset."""
-    from eval_assets.recording import Recording, RecordingError
+    """Rectify frames, detect objects, propose and answer questions, publish the dataset.
+
+    With no selection option, RECORDING's ``<name>.selection.yaml`` decides, or the default
+    policy (every frame up to 300 images, else the sharpest per 5 s)."""
+    from eval_assets.errors import InputError
+    from eval_assets.recording import Recording
     from eval_assets.vqa.generate import default_output_dir, frame_selection
 
     try:
-        with Recording.open(recording, allow_pickle=allow_pickle) as rec:
-            count = len(rec.timestamps("color_image"))
-        frames = frame_selection(image_index, start, stop, stride, count)
-    except (RecordingError, ValueError) as exc:
+        Recording.open(recording, allow_pickle=allow_pickle).close()  # refuse a bad file first
+        selection = frame_selection(
+            recording, image_index=image_index, start=start, stop=stop, stride=stride,
+            time_step=time_step, quality_window=quality_window, min_brightness=min_brightness,
+            max_bad_fraction=max_bad_fraction)
+    except (InputError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from exc
     names = ([n.strip() for n in vocabulary.split(",") if n.strip()]
@@ -68,30 +93,47 @@ def generate(
                   "moondream_endpoint": moondream_endpoint,
                   "moondream_api_key_env": moondream_api_key_env,
                   "edgetam_checkpoint": edgetam_checkpoint}
-    _run(recording, output if output is not None else default_output_dir(recording), frames,
+    _run(recording, output if output is not None else default_output_dir(recording), selection,
          author_config, perception, allow_pickle)
 
 
-def _run(recording: Path, out: Path, frames: list[int], author: dict[str, object],
-         perception: dict[str, object], allow_pickle: bool) -> None:
+def _print_frames(prepared: PreparedFrames) -> None:
+    """The selection and every skipped frame, with its reason."""
+    from eval_assets.frames.selection import compact_indices
+
+    record = prepared.selection
+    typer.echo(f"selected {len(record.selected)} of {record.image_count} frames: {record.why} "
+               f"({compact_indices(record.selected, limit=12)})")
+    if prepared.skipped:
+        typer.echo(f"skipped {len(prepared.skipped)} frames ({prepared.share.bad} bad of "
+                   f"{prepared.share.frames}, limit {prepared.plan.max_bad_fraction:g}):")
+        for s in prepared.skipped:
+            row = f" row id {s.row_id}" if s.row_id is not None else ""
+            typer.echo(f"  frame {s.frame_index} ({s.stream}{row}): {s.reason}: {s.detail}. "
+                       f"Fix: {s.fix}")
+
+
+def _run(recording: Path, out: Path, selection: tuple[FrameSelectionConfig, Path | None],
+         author: dict[str, object], perception: dict[str, object], allow_pickle: bool) -> None:
     """Generate and print the summary; bad input exits 2, an unanswerable recording 1."""
+    from eval_assets.errors import InputError
     from eval_assets.perception import PerceptionConfig, PerceptionError
-    from eval_assets.recording import RecordingError
     from eval_assets.vqa.authors import AuthorConfig
     from eval_assets.vqa.dataset import DatasetExistsError, NothingAnswerableError
     from eval_assets.vqa.generate import generate_from_recording
 
+    frames, selection_file = selection
     try:
         config = AuthorConfig.model_validate(author)
         models = PerceptionConfig(**perception)  # type: ignore[arg-type]
         # The detector is asked about every name of the author's vocabulary.
         summary = generate_from_recording(
             recording, out, frames, config, models.build_detector(), models.build_segmenter(),
-            allow_pickle=allow_pickle)
+            allow_pickle=allow_pickle, selection_file=selection_file, on_frames=_print_frames)
     except NothingAnswerableError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_FAILED) from exc
-    except (RecordingError, ValueError, DatasetExistsError, PerceptionError) as exc:
+    except (InputError, ValueError, DatasetExistsError, PerceptionError) as exc:
         # Dataset exists / bad config / unusable recording: all name the file or field and the
         # fix, so the message is the whole story.
         typer.echo(f"error: {exc}", err=True)

@@ -257,11 +257,10 @@ def test_unreadable_stream_config(recording_path: Path, edit_db: EditDb) -> None
 
 
 def test_wrong_lcm_fingerprint(recording_path: Path, edit_db: EditDb) -> None:
-    # Put an Image payload into the first camera_info row.
+    # An Image payload in every camera_info row: none decodes, so the stream is unusable.
     edit_db(
         recording_path,
-        "UPDATE camera_info_blob SET data = (SELECT data FROM color_image_blob WHERE id = 1) "
-        "WHERE id = 1",
+        "UPDATE camera_info_blob SET data = (SELECT data FROM color_image_blob WHERE id = 1)",
     )
     err = open_error(recording_path)
     assert (
@@ -278,10 +277,31 @@ def test_truncated_blob(recording_path: Path, edit_db: EditDb) -> None:
     assert "Fix:" in str(err) and err.row_id == 1
 
 
-def test_missing_blob_row(recording_path: Path, edit_db: EditDb) -> None:
-    edit_db(recording_path, "DELETE FROM color_image_blob WHERE id = 1")
+def test_missing_blob_rows(recording_path: Path, edit_db: EditDb) -> None:
+    edit_db(recording_path, "DELETE FROM color_image_blob")
     msg = str(open_error(recording_path))
     assert "stream 'color_image' row id 1 has no payload in 'color_image_blob'" in msg
+
+
+def test_one_damaged_first_row_is_left_to_the_stages(recording_path: Path,
+                                                     edit_db: EditDb) -> None:
+    # The first image has no payload and the first camera_info is another message: open uses
+    # the first rows that decode; the frame stage skips frame 0 with its reason.
+    edit_db(
+        recording_path,
+        "DELETE FROM color_image_blob WHERE id = 1",
+        "UPDATE camera_info_blob SET data = (SELECT data FROM tf_blob WHERE id = 1) WHERE id = 1",
+    )
+    with Recording.open(recording_path) as rec:
+        assert rec.payload("color_image", 0) is None
+        assert rec.message("color_image", 1).width == 64
+        with pytest.raises(RecordingError, match="row id 1 has no payload"):
+            rec.message("color_image", 0)
+        errors: list[RecordingError] = []
+        assert len(list(rec.iter_messages("camera_info", errors))) == 2
+        assert [e.row_id for e in errors] == [1]
+        assert rec.positions_without_payload("color_image") == [0]
+        assert rec.positions_without_payload("tf") == []
 
 
 def test_camera_info_size_mismatch(tmp_path: Path) -> None:

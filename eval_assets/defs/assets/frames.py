@@ -9,27 +9,65 @@ from eval_assets.defs.automation_conditions import OWNERS, RECOMPUTE
 from eval_assets.defs.partitions import recordings_partitions
 from eval_assets.defs.resources import ProjectStorage
 from eval_assets.frames import (
+    SkippedFrame,
     build_pointcloud_frames,
-    build_rectified_frames,
+    load_selection_config,
+    plan_selection,
+    prepare_rectified_frames,
     read_rectified_frames,
 )
+from eval_assets.frames.selection import compact_indices
+from eval_assets.layout import selection_file_for
 from eval_assets.recording import Recording
+from eval_assets.schemas.frames import SELECTION_FILE, SKIPPED_FRAMES_FILE
 
 
 @asset(key=keys.RECTIFIED_FRAMES, partitions_def=recordings_partitions, group_name="frames",
-       deps=[keys.RECORDING_INGEST], code_version="1", automation_condition=RECOMPUTE,
+       deps=[keys.RECORDING_INGEST], code_version="2", automation_condition=RECOMPUTE,
        kinds={"opencv", "parquet"}, owners=OWNERS)
 def rectified_frames(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
-    """Every colour frame undistorted with its recorded calibration: PNGs + ``frames.parquet``."""
+    """The selected colour frames undistorted with their recorded calibration: PNGs +
+    ``frames.parquet``, with ``selection.json`` (what was selected and why) and
+    ``skipped_frames.json`` (each bad frame left out, with its reason and fix).
+
+    The selection is ``<recording>.selection.yaml`` beside the recording, or the default policy;
+    frames are chosen before any is rectified. Fails only when more than ``max_bad_fraction`` of
+    the examined frames is bad.
+    """
     key = context.partition_key
     out_dir = storage.layout().rectified_frames_dir(key)
-    with Recording.open(storage.recording_file(key), allow_pickle=storage.allow_pickle) as rec:
-        frames = build_rectified_frames(rec, out_dir)
+    recording = storage.recording_file(key)
+    selection_file = selection_file_for(recording)
+    config = load_selection_config(selection_file)
+    with Recording.open(recording, allow_pickle=storage.allow_pickle) as rec:
+        plan = plan_selection(rec, config,
+                              config_file=selection_file if selection_file.is_file() else None)
+        prepared = prepare_rectified_frames(rec, out_dir, plan)
+    frames, selection, skipped = prepared.frames, prepared.selection, prepared.skipped
+    if skipped:
+        context.log.warning(f"{recording.name}: {len(skipped)} frames skipped "
+                            f"({_reason_counts(skipped)}); see {out_dir / SKIPPED_FRAMES_FILE}")
     first = frames[0]
     preview = out_dir / first.image_path
     return MaterializeResult(
         metadata={
             "num_frames": len(frames),
+            "num_selected": len(selection.selected),
+            "num_examined": selection.examined,
+            "num_skipped": len(skipped),
+            "num_bad": prepared.share.bad,
+            "bad_fraction": round(prepared.share.fraction, 4),
+            "max_bad_fraction": plan.max_bad_fraction,
+            "selection_mode": selection.mode,
+            "selection_why": selection.why,
+            "selection_file": MetadataValue.text(selection.config_file or "none: default policy"),
+            "selection_config": MetadataValue.json(
+                selection.config.model_dump(mode="json", exclude_none=True)),
+            "selected_frames": MetadataValue.text(compact_indices(selection.selected)),
+            "skipped_reasons": MetadataValue.json(_reason_counts_json(skipped)),
+            "skipped_frames": MetadataValue.md(_skipped_table(skipped)),
+            "skipped_file": MetadataValue.path(str(out_dir / SKIPPED_FRAMES_FILE)),
+            "selection": MetadataValue.path(str(out_dir / SELECTION_FILE)),
             "table": MetadataValue.path(str(out_dir / "frames.parquet")),
             "folder": MetadataValue.path(str(out_dir)),
             "distortion_model": first.distortion_model,
@@ -39,8 +77,31 @@ def rectified_frames(context: AssetExecutionContext, storage: ProjectStorage) ->
     )
 
 
+SKIPPED_SHOWN = 50
+
+
+def _reason_counts_json(skipped: list[SkippedFrame]) -> dict[str, int]:
+    return dict(sorted(Counter(s.reason for s in skipped).items()))
+
+
+def _reason_counts(skipped: list[SkippedFrame]) -> str:
+    return ", ".join(f"{n} {r}" for r, n in _reason_counts_json(skipped).items())
+
+
+def _skipped_table(skipped: list[SkippedFrame]) -> str:
+    if not skipped:
+        return "none"
+    rows = [f"| {s.frame_index} | {s.stream} | {s.row_id if s.row_id is not None else ''} | "
+            f"{s.reason} | {s.detail} | {s.fix} |" for s in skipped[:SKIPPED_SHOWN]]
+    if len(skipped) > SKIPPED_SHOWN:
+        rows.append(f"| ... | | | | {len(skipped) - SKIPPED_SHOWN} more in "
+                    f"{SKIPPED_FRAMES_FILE} | |")
+    return "\n".join(["| frame | stream | row id | reason | detail | fix |",
+                      "|---|---|---|---|---|---|", *rows])
+
+
 @asset(key=keys.POINTCLOUD_FRAMES, partitions_def=recordings_partitions, group_name="frames",
-       deps=[keys.RECTIFIED_FRAMES], code_version="1", automation_condition=RECOMPUTE,
+       deps=[keys.RECTIFIED_FRAMES], code_version="2", automation_condition=RECOMPUTE,
        kinds={"numpy", "parquet"}, owners=OWNERS)
 def pointcloud_frames(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """Each frame's LiDAR scan (within 0.1 s) and camera transform, or why it is image-only."""

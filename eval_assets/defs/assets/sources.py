@@ -1,15 +1,17 @@
 """Observed inputs: the recording files, each model's settings and the judge's settings.
 
 Their data version is a hash of their content, so Dagster itself knows when one changed: a
-recording replaced under the same name, an edited model entry or judge config makes exactly the
-assets that read it stale, and declarative automation recomputes them. The recordings sensor
-reports these observations; "Observe sources" in the UI does the same on demand.
+recording replaced under the same name, an edited ``<name>.selection.yaml`` beside it, an edited
+model entry or judge config makes exactly the assets that read it stale, and declarative
+automation recomputes them. The recordings sensor reports these observations; "Observe sources"
+in the UI does the same on demand.
 """
 
 # No `from __future__ import annotations`: Dagster checks the context annotation at runtime.
 
 import hashlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from dagster import (
@@ -26,7 +28,9 @@ from eval_assets.defs import keys
 from eval_assets.defs.accepted import quietly
 from eval_assets.defs.partitions import declared_models, model_partitions, recordings_partitions
 from eval_assets.defs.resources import JudgeResource, ProjectStorage
-from eval_assets.recording.watch import ContentHashes
+from eval_assets.frames.selection import selection_digest
+from eval_assets.layout import selection_file_for
+from eval_assets.recording.watch import ContentHashes, FileState
 
 GROUP = "inputs"
 
@@ -35,14 +39,28 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def recording_version(hashes: ContentHashes, path: Path, state: FileState | None = None) -> str:
+    """The data version of a recording partition: what it is made of.
+
+    The SHA-256 of the ``.db`` file when it has no selection file beside it; with one
+    (``<name>.selection.yaml``), the hash of both files' hashes, so editing the selection makes
+    the recording's frames and everything after them stale.
+    """
+    version = hashes.sha256(path, state)
+    selection = selection_digest(selection_file_for(path))
+    if selection is None:
+        return version
+    return _digest(f"recording:{version}\nselection:{selection}")
+
+
 def recording_versions(storage: ProjectStorage, partitions: list[str]) -> dict[str, str]:
-    """Content hash of each partition's recording file that exists (cached by size and mtime)."""
+    """Data version of each partition's recording that exists (hashes cached by size, mtime)."""
     hashes = ContentHashes(storage.layout().content_hashes_file())
     versions = {}
     for key in partitions:
         path = storage.recording_file(key)
         if path.is_file():
-            versions[key] = hashes.sha256(path)
+            versions[key] = recording_version(hashes, path)
     return versions
 
 
@@ -71,10 +89,11 @@ def observed_input(**kwargs: Any) -> Callable[[Callable[..., Any]], SourceAsset]
 
 
 @observed_input(key=keys.RECORDING_FILE, partitions_def=recordings_partitions,
-                         group_name=GROUP, description="A recording file; its data version is "
-                         "the SHA-256 of its bytes.")
+                         group_name=GROUP, description="A recording file and its optional frame "
+                         "selection file; its data version is the SHA-256 of the recording's "
+                         "bytes, combined with the selection file's when there is one.")
 def recording_file(context, storage: ProjectStorage) -> DataVersionsByPartition:
-    """Hash every registered recording that is present in the recordings folder."""
+    """Hash every registered recording (and selection file) present in the recordings folder."""
     partitions = context.instance.get_dynamic_partitions(recordings_partitions.name)
     return DataVersionsByPartition(recording_versions(storage, partitions))
 

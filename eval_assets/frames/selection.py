@@ -1,0 +1,581 @@
+"""Frame selection: which colour frames of a recording are prepared, chosen before any heavy work.
+
+The options are dimOS 0.0.15's (``dimos evals vqa generate``), with the same names and rules
+(:class:`~eval_assets.schemas.frames.FrameSelectionConfig`):
+
+- ``image_index``: one frame;
+- ``start``/``stop`` (exclusive) with ``stride``: every n-th index of the range;
+- ``time_step``: at most one frame per that many seconds, the first of each (dimOS memory's
+  ``throttle``: a frame is kept when at least ``time_step`` s passed since the last kept one);
+- ``quality_window``: the sharpest frame of each window of that many seconds (dimOS memory's
+  ``QualityWindow``: a window opens at its first candidate and closes at the first candidate at
+  least ``quality_window`` s later; ties keep the earlier frame), after an optional
+  ``min_brightness`` floor (only frames brighter than it are candidates).
+
+Sharpness and brightness are dimOS's ``Image.sharpness`` (variance of the Laplacian of a ~160 px
+wide greyscale, mapped to 0-1 by ``(log10(var + 1) - 1) / 3``) and ``Image.brightness`` (mean
+of the channels, 0-1). A JPEG is decoded at 1/2, 1/4 or 1/8 size (``IMREAD_REDUCED_COLOR_n``,
+the largest reduction that keeps it at least 160 px wide), which costs a few percent of a full
+decode: the scan of a whole recording is cheap next to rectifying the frames it keeps.
+
+Default policy (no selection field given, e.g. no ``<recording>.selection.yaml``): a recording
+of at most :data:`DEFAULT_EVERY_FRAME_MAX_IMAGES` images keeps every frame; a longer one keeps
+the sharpest frame per :data:`DEFAULT_QUALITY_WINDOW_S` seconds brighter than
+:data:`DEFAULT_MIN_BRIGHTNESS`.
+
+Bad frames found while selecting (missing or corrupt payloads, undecodable images, repeated
+timestamps, no calibration yet) are returned as :class:`SkippedFrame` records, never raised;
+:func:`check_bad_share` fails only past ``max_bad_fraction``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import yaml
+from pydantic import ValidationError
+
+from eval_assets import progress
+from eval_assets.errors import InputError
+from eval_assets.recording import Recording, RecordingError, image_to_rgb
+from eval_assets.recording.messages import Image
+from eval_assets.recording.validate import find_duplicate_images
+from eval_assets.schemas.frames import (
+    SKIPPED_FRAMES_FILE,
+    FrameSelectionConfig,
+    FrameSelectionRecord,
+    QualityChoice,
+    SelectionMode,
+    SkippedFrame,
+    SkipReason,
+)
+
+IMAGE_STREAM = "color_image"
+CAMERA_INFO_STREAM = "camera_info"
+
+DEFAULT_EVERY_FRAME_MAX_IMAGES = 300
+"""Recordings with at most this many images keep every frame by default (20 s at 15 Hz)."""
+DEFAULT_QUALITY_WINDOW_S = 5.0
+"""Longer recordings keep the sharpest frame per this many seconds by default."""
+DEFAULT_MIN_BRIGHTNESS = 0.05
+"""... among frames brighter than this (drops black frames: lens cap, lights off)."""
+
+SHARPNESS_WIDTH = 160  # dimOS Image.sharpness downsamples to 160 px wide
+SCAN_WORKERS = 2
+
+FIXES: dict[str, str] = {
+    "missing_blob": "the recording is incomplete at this row; copy or re-record it, or leave "
+                    "the frame skipped",
+    "corrupt_blob": "the row's payload is truncated or corrupt; copy or re-record the "
+                    "recording, or leave the frame skipped",
+    "undecodable_image": "the image data is truncated or corrupt; copy or re-record the "
+                         "recording, or leave the frame skipped",
+    "no_calibration": "record camera_info before the first image, or start the selection "
+                      "after the first camera_info",
+    "bad_calibration": "the camera_info used by this frame is unreadable or invalid; re-record "
+                       "camera_info, or leave the frame skipped",
+    "size_mismatch": "record camera_info from the same camera and resolution as color_image",
+    "duplicate_row": "nothing to do: the recorder wrote this row twice and the first copy is "
+                     "used; fix the recorder to avoid the duplicate",
+    "duplicate_timestamp": "fix the recorder's time stamping: different images must not share "
+                           "a ts; these frames stay skipped",
+}
+
+
+class FrameSelectionError(InputError):
+    """A selection file or option is invalid, or selects nothing usable from the recording."""
+
+
+# --- the selection file --------------------------------------------------------------------------
+
+
+def load_selection_config(path: Path) -> FrameSelectionConfig:
+    """The selection of ``path`` (``<recording>.selection.yaml``); the default when it is absent.
+
+    The one loader of that file. Errors name the file, the field and the fix.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return FrameSelectionConfig()
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise FrameSelectionError(f"{path}: not valid YAML ({problem}{where}); fix: correct the "
+                                  "syntax") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FrameSelectionError(f"{path}: cannot be read ({exc}); fix: make it a readable "
+                                  "UTF-8 YAML file") from None
+    if data is None:
+        return FrameSelectionConfig()  # an empty file: the defaults
+    if not isinstance(data, dict):
+        raise FrameSelectionError(f"{path}: expected a mapping of selection fields, got "
+                                  f"{type(data).__name__}; fix: write 'field: value' lines, "
+                                  f"e.g. 'quality_window: 5'")
+    return selection_from(data, source=str(path))
+
+
+def selection_from(values: Mapping[str, Any], source: str) -> FrameSelectionConfig:
+    """A validated config from ``values`` (file content or CLI options, named by ``source``)."""
+    try:
+        return FrameSelectionConfig.model_validate(dict(values))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        message = str(first["msg"]).removeprefix("Value error, ")
+        fields = ", ".join(FrameSelectionConfig.model_fields)
+        if not where:  # a rule across fields: the message names them
+            raise FrameSelectionError(f"{source}: {message}") from None
+        if first["type"] == "extra_forbidden":
+            raise FrameSelectionError(f"{source}: unknown field {where!r}; fix: use only "
+                                      f"{fields}") from None
+        raise FrameSelectionError(f"{source}: field {where!r}: {message}; fix: correct or "
+                                  f"remove {where!r}") from None
+
+
+def selection_digest(path: Path) -> str | None:
+    """SHA-256 of the selection file's bytes; None when there is no file."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --- image quality (dimOS Image.sharpness / Image.brightness) ------------------------------------
+
+
+@dataclass(frozen=True)
+class FrameQuality:
+    """dimOS's quality scores of one image, both in 0-1."""
+
+    sharpness: float
+    brightness: float
+
+
+def sharpness_score(gray: np.ndarray) -> float:
+    """dimOS ``Image.sharpness`` of a greyscale image: Laplacian variance on a log 0-1 scale."""
+    h, w = gray.shape[:2]
+    if w > SHARPNESS_WIDTH:
+        scale = SHARPNESS_WIDTH / w
+        gray = cv2.resize(gray, (SHARPNESS_WIDTH, int(h * scale)), interpolation=cv2.INTER_AREA)
+    lap_var = float(cv2.Laplacian(gray, cv2.CV_32F).var())
+    if lap_var <= 0:
+        return 0.0
+    return float(np.clip((np.log10(lap_var + 1) - 1.0) / 3.0, 0.0, 1.0))
+
+
+def _reduced_flag(width: int) -> int:
+    for factor, flag in ((8, cv2.IMREAD_REDUCED_COLOR_8), (4, cv2.IMREAD_REDUCED_COLOR_4),
+                         (2, cv2.IMREAD_REDUCED_COLOR_2)):
+        if width // factor >= SHARPNESS_WIDTH:
+            return flag
+    return cv2.IMREAD_COLOR
+
+
+def measure_quality(image: Image) -> FrameQuality:
+    """Sharpness and brightness of a recorded image, from a reduced-size decode of its JPEG.
+
+    Raises ``ValueError`` when the image does not decode.
+    """
+    if image.encoding == "jpeg":
+        bgr = cv2.imdecode(np.frombuffer(image.data, np.uint8), _reduced_flag(image.width))
+        if bgr is None:
+            raise ValueError(f"Image data ({len(image.data)} bytes) is not a decodable JPEG")
+    else:
+        bgr = image_to_rgb(image)[:, :, ::-1]  # raw encodings: the full image
+    w = bgr.shape[1]
+    if w > SHARPNESS_WIDTH:
+        # Same size as dimOS's (W -> 160 px, H scaled from the full image) before the Laplacian.
+        size = (SHARPNESS_WIDTH, max(1, int(image.height * SHARPNESS_WIDTH / image.width)))
+        bgr = cv2.resize(np.ascontiguousarray(bgr), size, interpolation=cv2.INTER_AREA)
+    gray = cv2.cvtColor(np.ascontiguousarray(bgr), cv2.COLOR_BGR2GRAY)
+    return FrameQuality(sharpness=sharpness_score(gray), brightness=float(bgr.mean() / 255.0))
+
+
+# --- pure rules over timestamps ------------------------------------------------------------------
+
+
+def throttle_indices(ts: np.ndarray, candidates: Sequence[int], step: float) -> list[int]:
+    """dimOS ``throttle(step)``: keep a frame when ``step`` s passed since the last kept one."""
+    kept: list[int] = []
+    last: float | None = None
+    for i in candidates:
+        t = float(ts[i])
+        if last is None or t - last >= step:
+            kept.append(i)
+            last = t
+    return kept
+
+
+def quality_window_choices(ts: np.ndarray, candidates: Sequence[int],
+                           quality: Mapping[int, FrameQuality], window: float,
+                           min_brightness: float | None) -> list[QualityChoice]:
+    """dimOS ``QualityWindow(sharpness, window)`` after the ``brightness > min_brightness`` filter.
+
+    A window opens at its first candidate; the first candidate at least ``window`` s after that
+    opens the next one. The sharpest candidate of each window is kept (ties: the earlier).
+    """
+    floor = float("-inf") if min_brightness is None else min_brightness
+    choices: list[QualityChoice] = []
+    best: int | None = None
+    best_score = -1.0
+    start: float | None = None
+    count = 0
+
+    def close() -> None:
+        if best is not None and start is not None:
+            q = quality[best]
+            choices.append(QualityChoice(frame_index=best, window_start_ts=start,
+                                         candidates=count, sharpness=q.sharpness,
+                                         brightness=q.brightness))
+
+    for i in candidates:
+        if i not in quality or not quality[i].brightness > floor:
+            continue
+        t = float(ts[i])
+        if start is not None and t - start >= window:
+            close()
+            best, best_score, start, count = None, -1.0, t, 0
+        score = quality[i].sharpness
+        if score > best_score:
+            best, best_score = i, score
+        if start is None:
+            start = t
+        count += 1
+    close()
+    return choices
+
+
+# --- resolving a config against a recording ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResolvedSelection:
+    """A config made explicit for one recording: the mode, its effective range and why."""
+
+    mode: SelectionMode
+    start: int
+    stop: int
+    stride: int = 1
+    time_step: float | None = None
+    quality_window: float | None = None
+    min_brightness: float | None = None
+    why: str = ""
+
+
+def resolve_selection(config: FrameSelectionConfig, image_count: int,
+                      source: str = "the selection") -> ResolvedSelection:
+    """The effective selection of ``config`` for a recording of ``image_count`` images.
+
+    Applies the default policy when ``config`` sets no selection field. Raises
+    :class:`FrameSelectionError` (naming ``source``) when it selects outside the recording.
+    """
+    if config.is_default:
+        if image_count <= DEFAULT_EVERY_FRAME_MAX_IMAGES:
+            return ResolvedSelection(
+                "every_frame", 0, image_count,
+                why=f"default policy: {image_count} images <= {DEFAULT_EVERY_FRAME_MAX_IMAGES}, "
+                    "every frame")
+        return ResolvedSelection(
+            "quality_window", 0, image_count, quality_window=DEFAULT_QUALITY_WINDOW_S,
+            min_brightness=DEFAULT_MIN_BRIGHTNESS,
+            why=f"default policy: {image_count} images > {DEFAULT_EVERY_FRAME_MAX_IMAGES}, the "
+                f"sharpest frame per {DEFAULT_QUALITY_WINDOW_S:g} s window brighter than "
+                f"{DEFAULT_MIN_BRIGHTNESS:g}")
+    last = image_count - 1
+    if config.image_index is not None:
+        if config.image_index > last:
+            raise FrameSelectionError(
+                f"{source}: image_index {config.image_index} is outside the {image_count} "
+                f"images of the recording; fix: choose an index from 0 to {last}")
+        i = config.image_index
+        return ResolvedSelection("image_index", i, i + 1, why=f"image_index {i}")
+    start = config.start or 0
+    stop = image_count if config.stop is None else config.stop
+    if start > last or stop > image_count:
+        field = "start" if start > last else "stop"
+        raise FrameSelectionError(
+            f"{source}: {field} {start if field == 'start' else stop} is outside the "
+            f"{image_count} images of the recording; fix: choose start from 0 to {last} and "
+            f"stop up to {image_count} (exclusive), or leave stop out")
+    span = f"[{start}, {stop})"
+    if config.quality_window is not None:
+        floor = ("" if config.min_brightness is None
+                 else f" brighter than {config.min_brightness:g}")
+        return ResolvedSelection(
+            "quality_window", start, stop, quality_window=config.quality_window,
+            min_brightness=config.min_brightness,
+            why=f"the sharpest frame per {config.quality_window:g} s window of {span}{floor}")
+    if config.time_step is not None:
+        return ResolvedSelection("time_step", start, stop, time_step=config.time_step,
+                                 why=f"one frame per {config.time_step:g} s of {span}")
+    if config.stride is not None:
+        return ResolvedSelection("stride", start, stop, stride=config.stride,
+                                 why=f"every {config.stride}. frame of {span}")
+    return ResolvedSelection("every_frame", start, stop, why=f"every frame of {span}")
+
+
+# --- skipped frames ------------------------------------------------------------------------------
+
+
+def skipped_frame(rec: Recording, frame_index: int, reason: SkipReason, detail: str, *,
+                  stream: str = IMAGE_STREAM, row_id: int | None = None) -> SkippedFrame:
+    """A :class:`SkippedFrame` of ``rec`` with the standard fix for ``reason``.
+
+    ``row_id`` defaults to the image's own row (for an image ``stream``).
+    """
+    if row_id is None and stream == IMAGE_STREAM:
+        row_id = rec.row_id(IMAGE_STREAM, frame_index)
+    return SkippedFrame(
+        recording=str(rec.path), stream=stream, row_id=row_id, frame_index=frame_index,
+        image_ts=rec.timestamp(IMAGE_STREAM, frame_index), reason=reason,
+        detail=detail, fix=FIXES[reason], counts_as_bad=reason != "duplicate_row")
+
+
+def read_image(rec: Recording, index: int) -> Image | SkippedFrame:
+    """The decoded ``Image`` message of frame ``index``, or why it cannot be read."""
+    data = rec.payload(IMAGE_STREAM, index)
+    try:
+        return rec.decode(IMAGE_STREAM, index, data)
+    except RecordingError as exc:
+        reason: SkipReason = "missing_blob" if data is None else "corrupt_blob"
+        return skipped_frame(rec, index, reason, str(exc).removeprefix(f"{rec.path}: "))
+
+
+def _no_calibration(rec: Recording, index: int, t: float, info_ts: np.ndarray,
+                    image_ts: np.ndarray) -> SkippedFrame:
+    first_ok = int(np.searchsorted(image_ts, info_ts[0], side="left"))
+    return skipped_frame(
+        rec, index, "no_calibration",
+        f"frame {index} ({IMAGE_STREAM} ts={t:.6f}) has no {CAMERA_INFO_STREAM} at or before "
+        f"it (the first is at ts={info_ts[0]:.6f}); select frames from index {first_ok} on",
+        stream=CAMERA_INFO_STREAM)
+
+
+def pre_skips(rec: Recording, indices: Iterable[int]) -> dict[int, SkippedFrame]:
+    """Frames of ``indices`` that are unusable without decoding them: repeated timestamps
+    (see :func:`~eval_assets.recording.validate.find_duplicate_images`) and frames before the
+    first camera_info."""
+    indices = list(indices)
+    found: dict[int, SkippedFrame] = {}
+    for p, problem in find_duplicate_images(rec, indices).items():
+        found[p] = skipped_frame(rec, p, problem.kind, problem.detail)  # type: ignore[arg-type]
+    image_ts = rec.timestamps(IMAGE_STREAM)
+    info_ts = rec.timestamps(CAMERA_INFO_STREAM)
+    for i in indices:
+        if i not in found and (info_ts.size == 0 or image_ts[i] < info_ts[0]):
+            found[i] = _no_calibration(rec, i, float(image_ts[i]), info_ts, image_ts)
+    wanted = set(indices)
+    return {i: s for i, s in found.items() if i in wanted}
+
+
+def scan_quality(rec: Recording, indices: Sequence[int], workers: int = SCAN_WORKERS
+                 ) -> tuple[dict[int, FrameQuality], list[SkippedFrame]]:
+    """dimOS quality scores of frames ``indices``, and the frames that do not decode.
+
+    Reduced-size decodes on ``workers`` threads (OpenCV releases the GIL while decoding).
+    """
+    def one(index: int) -> FrameQuality | SkippedFrame:
+        image = read_image(rec, index)
+        if isinstance(image, SkippedFrame):
+            return image
+        try:
+            return measure_quality(image)
+        except ValueError as exc:
+            return skipped_frame(rec, index, "undecodable_image", f"frame {index}: {exc}")
+
+    scores: dict[int, FrameQuality] = {}
+    bad: list[SkippedFrame] = []
+    with progress.task("scoring frame quality", total=len(indices)) as advance, \
+            ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for index, result in zip(indices, pool.map(one, indices, chunksize=16), strict=True):
+            if isinstance(result, SkippedFrame):
+                bad.append(result)
+            else:
+                scores[index] = result
+            advance(1)
+    return scores, bad
+
+
+# --- the plan ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FramePlan:
+    """What to prepare: the selection (config, frames, why) and the frames already found bad."""
+
+    record: FrameSelectionRecord
+    skipped: tuple[SkippedFrame, ...]
+    max_bad_fraction: float
+
+    @property
+    def to_prepare(self) -> list[int]:
+        """Selected frames not already skipped, in index order."""
+        gone = {s.frame_index for s in self.skipped}
+        return [i for i in self.record.selected if i not in gone]
+
+
+def plan_selection(rec: Recording, config: FrameSelectionConfig,
+                   config_file: Path | None = None, workers: int = SCAN_WORKERS) -> FramePlan:
+    """Select frames of ``rec`` with ``config`` (read from ``config_file``, if any).
+
+    Only ``quality_window`` decodes images (reduced size), and only within its range; the other
+    modes choose from the timestamps. Frames found bad on the way are in ``skipped``.
+    """
+    source = str(config_file) if config_file is not None else "the selection"
+    image_ts = rec.timestamps(IMAGE_STREAM)
+    count = len(image_ts)
+    resolved = resolve_selection(config, count, source)
+    quality: list[QualityChoice] = []
+    if resolved.mode == "quality_window":
+        assert resolved.quality_window is not None
+        candidates = list(range(resolved.start, resolved.stop))
+        early = pre_skips(rec, candidates)
+        scores, bad = scan_quality(rec, [i for i in candidates if i not in early], workers)
+        quality = quality_window_choices(image_ts, candidates, scores, resolved.quality_window,
+                                         resolved.min_brightness)
+        if not quality:
+            raise FrameSelectionError(
+                f"{source}: quality window selected no frames in [{resolved.start}, "
+                f"{resolved.stop}) of {rec.path} (window={resolved.quality_window:g} s, "
+                f"min_brightness={resolved.min_brightness}, {len(bad) + len(early)} frames "
+                "unusable); fix: lower min_brightness or select another range")
+        selected = [c.frame_index for c in quality]
+        examined = len(candidates)
+        skipped = [*early.values(), *bad]
+    else:
+        if resolved.mode == "time_step":
+            assert resolved.time_step is not None
+            selected = throttle_indices(image_ts, range(resolved.start, resolved.stop),
+                                        resolved.time_step)
+        else:
+            selected = list(range(resolved.start, resolved.stop, resolved.stride))
+        examined = len(selected)
+        skipped = list(pre_skips(rec, selected).values())
+    record = FrameSelectionRecord(
+        recording=str(rec.path), config_file=None if config_file is None else str(config_file),
+        config=config, mode=resolved.mode, start=resolved.start, stop=resolved.stop,
+        why=resolved.why, image_count=count, examined=examined, selected=selected,
+        quality=quality)
+    return FramePlan(record=record, skipped=tuple(skipped),
+                     max_bad_fraction=config.max_bad_fraction)
+
+
+def plan_indices(rec: Recording, frame_indices: Iterable[int],
+                 config: FrameSelectionConfig | None = None) -> FramePlan:
+    """A plan for an explicit list of frames (sorted, de-duplicated); out of range is an error."""
+    config = config or FrameSelectionConfig()
+    count = len(rec.timestamps(IMAGE_STREAM))
+    chosen = sorted({int(i) for i in frame_indices})
+    bad = [i for i in chosen if not 0 <= i < count]
+    if bad or not chosen:
+        raise FrameSelectionError(
+            f"{rec.path}: frame indices {bad[:5]} are outside the {count} images of stream "
+            f"{IMAGE_STREAM!r}; choose indices from 0 to {count - 1}" if bad else
+            f"{rec.path}: no frame index given; choose indices from 0 to {count - 1}")
+    record = FrameSelectionRecord(
+        recording=str(rec.path), config_file=None, config=config, mode="image_index",
+        start=chosen[0], stop=chosen[-1] + 1, why=f"frames {compact_indices(chosen)} as given",
+        image_count=count, examined=len(chosen), selected=chosen)
+    return FramePlan(record=record, skipped=tuple(pre_skips(rec, chosen).values()),
+                     max_bad_fraction=config.max_bad_fraction)
+
+
+# --- the bad-frame policy ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BadShare:
+    """How many of the examined frames are bad."""
+
+    bad: int
+    frames: int  # examined frames, less the identical copies of kept rows (duplicate_row)
+
+    @property
+    def fraction(self) -> float:
+        """``bad / frames`` (0 when nothing was examined)."""
+        return self.bad / self.frames if self.frames else 0.0
+
+
+def bad_share(examined: int, skipped: Sequence[SkippedFrame]) -> BadShare:
+    """The bad share among ``examined`` frames given every frame skipped so far."""
+    copies = len({s.frame_index for s in skipped if not s.counts_as_bad})
+    bad = len({s.frame_index for s in skipped if s.counts_as_bad})
+    return BadShare(bad=bad, frames=max(examined - copies, 0))
+
+
+class TooManyBadFramesError(InputError):
+    """More than ``max_bad_fraction`` of the examined frames are bad."""
+
+
+def check_bad_share(plan: FramePlan, skipped: Sequence[SkippedFrame],
+                    listed_in: Path | None = None) -> BadShare:
+    """Raise :class:`TooManyBadFramesError` when the bad share exceeds the plan's limit."""
+    share = bad_share(plan.record.examined, skipped)
+    if share.fraction <= plan.max_bad_fraction:
+        return share
+    reasons = Counter(s.reason for s in skipped if s.counts_as_bad)
+    first = next(s for s in sorted(skipped, key=lambda s: s.frame_index) if s.counts_as_bad)
+    where = (f"{plan.record.config_file}" if plan.record.config_file
+             else f"a {Path(plan.record.recording).stem}.selection.yaml beside the recording")
+    listed = f"; every skipped frame is listed in {listed_in}" if listed_in else ""
+    raise TooManyBadFramesError(
+        f"{plan.record.recording}: {share.bad} of {share.frames} examined frames are bad "
+        f"({share.fraction:.0%} > max_bad_fraction {plan.max_bad_fraction:g}): "
+        f"{', '.join(f'{n} {r}' for r, n in sorted(reasons.items()))}. First: frame "
+        f"{first.frame_index} ({first.stream} row id {first.row_id}): {first.detail}. Fix: "
+        f"{first.fix}; or select other frames, or raise max_bad_fraction in {where}{listed}")
+
+
+def compact_indices(indices: Sequence[int], limit: int = 40) -> str:
+    """``0-3, 7, 9-11`` (runs of consecutive indices), cut after ``limit`` runs."""
+    runs: list[str] = []
+    items = sorted(indices)
+    i = 0
+    while i < len(items):
+        j = i
+        while j + 1 < len(items) and items[j + 1] == items[j] + 1:
+            j += 1
+        runs.append(str(items[i]) if i == j else f"{items[i]}-{items[j]}")
+        i = j + 1
+    if len(runs) > limit:
+        return ", ".join(runs[:limit]) + f", ... ({len(runs) - limit} more runs)"
+    return ", ".join(runs)
+
+
+__all__ = [
+    "DEFAULT_EVERY_FRAME_MAX_IMAGES",
+    "DEFAULT_MIN_BRIGHTNESS",
+    "DEFAULT_QUALITY_WINDOW_S",
+    "SKIPPED_FRAMES_FILE",
+    "BadShare",
+    "FramePlan",
+    "FrameQuality",
+    "FrameSelectionError",
+    "ResolvedSelection",
+    "TooManyBadFramesError",
+    "bad_share",
+    "check_bad_share",
+    "compact_indices",
+    "load_selection_config",
+    "measure_quality",
+    "plan_indices",
+    "plan_selection",
+    "quality_window_choices",
+    "resolve_selection",
+    "scan_quality",
+    "selection_digest",
+    "selection_from",
+    "sharpness_score",
+    "throttle_indices",
+]
