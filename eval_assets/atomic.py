@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -20,11 +21,18 @@ _FILE_MODE = 0o666 & ~_read_umask()
 
 def write_bytes_atomic(path: Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` via a temporary file in the same folder and ``os.replace``."""
+    return write_chunks_atomic(path, [data])
+
+
+def write_chunks_atomic(path: Path, chunks: Iterable[bytes]) -> Path:
+    """:func:`write_bytes_atomic` for content produced piece by piece (never all in memory);
+    if producing a chunk raises, ``path`` is left as it was."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for chunk in chunks:
+                fh.write(chunk)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, _FILE_MODE)

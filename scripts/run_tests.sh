@@ -19,6 +19,9 @@ if .venv/bin/python -c "$CELERY_CHECK" && ! command -v redis-server >/dev/null 2
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
 fi
+# The real dimOS 0.0.15 for the parity tests, in its own cached venv (not in the user's setup).
+EVAL_ASSETS_DIMOS_PYTHON=$(bash scripts/reference/dimos_venv.sh)
+export EVAL_ASSETS_DIMOS_PYTHON EVAL_ASSETS_REQUIRE_REFERENCE=1
 .venv/bin/ruff check eval_assets eval_assets_tests benchmarks scripts
 .venv/bin/dagster definitions validate -w workspace.yaml
 exec .venv/bin/pytest "$@"

@@ -14,14 +14,15 @@ from eval_assets.schemas.predictions import (
     DescriptionRecord,
 )
 from eval_assets.schemas.vqa import (
+    AUDIT_FRAME_EVIDENCE,
     DATASET_CASES,
-    DATASET_LABELS,
     Case,
-    GroundTruthAudit,
+    EvidenceAudit,
     Label,
     audit_frame_relpath,
     read_jsonl,
 )
+from eval_assets.vqa.labels import read_labels
 
 _FRAME_ID = re.compile(r"^frame-(\d+)$")
 
@@ -61,22 +62,20 @@ class PrivateDataset:
     cases: dict[str, Case]
     labels: list[Label]
 
-    def ground_truth(self, frame_index: int) -> GroundTruthAudit | None:
-        """The frame's audit evidence, or ``None`` for a frame the generator did not audit."""
-        path = self.root / audit_frame_relpath(frame_index) / "ground_truth.json"
+    def evidence(self, frame_index: int) -> EvidenceAudit | None:
+        """The frame's detections from the audit, or ``None`` when the generator recorded none
+        (a frame it did not audit, or a dataset written by dimOS, which has no such file)."""
+        path = self.root / audit_frame_relpath(frame_index) / AUDIT_FRAME_EVIDENCE
         if not path.is_file():
             return None
-        return GroundTruthAudit.model_validate_json(path.read_text(encoding="utf-8"))
+        return EvidenceAudit.model_validate_json(path.read_text(encoding="utf-8"))
 
 
 def load_private_dataset(dataset_dir: Path) -> PrivateDataset:
-    """Cases and labels of a published dataset; every label must name a public case."""
-    cases = {c.case_id: c for c in read_jsonl(dataset_dir / DATASET_CASES, Case)}
-    labels = read_jsonl(dataset_dir / DATASET_LABELS, Label)
-    unknown = [label.case_id for label in labels if label.case_id not in cases]
-    if unknown:
-        raise ValueError(f"{dataset_dir / DATASET_LABELS}: labels for unknown cases {unknown[:3]}; "
-                         "the dataset folder is inconsistent, regenerate it")
+    """Cases and full labels of a published dataset, ours or dimOS's (see
+    :func:`eval_assets.vqa.labels.read_labels`); every label must name a public case."""
+    labels = read_labels(dataset_dir)
+    cases = {c.id: c for c in read_jsonl(dataset_dir / DATASET_CASES, Case)}
     return PrivateDataset(root=dataset_dir, cases=cases, labels=labels)
 
 

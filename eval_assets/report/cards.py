@@ -15,6 +15,7 @@ all-correct cases, round-robin over families.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,18 +39,19 @@ from eval_assets.schemas.perception import Detection
 from eval_assets.schemas.predictions import AnswerRecord
 from eval_assets.schemas.report import CaseCard, FrameImage, JudgeNote
 from eval_assets.schemas.vqa import (
+    AUDIT_FRAME_EVIDENCE,
     DATASET_CASES,
-    DATASET_LABELS,
     FAMILY_NAMES,
     Case,
     DetectionAudit,
+    EvidenceAudit,
     FrameAudit,
-    GroundTruthAudit,
     Label,
     asset_relpath,
     audit_frame_relpath,
     read_jsonl,
 )
+from eval_assets.vqa.labels import read_labels
 
 __all__ = [
     "DEFAULT_JPEG_QUALITY",
@@ -90,13 +92,18 @@ class _Frame:
     note: str
 
 
-def _read_json_model(path: Path, model: type[FrameAudit] | type[GroundTruthAudit]
-                     ) -> FrameAudit | GroundTruthAudit | None:
+def _read_json_model(path: Path, model: type[FrameAudit] | type[EvidenceAudit]
+                     ) -> FrameAudit | EvidenceAudit | None:
+    """The audit record, or None when absent or written by dimOS (its ``frame.json`` has only
+    dimOS's keys: no calibration to check, no detections to draw)."""
     if not path.is_file():
         return None
+    text = path.read_text(encoding="utf-8")
     try:
-        return model.model_validate_json(path.read_text(encoding="utf-8"))
+        return model.model_validate_json(text)
     except ValueError as exc:
+        if model is FrameAudit and "width" not in json.loads(text):
+            return None
         raise ValueError(f"{path} is not a valid {model.__name__}: {exc}; regenerate the "
                          "dataset") from exc
 
@@ -168,8 +175,8 @@ class _FrameLoader:
         image = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
         folder = self.dataset_dir / audit_frame_relpath(frame_index)
         audit = _read_json_model(folder / "frame.json", FrameAudit)
-        truth = _read_json_model(folder / "ground_truth.json", GroundTruthAudit)
-        detections = list(truth.detections) if isinstance(truth, GroundTruthAudit) else []
+        truth = _read_json_model(folder / AUDIT_FRAME_EVIDENCE, EvidenceAudit)
+        detections = list(truth.detections) if isinstance(truth, EvidenceAudit) else []
         masks = [self._mask(frame_index, i, d) for i, d in enumerate(detections)]
         uv, rng, note = self._points(frame_index,
                                      audit if isinstance(audit, FrameAudit) else None)
@@ -231,12 +238,12 @@ def select_cases(cases: Sequence[Case], labels: Mapping[str, Label],
     """
     queues: dict[str, list[tuple[int, int, str]]] = {}
     for position, case in enumerate(cases):
-        statuses = [r[case.case_id].status for r in rows.values() if case.case_id in r]
+        statuses = [r[case.id].status for r in rows.values() if case.id in r]
         if not statuses:
             continue
         priority = 0 if any(s in _FAILURE_STATUSES for s in statuses) else 1
-        family = labels[case.case_id].family if case.case_id in labels else statuses[0]
-        queues.setdefault(family, []).append((priority, position, case.case_id))
+        family = labels[case.id].family if case.id in labels else statuses[0]
+        queues.setdefault(family, []).append((priority, position, case.id))
     order = [f for f in FAMILY_NAMES if f in queues] + sorted(set(queues) - set(FAMILY_NAMES))
     for family in order:
         queues[family].sort()
@@ -312,8 +319,8 @@ def build_case_cards(
     if limit_per_model is not None and limit_per_model < 0:
         raise ValueError(f"limit_per_model must be >= 0 or None, got {limit_per_model}")
     cases = read_jsonl(dataset_dir / DATASET_CASES, Case)
-    labels = {lab.case_id: lab for lab in read_jsonl(dataset_dir / DATASET_LABELS, Label)}
-    case_by_id = {c.case_id: c for c in cases}
+    labels = {lab.id: lab for lab in read_labels(dataset_dir)}
+    case_by_id = {c.id: c for c in cases}
     rows = {m: {r.case_id: r for r in rs} for m, rs in vqa_rows.items()}
     for model, by_id in rows.items():
         unknown = sorted(set(by_id) - set(case_by_id))
@@ -328,7 +335,7 @@ def build_case_cards(
         recs = {r.recording for rs in rows.values() for r in rs.values()}
         recording = recs.pop() if len(recs) == 1 else dataset_dir.name
     if limit_per_model is None:
-        chosen = [c.case_id for c in cases if any(c.case_id in r for r in rows.values())]
+        chosen = [c.id for c in cases if any(c.id in r for r in rows.values())]
     else:
         chosen = select_cases(cases, labels, rows, limit_per_model)
     cards: list[CaseCard] = []

@@ -1,19 +1,21 @@
 """VQA records that cross a file boundary: proposals, public cases, private labels and the audit.
 
 The public/private split is enforced here: :class:`Case` is the only record written to the
-public ``cases.jsonl`` and it forbids any field beyond ``case_id``, ``image``, ``question`` and
-``choices``.
-Everything that explains an answer (labels, evidence, rejections) lives in the private records.
-File names inside a dataset folder are decided here too (see ``DATASET_*`` and the helpers).
+public ``cases.jsonl`` and it forbids any field beyond ``id``, ``image``, ``question`` and
+``choices``; :class:`PrivateLabel` (``id``, ``answer``) is all of ``labels.jsonl``. Both are
+exactly dimOS 0.0.15's ``PublicCase`` and ``PrivateLabel``, so either tool loads the other's
+dataset. Everything else we know about a case (family, frame, object names, evidence) is a
+:class:`Label` in the private audit, which dimOS ignores; the audit's files carry dimOS's keys
+first and ours beside them. File names inside a dataset folder are decided here too.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 FamilyName = Literal[
     "presence",
@@ -60,7 +62,11 @@ DATASET_LABELS = "labels.jsonl"
 DATASET_ASSETS = "assets"
 DATASET_AUDIT = "audit"
 AUDIT_RUN = "run.json"
+# Our sidecar: one full Label per case (dimOS has no such file and ignores it).
+AUDIT_LABELS = "labels.jsonl"
 AUDIT_FRAME_FILES = ("frame.json", "ground_truth.json", "cases.json", "labels.json")
+# Our per-frame sidecar: what the detector was asked and every detection (masks as RLE).
+AUDIT_FRAME_EVIDENCE = "evidence.json"
 
 # Proposal stage layout.
 PROPOSALS_FILE = "proposals.jsonl"
@@ -120,29 +126,61 @@ class Rejection(BaseModel):
         return reason
 
 
+NonEmptyString = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
 class Case(BaseModel):
-    """A public case: exactly what a model under test may see, and nothing else."""
+    """A public case (a ``cases.jsonl`` line): exactly what a model under test may see.
+
+    Field for field dimOS's ``PublicCase``: ``id``, ``image``, ``question``, ``choices`` (at least
+    two, distinct ignoring case), nothing else.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    case_id: str
-    image: str = Field(description="asset path relative to the dataset folder")
-    question: str
-    choices: list[str] = Field(min_length=2)
+    id: NonEmptyString
+    image: NonEmptyString = Field(description="asset path relative to the dataset folder")
+    question: NonEmptyString
+    choices: list[NonEmptyString] = Field(min_length=2)
+
+    @field_validator("choices")
+    @classmethod
+    def _distinct(cls, choices: list[str]) -> list[str]:
+        if len({c.casefold() for c in choices}) != len(choices):
+            raise ValueError(f"choices {choices!r} repeat a choice (compared ignoring case)")
+        return choices
+
+
+class PrivateLabel(BaseModel):
+    """A ``labels.jsonl`` line: dimOS's ``PrivateLabel``, the case id and its answer only."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: NonEmptyString
+    answer: NonEmptyString
 
 
 class Label(BaseModel):
-    """The private answer of one case with the evidence summary that decided it."""
+    """Everything private about one case: its answer and the evidence that decided it.
+
+    Written to ``audit/labels.jsonl`` and to each frame's ``audit/frame-*/labels.json`` (dimOS's
+    ``id`` and ``answer`` first, ours beside them). For a dataset written by dimOS, which has no
+    such file, :func:`eval_assets.vqa.labels.read_labels` rebuilds it from the ids and the audit.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    case_id: str
+    id: str
     answer: str
     family: str
     frame_index: int
     object_names: list[str]
     choices: list[str]
     evidence: dict[str, Any]
+
+    def public(self) -> PrivateLabel:
+        """The ``labels.jsonl`` line of this label."""
+        return PrivateLabel(id=self.id, answer=self.answer)
 
 
 class RangeSummary(BaseModel):
@@ -178,13 +216,17 @@ class DetectionAudit(BaseModel):
 
 
 class FrameAudit(BaseModel):
-    """``audit/frame-XXXXXX/frame.json``: the frame, its calibration and its point-cloud status."""
+    """``audit/frame-XXXXXX/frame.json``: dimOS's keys (``frame_index``, ``image``, ``timestamp``,
+    ``question_count``, ``rejected_question_count``), then the frame's calibration and its
+    point-cloud status."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     frame_index: int
-    image_ts: float
-    image: str | None = Field(description="public asset path; None when the frame has no case")
+    image: str = Field(description="public asset path; every selected frame has one, as in dimOS")
+    timestamp: float
+    question_count: int
+    rejected_question_count: int
     width: int
     height: int
     camera_frame_id: str
@@ -195,20 +237,57 @@ class FrameAudit(BaseModel):
     lidar_dt: float | None
     n_points_in_front: int
     num_proposals: int
-    num_cases: int
-    num_rejections: int
 
 
-class GroundTruthAudit(BaseModel):
-    """``audit/frame-XXXXXX/ground_truth.json``: every piece of evidence and every decision."""
+class ProposalAudit(BaseModel):
+    """A proposal as dimOS's audit shows it (``QuestionProposal``: family and object names)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    family: str
+    object_names: list[str]
+
+
+class AnswerAudit(BaseModel):
+    """dimOS's ``FamilyAnswer``: the public question with its private answer and evidence."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    question: str
+    choices: list[str]
+    answer: str
+    evidence: dict[str, Any]
+
+
+class GroundTruthRow(BaseModel):
+    """One row of ``audit/frame-XXXXXX/ground_truth.json`` (a list, one row per proposal).
+
+    dimOS's keys: ``proposal``, ``status``, then ``reason`` (rejected) or ``answer`` (answered);
+    ours beside them: the proposal's ``ordinal`` and ``author``, the rejection's ``reason_code``
+    and the answered case's ``id``. Written without the keys that do not apply (as dimOS).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    proposal: ProposalAudit
+    status: Literal["answered", "rejected"]
+    reason: str | None = None
+    answer: AnswerAudit | None = None
+    ordinal: int
+    author: str
+    reason_code: str | None = None
+    id: str | None = None
+
+
+class EvidenceAudit(BaseModel):
+    """``audit/frame-XXXXXX/evidence.json`` (ours): what the detector was asked about and every
+    detection used as evidence, with its mask and range."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     frame_index: int
     queried_names: list[str]
     detections: list[DetectionAudit]
-    proposals: list[Proposal]
-    rejections: list[Rejection]
 
 
 class SourceRecording(BaseModel):
@@ -220,11 +299,37 @@ class SourceRecording(BaseModel):
     sha256: str
 
 
-class RunAudit(BaseModel):
-    """``audit/run.json``: how the dataset was generated."""
+class GenerationAudit(BaseModel):
+    """dimOS's ``generation`` block of ``run.json``: the recording and the frame selection."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    dataset: str = Field(description="the recording's file name")
+    image_index: int | None = None
+    start: int | None = None
+    stop: int | None = None
+    stride: int | None = None
+    quality_window: float | None = None
+    min_brightness: float | None = None
+    time_step: float | None = Field(default=None, description="ours: seconds between frames")
+    mode: str | None = Field(default=None, description="ours: the rule that chose the frames")
+    why: str | None = Field(default=None, description="ours: that rule, in words")
+
+
+class RunAudit(BaseModel):
+    """``audit/run.json``: dimOS's keys first (``generation``, ``configuration``, ``families``,
+    ``models``, ``frame_count``, ``question_count``, ``rejected_question_count``), then how we
+    generated it: our version, config, the source's hash, frames and counts."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    generation: GenerationAudit
+    configuration: dict[str, Any] = Field(description="dimOS: synchronization_tolerance_s")
+    families: list[str] = Field(description="families with at least one case, in family order")
+    models: dict[str, str] = Field(description="dimOS: author and detector model names")
+    frame_count: int
+    question_count: int
+    rejected_question_count: int
     generator: str
     generator_version: str
     config: dict[str, Any]
@@ -232,23 +337,29 @@ class RunAudit(BaseModel):
     frame_indices: list[int] = Field(description="every selected frame, answered or not")
     frames_with_cases: list[int]
     num_proposals: int
-    num_cases: int
     cases_per_family: dict[str, int]
     rejections_per_reason: dict[str, int]
+    skipped_frames: list[dict[str, Any]] = Field(
+        default_factory=list, description="selected frames that could not be used, and why")
 
 
 def dumps_line(model: BaseModel) -> str:
-    """One compact, deterministic JSON line (field order as declared, UTF-8 kept)."""
-    return json.dumps(model.model_dump(mode="json"), ensure_ascii=False, separators=(", ", ": "))
+    """One deterministic JSON line, written as dimOS writes its jsonl (``json.dumps(row)``: field
+    order as declared, ASCII escapes), so our ``cases.jsonl`` and dimOS's are the same bytes."""
+    return json.dumps(model.model_dump(mode="json"))
 
 
-def dumps_document(data: Any) -> str:
-    """A deterministic, indented JSON document with a trailing newline."""
+def dumps_document(data: Any, exclude_none: bool = False) -> str:
+    """A deterministic JSON document as dimOS writes its audit (indent 2, trailing newline).
+
+    ``exclude_none`` drops keys whose value is None (dimOS omits keys that do not apply).
+    """
     if isinstance(data, BaseModel):
-        data = data.model_dump(mode="json")
+        data = data.model_dump(mode="json", exclude_none=exclude_none)
     elif isinstance(data, list):
-        data = [d.model_dump(mode="json") if isinstance(d, BaseModel) else d for d in data]
-    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+        data = [d.model_dump(mode="json", exclude_none=exclude_none)
+                if isinstance(d, BaseModel) else d for d in data]
+    return json.dumps(data, indent=2) + "\n"
 
 
 def read_jsonl(path: Path, model: type[BaseModel]) -> list[Any]:

@@ -3,11 +3,13 @@
 ::
 
     dataset/
-      cases.jsonl        public: case_id, image, question, choices, one case per line
-      assets/frame-000100.png
-      labels.jsonl       private: case id -> answer, family, evidence summary
-      audit/run.json     private: generator version, config, source recording + sha256, frames
-      audit/frame-000100/{frame.json, ground_truth.json, cases.json, labels.json}
+      cases.jsonl        public: id, image, question, choices (dimOS's PublicCase), one per line
+      assets/frame-000100.png   one per selected frame, as dimOS writes them
+      labels.jsonl       private: id, answer (dimOS's PrivateLabel)
+      audit/run.json     private: dimOS's keys, then generator version, config, source + sha256
+      audit/labels.jsonl private, ours: every case's full Label (family, frame, names, evidence)
+      audit/frame-000100/{frame.json, ground_truth.json, cases.json, labels.json}  dimOS's keys
+                         first, ours beside them; evidence.json (ours): detections and masks
 
 ``cases.jsonl`` and ``assets/`` are the only files a model under test may see. The dataset is
 written into a temporary folder beside the destination and renamed into place when complete, so
@@ -21,7 +23,7 @@ import os
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,16 +33,22 @@ from eval_assets.frames import PointCloudFrame, RectifiedFrame
 from eval_assets.geometry.ranging import RangeStats
 from eval_assets.schemas.perception import FrameDetections
 from eval_assets.schemas.vqa import (
+    AUDIT_FRAME_EVIDENCE,
+    AUDIT_LABELS,
     AUDIT_RUN,
     DATASET_ASSETS,
+    DATASET_AUDIT,
     DATASET_CASES,
     DATASET_LABELS,
+    AnswerAudit,
     Case,
     DetectionAudit,
+    EvidenceAudit,
     FrameAudit,
-    GroundTruthAudit,
+    GroundTruthRow,
     Label,
     Proposal,
+    ProposalAudit,
     RangeSummary,
     Rejection,
     RunAudit,
@@ -56,9 +64,9 @@ from eval_assets.vqa.families import (
     FrameEvidence,
     RangeEvidence,
     Rejected,
-    canonical_names,
     case_id_base,
     check_shape,
+    id_names,
     normalize_name,
 )
 
@@ -101,6 +109,7 @@ class FrameResult:
     cases: list[Case] = field(default_factory=list)
     labels: list[Label] = field(default_factory=list)
     rejections: list[Rejection] = field(default_factory=list)
+    ground_truth: list[GroundTruthRow] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -144,8 +153,9 @@ def answer_frame(inputs: FrameInputs, proposals: Sequence[Proposal]) -> FrameRes
     """Answer or reject each proposal of one frame, in ordinal order, and assign case ids.
 
     Author errors, shape errors and repeats of an earlier (family, names) are rejected before
-    the evidence is consulted. Ids are ``frame-{index:06d}-{slug}-{family}``; a later case with
-    the same id (distinct names that slug alike) gets ``-2``, ``-3``, ...
+    the evidence is consulted. Choices keep the proposal's name order (as dimOS); ids are
+    ``frame-{index:06d}-{slug}-{family}`` with the names sorted for order-free families; a later
+    case with the same id (distinct names that slug alike) gets ``-2``, ``-3``, ...
     """
     index = inputs.frame.frame_index
     evidence = frame_evidence(inputs)
@@ -162,6 +172,9 @@ def answer_frame(inputs: FrameInputs, proposals: Sequence[Proposal]) -> FrameRes
         result.rejections.append(Rejection(frame_index=index, ordinal=p.ordinal, family=p.family,
                                            object_names=list(p.object_names), reason=reason,
                                            detail=detail))
+        result.ground_truth.append(GroundTruthRow(
+            proposal=_proposal_audit(p), status="rejected", reason=detail, ordinal=p.ordinal,
+            author=p.author, reason_code=reason))
 
     for p in result.proposals:
         if p.error is not None:
@@ -172,25 +185,35 @@ def answer_frame(inputs: FrameInputs, proposals: Sequence[Proposal]) -> FrameRes
             reject(p, shape.reason, shape.detail)
             continue
         family = FAMILIES[p.family]
-        names = canonical_names(family, p.object_names)
-        if (p.family, names) in seen_questions:
+        names = tuple(normalize_name(n) for n in p.object_names)
+        sorted_names = id_names(family, names)
+        if (p.family, sorted_names) in seen_questions:
             reject(p, "duplicate_proposal", f"{p.family} about {list(names)} was already proposed")
             continue
-        seen_questions.add((p.family, names))
+        seen_questions.add((p.family, sorted_names))
         decision = family.decide(names, evidence)
         if isinstance(decision, Rejected):
             reject(p, decision.reason, decision.detail)
             continue
         assert isinstance(decision, Answered)
-        base = case_id_base(index, names, p.family)
+        base = case_id_base(index, sorted_names, p.family)
         id_uses[base] += 1
         case_id = base if id_uses[base] == 1 else f"{base}-{id_uses[base]}"
-        result.cases.append(Case(case_id=case_id, image=image, question=decision.question,
+        result.cases.append(Case(id=case_id, image=image, question=decision.question,
                                  choices=list(decision.choices)))
-        result.labels.append(Label(case_id=case_id, answer=decision.answer, family=p.family,
+        result.labels.append(Label(id=case_id, answer=decision.answer, family=p.family,
                                    frame_index=index, object_names=list(names),
                                    choices=list(decision.choices), evidence=decision.evidence))
+        result.ground_truth.append(GroundTruthRow(
+            proposal=_proposal_audit(p), status="answered",
+            answer=AnswerAudit(question=decision.question, choices=list(decision.choices),
+                               answer=decision.answer, evidence=decision.evidence),
+            ordinal=p.ordinal, author=p.author, id=case_id))
     return result
+
+
+def _proposal_audit(p: Proposal) -> ProposalAudit:
+    return ProposalAudit(family=p.family, object_names=[str(n) for n in p.object_names])
 
 
 def mask_rle(mask: np.ndarray) -> dict[str, list[int]]:
@@ -222,26 +245,24 @@ def detection_audits(inputs: FrameInputs) -> list[DetectionAudit]:
     return audits
 
 
-def _ground_truth(result: FrameResult) -> GroundTruthAudit:
-    return GroundTruthAudit(
-        frame_index=result.frame.frame_index, queried_names=result.queried_names,
-        detections=result.detections, proposals=result.proposals, rejections=result.rejections,
-    )
+def _evidence(result: FrameResult) -> EvidenceAudit:
+    return EvidenceAudit(frame_index=result.frame.frame_index,
+                         queried_names=result.queried_names, detections=result.detections)
 
 
 def _frame_audit(result: FrameResult) -> FrameAudit:
     frame, cloud = result.frame, result.cloud
     return FrameAudit(
-        frame_index=frame.frame_index, image_ts=frame.image_ts,
-        image=asset_relpath(frame.frame_index) if result.cases else None,
-        width=frame.width, height=frame.height, camera_frame_id=frame.camera_frame_id,
+        frame_index=frame.frame_index, image=asset_relpath(frame.frame_index),
+        timestamp=frame.image_ts, question_count=len(result.cases),
+        rejected_question_count=len(result.rejections), width=frame.width,
+        height=frame.height, camera_frame_id=frame.camera_frame_id,
         distortion_model=frame.distortion_model, K_rect=list(frame.K_rect),
         pointcloud_status=cloud.status if cloud is not None else "image_only",
         pointcloud_reason=(cloud.reason if cloud is not None else "no point-cloud frame"),
         lidar_dt=cloud.lidar_dt if cloud is not None else None,
         n_points_in_front=cloud.n_points_in_front if cloud is not None else 0,
-        num_proposals=len(result.proposals), num_cases=len(result.cases),
-        num_rejections=len(result.rejections),
+        num_proposals=len(result.proposals),
     )
 
 
@@ -255,18 +276,40 @@ def check_destination(dest: Path) -> Path:
     return dest
 
 
-def summarize(results: Sequence[FrameResult], path: Path) -> DatasetSummary:
-    """Counts per family and per rejection reason (sorted by name) over all frames."""
-    labels = [lab for r in results for lab in r.labels]
-    reasons = Counter(rej.reason for r in results for rej in r.rejections)
-    cases = [c for r in results for c in r.cases]
-    return DatasetSummary(
-        path=path, num_frames=len(results),
-        num_proposals=sum(len(r.proposals) for r in results), num_cases=len(cases),
-        cases_per_family=dict(sorted(Counter(lab.family for lab in labels).items())),
-        rejections_per_reason=dict(sorted(reasons.items())),
-        example_case=cases[0] if cases else None,
-    )
+@dataclass
+class DatasetTally:
+    """What remains of the frames once each is written: counts and indices, no evidence, so a
+    long recording's dataset is published in memory that does not grow with its length."""
+
+    frame_indices: list[int] = field(default_factory=list)
+    frames_with_cases: list[int] = field(default_factory=list)
+    any_lidar: bool = False
+    num_proposals: int = 0
+    num_cases: int = 0
+    cases_per_family: Counter[str] = field(default_factory=Counter)
+    rejections_per_reason: Counter[str] = field(default_factory=Counter)
+    example_case: Case | None = None
+
+    def add(self, result: FrameResult) -> None:
+        """Count one written frame."""
+        self.frame_indices.append(result.frame.frame_index)
+        if result.cases:
+            self.frames_with_cases.append(result.frame.frame_index)
+        self.any_lidar |= result.cloud is not None and result.cloud.status == "ok"
+        self.num_proposals += len(result.proposals)
+        self.num_cases += len(result.cases)
+        self.cases_per_family.update(lab.family for lab in result.labels)
+        self.rejections_per_reason.update(rej.reason for rej in result.rejections)
+        if self.example_case is None and result.cases:
+            self.example_case = result.cases[0]
+
+    def summary(self, path: Path) -> DatasetSummary:
+        """Counts per family and per rejection reason, sorted by name."""
+        return DatasetSummary(
+            path=path, num_frames=len(self.frame_indices), num_proposals=self.num_proposals,
+            num_cases=self.num_cases, cases_per_family=dict(sorted(self.cases_per_family.items())),
+            rejections_per_reason=dict(sorted(self.rejections_per_reason.items())),
+            example_case=self.example_case)
 
 
 def _write(root: Path, relpath: str, text: str) -> None:
@@ -275,47 +318,58 @@ def _write(root: Path, relpath: str, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def _populate(root: Path, results: Sequence[FrameResult], run: RunAudit) -> None:
-    """Write every dataset file under ``root`` (a private temporary folder)."""
-    cases = [c for r in results for c in r.cases]
-    labels = [lab for r in results for lab in r.labels]
-    _write(root, DATASET_CASES, "".join(dumps_line(c) + "\n" for c in cases))
-    _write(root, DATASET_LABELS, "".join(dumps_line(lab) + "\n" for lab in labels))
-    _write(root, f"audit/{AUDIT_RUN}", dumps_document(run))
-    for r in results:
-        index = r.frame.frame_index
-        if r.cases:
+def _write_frames(root: Path, results: Iterable[FrameResult]) -> DatasetTally:
+    """Write each frame's asset, audit and lines as it comes, under ``root`` (a private temporary
+    folder), and keep only the tally; the frames are consumed one at a time."""
+    tally = DatasetTally()
+    (root / DATASET_AUDIT).mkdir(parents=True, exist_ok=True)
+    with (open(root / DATASET_CASES, "w", encoding="utf-8") as cases,
+          open(root / DATASET_LABELS, "w", encoding="utf-8") as labels,
+          open(root / DATASET_AUDIT / AUDIT_LABELS, "w", encoding="utf-8") as full_labels):
+        for r in results:
+            cases.writelines(dumps_line(c) + "\n" for c in r.cases)
+            labels.writelines(dumps_line(lab.public()) + "\n" for lab in r.labels)
+            full_labels.writelines(dumps_line(lab) + "\n" for lab in r.labels)
+            index = r.frame.frame_index
+            # Every selected frame's image, answered or not, as dimOS publishes them.
             target = root / asset_relpath(index)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(r.image_file, target)
-        folder = audit_frame_relpath(index)
-        _write(root, f"{folder}/frame.json", dumps_document(_frame_audit(r)))
-        _write(root, f"{folder}/ground_truth.json", dumps_document(_ground_truth(r)))
-        _write(root, f"{folder}/cases.json", dumps_document(r.cases))
-        _write(root, f"{folder}/labels.json", dumps_document(r.labels))
+            folder = audit_frame_relpath(index)
+            _write(root, f"{folder}/frame.json", dumps_document(_frame_audit(r)))
+            _write(root, f"{folder}/ground_truth.json",
+                   dumps_document(r.ground_truth, exclude_none=True))
+            _write(root, f"{folder}/cases.json", dumps_document(r.cases))
+            _write(root, f"{folder}/labels.json", dumps_document(r.labels))
+            _write(root, f"{folder}/{AUDIT_FRAME_EVIDENCE}", dumps_document(_evidence(r)))
+            tally.add(r)
+    return tally
 
 
-def publish_dataset(dest: Path, results: Sequence[FrameResult], run: RunAudit,
+def publish_dataset(dest: Path, results: Iterable[FrameResult],
+                    make_run: Callable[[DatasetSummary, DatasetTally], RunAudit],
                     replace: bool = False) -> DatasetSummary:
-    """Write the dataset beside ``dest`` and rename it into place.
+    """Write the dataset beside ``dest``, frame by frame, and rename it into place.
 
-    Raises :class:`NothingAnswerableError` (publishing nothing) when no frame has a case, and
+    ``make_run`` builds ``audit/run.json`` from the counts once every frame is written. Raises
+    :class:`NothingAnswerableError` (publishing nothing) when no frame has a case, and
     :class:`DatasetExistsError` when ``dest`` holds files, unless ``replace`` is set (the asset
     layer's rematerialisation): then the old folder is swapped out after the new one is complete.
     """
     dest = Path(dest).absolute()
-    summary = summarize(results, dest)
-    if summary.num_cases == 0:
-        raise NothingAnswerableError(
-            f"no proposal of the {len(results)} selected frames could be answered "
-            f"(rejections: {summary.rejections_per_reason or 'none, no proposals'}); nothing was "
-            f"written to {dest}. Select other frames or widen the author's vocabulary")
     if not replace:
         check_destination(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
     try:
-        _populate(tmp, results, run)
+        tally = _write_frames(tmp, results)
+        summary = tally.summary(dest)
+        if summary.num_cases == 0:
+            raise NothingAnswerableError(
+                f"no proposal of the {summary.num_frames} selected frames could be answered "
+                f"(rejections: {summary.rejections_per_reason or 'none, no proposals'}); nothing "
+                f"was written to {dest}. Select other frames or widen the author's vocabulary")
+        _write(tmp, f"{DATASET_AUDIT}/{AUDIT_RUN}", dumps_document(make_run(summary, tally)))
         tmp.chmod(0o755)  # mkdtemp makes it owner-only; a published dataset is world-readable
         if replace and dest.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
@@ -333,8 +387,8 @@ def publish_dataset(dest: Path, results: Sequence[FrameResult], run: RunAudit,
 
 
 def dataset_fingerprint(dataset_dir: Path) -> str | None:
-    """Identity of a published dataset: SHA-256 over its cases, its labels and every image asset
-    (names and bytes); None when no dataset is published there.
+    """Identity of a published dataset: SHA-256 over its cases, its labels (public and audit) and
+    every image asset (names and bytes); None when no dataset is published there.
 
     Two datasets with the same folder name but any other content get other fingerprints, so
     results computed on one are never taken for results on the other.
@@ -343,7 +397,8 @@ def dataset_fingerprint(dataset_dir: Path) -> str | None:
     if not (root / DATASET_CASES).is_file():
         return None
     digest = hashlib.sha256()
-    for name in (DATASET_CASES, DATASET_LABELS):
+    # The audit's labels carry each case's family and frame, which the metrics group by.
+    for name in (DATASET_CASES, DATASET_LABELS, f"{DATASET_AUDIT}/{AUDIT_LABELS}"):
         path = root / name
         digest.update(name.encode("utf-8") + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"")

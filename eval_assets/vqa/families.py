@@ -75,8 +75,10 @@ def normalize_name(name: str) -> str:
 
 
 def slug(names: Sequence[str]) -> str:
-    """Names joined with ``-vs-``, lower-cased, every character outside ``[a-z0-9]`` -> ``-``."""
-    return re.sub(r"[^a-z0-9]", "-", "-vs-".join(names).lower())
+    """dimOS's object id: names joined with ``-vs-``, casefolded, each run of characters outside
+    ``[a-z0-9]`` -> one ``-``, leading and trailing ``-`` stripped; ``object`` when nothing is left.
+    """
+    return re.sub(r"[^a-z0-9]+", "-", "-vs-".join(names).casefold()).strip("-") or "object"
 
 
 def case_id_base(frame_index: int, names: Sequence[str], family: str) -> str:
@@ -439,12 +441,12 @@ FAMILIES: dict[str, FamilyRule] = {
 assert tuple(FAMILIES) == FAMILY_NAMES, "families and schema names must stay in the same order"
 
 
-def canonical_names(family: FamilyRule, names: Sequence[str]) -> tuple[str, ...]:
-    """Normalised names, sorted case-insensitively when the family ignores their order."""
-    normalised = tuple(normalize_name(n) for n in names)
+def id_names(family: FamilyRule, names: Sequence[str]) -> tuple[str, ...]:
+    """The names as a case id and duplicate check see them: sorted case-insensitively (stable,
+    as dimOS) when the family ignores their order; the choices keep the proposal's order."""
     if family.order_independent:
-        return tuple(sorted(normalised, key=lambda n: (n.casefold(), n)))
-    return normalised
+        return tuple(sorted(names, key=str.casefold))
+    return tuple(names)
 
 
 def check_shape(family_name: str, names: Sequence[Any]) -> Rejected | None:
@@ -472,5 +474,4 @@ def decide(family_name: str, names: Sequence[str], ev: FrameEvidence) -> Decisio
     shape = check_shape(family_name, names)
     if shape is not None:
         return shape
-    family = FAMILIES[family_name]
-    return family.decide(canonical_names(family, names), ev)
+    return FAMILIES[family_name].decide(tuple(normalize_name(n) for n in names), ev)

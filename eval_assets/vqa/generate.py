@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -20,27 +20,42 @@ from typing import Any
 import numpy as np
 
 from eval_assets.frames import (
+    FrameSelectionConfig,
+    FrameSelectionRecord,
+    PreparedFrames,
     build_pointcloud_frames,
-    build_rectified_frames,
     load_points,
+    load_selection_config,
+    plan_indices,
+    plan_selection,
+    prepare_rectified_frames,
     read_pointcloud_frames,
     read_rectified_frames,
 )
+from eval_assets.frames.pointclouds import MAX_LIDAR_DT
+from eval_assets.frames.selection import selection_from
 from eval_assets.geometry.ranging import RangeStats, range_statistics
+from eval_assets.layout import selection_file_for
 from eval_assets.perception.evidence_io import build_detections, load_mask, read_detections
 from eval_assets.perception.protocols import Detector, Segmenter
 from eval_assets.recording import Recording
 from eval_assets.recording.watch import sha256_file
 from eval_assets.schemas.perception import FrameDetections
-from eval_assets.schemas.vqa import Proposal, RunAudit, SourceRecording
+from eval_assets.schemas.vqa import (
+    FAMILY_NAMES,
+    GenerationAudit,
+    Proposal,
+    RunAudit,
+    SourceRecording,
+)
 from eval_assets.vqa.authors import AuthorConfig, build_author
 from eval_assets.vqa.dataset import (
     DatasetSummary,
+    DatasetTally,
     FrameInputs,
     answer_frame,
     check_destination,
     publish_dataset,
-    summarize,
 )
 from eval_assets.vqa.families import (
     AREA_MARGIN,
@@ -48,7 +63,7 @@ from eval_assets.vqa.families import (
     DISTANCE_BOUNDARIES_M,
     MIN_RANGE_POINTS,
 )
-from eval_assets.vqa.proposals import propose_frames
+from eval_assets.vqa.proposals import iter_frame_proposals
 
 GENERATOR = "eval_assets.vqa"
 
@@ -84,32 +99,64 @@ def perception_summary(detections: Sequence[FrameDetections]) -> dict[str, Any]:
                         "segmenter_version": m[3]} for m in sorted(models)]}
 
 
+def generation_audit(selection: FrameSelectionRecord) -> GenerationAudit:
+    """dimOS's ``generation`` block of ``run.json`` from the frame stage's selection record:
+    dimOS's request fields (the range as it was resolved), then our mode and reason."""
+    config = selection.config
+    ranged = config.image_index is None
+    return GenerationAudit(
+        dataset=Path(selection.recording).name, image_index=config.image_index,
+        start=selection.start if ranged else None, stop=selection.stop if ranged else None,
+        stride=config.stride, quality_window=config.quality_window,
+        min_brightness=config.min_brightness, time_step=config.time_step,
+        mode=selection.mode, why=selection.why)
+
+
+def model_names(config: dict[str, Any]) -> dict[str, str]:
+    """dimOS's ``models`` block of ``run.json`` (author and detector names) from our config."""
+    author = config.get("author", {})
+    names = {"author": (f"vlm:{author.get('vlm_model')}" if author.get("author") == "vlm"
+                        else str(author.get("author", "vocabulary")))}
+    detectors = sorted({m["detector"] for m in config.get("perception", {}).get("models", [])})
+    if detectors:
+        names["detector"] = ", ".join(detectors)
+    return names
+
+
 def default_output_dir(recording: Path) -> Path:
     """``$XDG_STATE_HOME`` (or ``~/.local/state``) ``/eval_assets/<recording-stem>-frames``."""
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "eval_assets" / f"{Path(recording).stem}-frames"
 
 
-def frame_selection(image_index: int | None, start: int | None, stop: int | None,
-                    stride: int, count: int) -> list[int]:
-    """Frame indices from ``image_index`` or ``start``/``stop`` (exclusive)/``stride``.
+def frame_selection(recording: Path, image_index: int | None = None, start: int | None = None,
+                    stop: int | None = None, stride: int | None = None,
+                    time_step: float | None = None, quality_window: float | None = None,
+                    min_brightness: float | None = None, max_bad_fraction: float | None = None
+                    ) -> tuple[FrameSelectionConfig, Path | None]:
+    """The frame selection of ``eval-assets vqa generate`` and the file it came from, if any.
 
-    ``stop`` defaults to the number of images; giving both forms is an error.
+    Any selection option given replaces the recording's ``<name>.selection.yaml`` (dimOS's
+    options: ``image_index``, or ``start``/``stop``/``stride``, ``time_step``,
+    ``quality_window`` with ``min_brightness``); with none, that file is used, or the default
+    policy when there is no file. ``max_bad_fraction`` overrides the file's either way. Raises
+    :class:`~eval_assets.frames.FrameSelectionError` naming the option or file and the fix.
     """
-    if stride < 1:
-        raise ValueError(f"--stride must be at least 1, got {stride}")
-    if image_index is not None:
-        if start is not None or stop is not None:
-            raise ValueError("give either --image-index or --start/--stop/--stride, not both")
-        return [image_index]
-    first = 0 if start is None else start
-    end = count if stop is None else stop
-    chosen = list(range(first, end, stride))
-    if not chosen:
-        raise ValueError(
-            f"--start {first} --stop {end} --stride {stride} selects no frame of the {count} "
-            "images; pick a non-empty range")
-    return chosen
+    options = {"image_index": image_index, "start": start, "stop": stop, "stride": stride,
+               "time_step": time_step, "quality_window": quality_window,
+               "min_brightness": min_brightness}
+    given = {k: v for k, v in options.items() if v is not None}
+    path = selection_file_for(Path(recording))
+    from_file = load_selection_config(path)
+    if given:
+        values = {**given, "max_bad_fraction": from_file.max_bad_fraction}
+        source, config_file = "the --image-index/--start/--stop/... options", None
+    else:
+        values = from_file.model_dump(exclude_none=True)
+        source, config_file = str(path), (path if path.is_file() else None)
+    if max_bad_fraction is not None:
+        values["max_bad_fraction"] = max_bad_fraction
+    return selection_from(values, source=source), config_file
 
 
 def iter_frame_inputs(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
@@ -144,45 +191,92 @@ def iter_frame_inputs(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
                           cloud=cloud, detections=dets, masks=masks, ranges=ranges)
 
 
+def _with_proposals(frames: Iterator[FrameInputs], proposals: Iterable[Proposal]
+                    ) -> Iterator[tuple[FrameInputs, list[Proposal]]]:
+    """Each frame with its proposals, walking both in frame order (one frame's worth at a time).
+
+    Proposals of frames that were not selected are passed over; proposals out of frame order
+    are an error naming the frame (``proposals.jsonl`` is written in frame order).
+    """
+    pending = iter(proposals)
+    head = next(pending, None)
+    last = -1
+    for inputs in frames:
+        index = inputs.frame.frame_index
+        mine: list[Proposal] = []
+        while head is not None and head.frame_index <= index:
+            if head.frame_index < last:
+                raise ValueError(f"proposals are not in frame order (frame {head.frame_index} "
+                                 f"after {last}); regenerate the proposals")
+            last = head.frame_index
+            if head.frame_index == index:
+                mine.append(head)
+            head = next(pending, None)
+        yield inputs, mine
+
+
 def build_dataset(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
-                  proposals: Sequence[Proposal], output: Path, source: SourceRecording,
+                  proposals: Iterable[Proposal], output: Path, source: SourceRecording,
                   config: dict[str, Any], frame_indices: Sequence[int] | None = None,
-                  replace: bool = False) -> DatasetSummary:
+                  replace: bool = False, generation: GenerationAudit | None = None,
+                  models: dict[str, str] | None = None,
+                  skipped_frames: Sequence[dict[str, Any]] = ()) -> DatasetSummary:
     """Answer the proposals of the selected frames from stored evidence and publish the dataset.
 
-    ``config`` is recorded in ``audit/run.json`` next to the evidence thresholds. Raises
+    ``proposals`` may be a stream in frame order (:func:`~eval_assets.vqa.proposals.
+    iter_proposals`), so that neither they nor the frames' evidence are all held in memory.
+
+    ``config`` is recorded in ``audit/run.json`` next to the evidence thresholds, with dimOS's
+    ``generation`` (the selection; default: the recording's name only), ``models`` (author and
+    detector names) and the ``skipped_frames`` the frame stage could not use. Raises
     ``NothingAnswerableError`` (nothing published) when no proposal can be answered and
     ``DatasetExistsError`` when ``output`` holds files and ``replace`` is False.
     """
     if not replace:
         check_destination(output)
-    by_frame: dict[int, list[Proposal]] = {}
-    for p in proposals:
-        by_frame.setdefault(p.frame_index, []).append(p)
-    results = [answer_frame(i, by_frame.get(i.frame.frame_index, []))
-               for i in iter_frame_inputs(frames_dir, clouds_dir, detections_dir, frame_indices)]
-    summary = summarize(results, Path(output))
-    run = RunAudit(
-        generator=GENERATOR, generator_version=generator_version(),
-        config={**config, "rules": rules_config()}, source=source,
-        frame_indices=[r.frame.frame_index for r in results],
-        frames_with_cases=[r.frame.frame_index for r in results if r.cases],
-        num_proposals=summary.num_proposals, num_cases=summary.num_cases,
-        cases_per_family=summary.cases_per_family,
-        rejections_per_reason=summary.rejections_per_reason,
-    )
-    return publish_dataset(output, results, run, replace=replace)
+    if isinstance(proposals, Sequence):
+        proposals = sorted(proposals, key=lambda p: p.frame_index)
+    results = (answer_frame(inputs, frame_proposals) for inputs, frame_proposals in _with_proposals(
+        iter_frame_inputs(frames_dir, clouds_dir, detections_dir, frame_indices), proposals))
+    offered = set(config.get("author", {}).get("families", FAMILY_NAMES))
+
+    def make_run(summary: DatasetSummary, tally: DatasetTally) -> RunAudit:
+        # dimOS lists the families offered to the author on some frame (those needing LiDAR
+        # only where a frame had a point cloud), not the families that produced a case.
+        families = offered if tally.any_lidar else offered - {"object_distance", "closest_object"}
+        return RunAudit(
+            generation=generation or GenerationAudit(dataset=source.name),
+            configuration={"synchronization_tolerance_s": MAX_LIDAR_DT},
+            families=[f for f in FAMILY_NAMES if f in families],
+            models=models if models is not None else model_names(config),
+            frame_count=summary.num_frames, question_count=summary.num_cases,
+            rejected_question_count=sum(summary.rejections_per_reason.values()),
+            generator=GENERATOR, generator_version=generator_version(),
+            config={**config, "rules": rules_config()}, source=source,
+            frame_indices=tally.frame_indices, frames_with_cases=tally.frames_with_cases,
+            num_proposals=summary.num_proposals, cases_per_family=summary.cases_per_family,
+            rejections_per_reason=summary.rejections_per_reason,
+            skipped_frames=list(skipped_frames),
+        )
+
+    return publish_dataset(output, results, make_run, replace=replace)
 
 
-def generate_from_recording(recording: Path, output: Path, frame_indices: Sequence[int],
+def generate_from_recording(recording: Path, output: Path,
+                            frame_indices: Sequence[int] | FrameSelectionConfig,
                             author_config: AuthorConfig, detector: Detector,
                             segmenter: Segmenter, perception_names: Sequence[str] | None = None,
-                            allow_pickle: bool = False) -> DatasetSummary:
+                            allow_pickle: bool = False, selection_file: Path | None = None,
+                            on_frames: Callable[[PreparedFrames], None] | None = None
+                            ) -> DatasetSummary:
     """Run frames -> perception -> proposals -> dataset on one recording, without Dagster.
 
-    Intermediate stage folders live in a temporary folder that is removed afterwards; only the
-    dataset is kept. The detector is asked about ``perception_names`` (default: the author's
-    vocabulary), so presence questions about absent names get real "no" answers.
+    ``frame_indices`` is a list of frames or a selection (see :func:`frame_selection`; read from
+    ``selection_file``, if any). Bad frames are skipped as in the pipeline; ``on_frames`` gets
+    what was selected and skipped. Intermediate stage folders live in a temporary folder that is
+    removed afterwards; only the dataset is kept. The detector is asked about
+    ``perception_names`` (default: the author's vocabulary), so presence questions about absent
+    names get real "no" answers.
     """
     recording = Path(recording)
     check_destination(output)
@@ -192,14 +286,22 @@ def generate_from_recording(recording: Path, output: Path, frame_indices: Sequen
         frames_dir, clouds_dir, dets_dir = (work_dir / "frames", work_dir / "pointclouds",
                                             work_dir / "detections")
         with Recording.open(recording, allow_pickle=allow_pickle) as rec:
-            frames = build_rectified_frames(rec, frames_dir, frame_indices)
+            plan = (plan_selection(rec, frame_indices, selection_file)
+                    if isinstance(frame_indices, FrameSelectionConfig)
+                    else plan_indices(rec, frame_indices))
+            prepared = prepare_rectified_frames(rec, frames_dir, plan)
+            frames = prepared.frames
             build_pointcloud_frames(rec, frames, clouds_dir)
+        if on_frames is not None:
+            on_frames(prepared)
         detections = build_detections(frames_dir, frames, dets_dir, names, detector, segmenter)
         author = build_author(author_config)
-        proposals = propose_frames(author, frames_dir, frames,
+        proposals = iter_frame_proposals(author, frames_dir, frames,
                                    author_config.max_proposals_per_frame)
         source = SourceRecording(name=recording.name, sha256=sha256_file(recording))
         config = {"author": author_config.model_dump(mode="json"),
                   "perception": perception_summary(detections)}
-        return build_dataset(frames_dir, clouds_dir, dets_dir, proposals, output, source,
-                             config, [f.frame_index for f in frames])
+        return build_dataset(
+            frames_dir, clouds_dir, dets_dir, proposals, output, source, config,
+            [f.frame_index for f in frames], generation=generation_audit(prepared.selection),
+            skipped_frames=[s.model_dump(mode="json") for s in prepared.skipped])

@@ -12,10 +12,7 @@ from eval_assets.schemas.vqa import (
     DATASET_ASSETS,
     DATASET_AUDIT,
     DATASET_CASES,
-    DATASET_LABELS,
     Case,
-    Label,
-    read_jsonl,
 )
 
 _ASSET = re.compile(r"^frame-\d{6}\.png$")
@@ -62,7 +59,7 @@ def find_leaks(dataset_dir: Path) -> list[str]:
     for case in cases:
         image = Path(case.image)
         if image.parent != Path(DATASET_ASSETS) or not _ASSET.match(image.name):
-            problems.append(f"{case.case_id}: image {case.image!r} is not a frame PNG in assets/")
+            problems.append(f"{case.id}: image {case.image!r} is not a frame PNG in assets/")
     assets = dataset_dir / DATASET_ASSETS
     for path in sorted(assets.rglob("*")) if assets.is_dir() else []:
         if path.is_file() and (path.parent != assets or not _ASSET.match(path.name)):
@@ -70,14 +67,18 @@ def find_leaks(dataset_dir: Path) -> list[str]:
     # What is left of cases.jsonl once the legitimately public values are cut out: only field
     # names and punctuation, so any private value found in it was leaked.
     residual = public_text
-    public_values = {s for c in cases for s in (c.question, *c.choices, c.case_id, c.image)}
+    public_values = {s for c in cases for s in (c.question, *c.choices, c.id, c.image)}
     for value in sorted(public_values | set(Case.model_fields), key=len, reverse=True):
         residual = residual.replace(json.dumps(value), "")
     secrets: set[str] = set()
-    for label in read_jsonl(dataset_dir / DATASET_LABELS, Label):
-        secrets.update(_strings(label.evidence))
-    for audit_file in sorted((dataset_dir / DATASET_AUDIT).rglob("*.json")):
-        secrets.update(_strings(json.loads(audit_file.read_text(encoding="utf-8"))))
+    # Raw JSON, not the label schema: a leak check must still run on a dataset whose public
+    # file is malformed. The audit holds every label's evidence (audit/labels.jsonl, per frame).
+    for audit_file in sorted((dataset_dir / DATASET_AUDIT).rglob("*.json*")):
+        text = audit_file.read_text(encoding="utf-8")
+        documents = ([json.loads(line) for line in text.splitlines() if line.strip()]
+                     if audit_file.suffix == ".jsonl" else [json.loads(text)])
+        for document in documents:
+            secrets.update(_strings(document))
     for secret in sorted(secrets):
         # Fractional measurements (ranges, areas, scores) never occur in our questions or
         # choices, so they are searched for everywhere; text only outside the public values.

@@ -8,13 +8,14 @@ Layout of a proposals folder (decided here)::
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from eval_assets import progress
-from eval_assets.atomic import write_text_atomic
+from eval_assets.atomic import write_chunks_atomic, write_text_atomic
 from eval_assets.frames import RectifiedFrame, load_rectified_image
 from eval_assets.schemas.vqa import (
     PROPOSALS_FILE,
@@ -44,35 +45,54 @@ def limit_proposals(proposals: Sequence[Proposal], frame_index: int,
     return out
 
 
-def propose_frames(author: QuestionAuthor, frames_dir: Path, frames: Sequence[RectifiedFrame],
-                   max_proposals_per_frame: int) -> list[Proposal]:
-    """Every frame's proposals, in frame order; the author sees each rectified image only."""
-    out: list[Proposal] = []
+def iter_frame_proposals(author: QuestionAuthor, frames_dir: Path,
+                         frames: Sequence[RectifiedFrame], max_proposals_per_frame: int
+                         ) -> Iterator[Proposal]:
+    """Every frame's proposals, in frame order, one frame at a time; the author sees each
+    rectified image only (and an author that does not look gets no decoded image)."""
     for frame in progress.track(sorted(frames, key=lambda f: f.frame_index),
                                 "proposing questions per frame"):
-        image = load_rectified_image(Path(frames_dir), frame)
+        image = (load_rectified_image(Path(frames_dir), frame)
+                 if author.needs_image else None)
         proposed = author.propose(image, frame.frame_index)
-        out.extend(limit_proposals(proposed, frame.frame_index, max_proposals_per_frame))
-    return out
+        yield from limit_proposals(proposed, frame.frame_index, max_proposals_per_frame)
 
 
-def proposal_counts(proposals: Sequence[Proposal]) -> dict[str, dict[str, int]]:
-    """Usable proposals per family and author errors per reason, each sorted by name."""
-    per_family = Counter(p.family for p in proposals if p.error is None)
-    errors = Counter(p.error for p in proposals if p.error is not None)
-    return {"per_family": dict(sorted(per_family.items())),
-            "author_errors": dict(sorted(errors.items()))}
+def propose_frames(author: QuestionAuthor, frames_dir: Path, frames: Sequence[RectifiedFrame],
+                   max_proposals_per_frame: int) -> list[Proposal]:
+    """:func:`iter_frame_proposals` as a list."""
+    return list(iter_frame_proposals(author, frames_dir, frames, max_proposals_per_frame))
 
 
-def write_proposals(out_dir: Path, proposals: Sequence[Proposal], config: AuthorConfig) -> Path:
-    """Write ``proposals.jsonl`` and ``summary.json`` atomically; returns the JSONL path."""
+def write_proposals(out_dir: Path, proposals: Iterable[Proposal], config: AuthorConfig) -> Path:
+    """Write ``proposals.jsonl`` (streamed: the proposals may be a generator) and then
+    ``summary.json``, each atomically; returns the JSONL path."""
     out_dir = Path(out_dir)
-    summary = {"author": config.model_dump(mode="json"),
-               "frames": sorted({p.frame_index for p in proposals}),
-               "num_proposals": len(proposals), **proposal_counts(proposals)}
+    frames: set[int] = set()
+    per_family: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
+
+    def lines() -> Iterator[bytes]:
+        for p in proposals:
+            frames.add(p.frame_index)
+            if p.error is None:
+                per_family[p.family] += 1
+            else:
+                errors[p.error] += 1
+            yield (dumps_line(p) + "\n").encode("utf-8")
+
+    path = write_chunks_atomic(out_dir / PROPOSALS_FILE, lines())
+    summary = {"author": config.model_dump(mode="json"), "frames": sorted(frames),
+               "num_proposals": per_family.total() + errors.total(),
+               "per_family": dict(sorted(per_family.items())),
+               "author_errors": dict(sorted(errors.items()))}
     write_text_atomic(out_dir / PROPOSALS_SUMMARY, dumps_document(summary))
-    text = "".join(dumps_line(p) + "\n" for p in proposals)
-    return write_text_atomic(out_dir / PROPOSALS_FILE, text)
+    return path
+
+
+def read_proposals_summary(out_dir: Path) -> dict[str, Any]:
+    """``summary.json`` of a proposals folder: the author config and the counts."""
+    return json.loads((Path(out_dir) / PROPOSALS_SUMMARY).read_text(encoding="utf-8"))
 
 
 def read_proposals(out_dir: Path) -> list[Proposal]:
@@ -82,3 +102,21 @@ def read_proposals(out_dir: Path) -> list[Proposal]:
         raise FileNotFoundError(
             f"{path} does not exist; materialize question_proposals for this recording first")
     return read_jsonl(path, Proposal)
+
+
+def iter_proposals(out_dir: Path) -> Iterator[Proposal]:
+    """The proposals of ``out_dir/proposals.jsonl`` one line at a time (frame order, as written),
+    so a long recording's proposals are never all in memory; a bad line names file and line."""
+    path = Path(out_dir) / PROPOSALS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} does not exist; materialize question_proposals for this recording first")
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield Proposal.model_validate_json(line)
+            except ValueError as exc:
+                raise ValueError(f"{path}:{number} is not a valid Proposal record: {exc}; "
+                                 "regenerate the file") from exc

@@ -14,9 +14,10 @@ from eval_assets.schemas.predictions import (
     AnswerRecord,
     DescriptionRecord,
 )
-from eval_assets.schemas.vqa import DATASET_LABELS, Label, read_jsonl
+from eval_assets.schemas.vqa import Label
 from eval_assets.vqa.authors import AuthorConfig
 from eval_assets.vqa.generate import generate_from_recording
+from eval_assets.vqa.labels import read_labels
 
 FRAMES = (0, 4, 8)
 
@@ -53,4 +54,4 @@ def description(frame_index: int, text: str | None, status: str = "success") -> 
 
 
 def labels_of(dataset: Path) -> list[Label]:
-    return read_jsonl(dataset / DATASET_LABELS, Label)
+    return read_labels(dataset)

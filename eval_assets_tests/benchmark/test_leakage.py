@@ -33,7 +33,8 @@ def test_a_generated_dataset_is_clean(sample_dataset: Path) -> None:
 
 def test_private_evidence_value_in_cases_is_found(sample_dataset: Path, tmp_path: Path) -> None:
     dataset = _copy(sample_dataset, tmp_path)
-    labels = [json.loads(line) for line in (dataset / "labels.jsonl").read_text().splitlines()]
+    labels = [json.loads(line)
+              for line in (dataset / "audit" / "labels.jsonl").read_text().splitlines()]
     distance = next(lab for lab in labels if lab["family"] == "object_distance")
     secret = _first_fraction(distance["evidence"])
     cases = (dataset / "cases.jsonl").read_text().splitlines()

@@ -50,10 +50,10 @@ def make_dataset(root: Path, n_frames: int = 2, cases_per_frame: int = 2) -> Tin
         (audit / "labels.json").write_text(json.dumps({"answer": "yes", "secret": CANARY}))
         for k in range(cases_per_frame):
             case_id = f"frame-{index:06d}-obj{k}-presence"
-            cases.append({"case_id": case_id, "image": image,
+            cases.append({"id": case_id, "image": image,
                           "question": f"Does the image contain any obj{k}? [{case_id}]",
                           "choices": ["yes", "no"]})
-            labels.append({"case_id": case_id, "answer": "yes", "note": CANARY})
+            labels.append({"id": case_id, "answer": f"yes {CANARY}"})
     (root / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
     (root / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in labels))
     (root / "audit" / "run.json").write_text(json.dumps({"generator": CANARY}))

@@ -94,7 +94,7 @@ def test_a_served_model_resumes_across_runs_on_different_ports(tmp_path: Path) -
 @pytest.mark.slow
 def test_blind_smollm2_answers_over_http_without_seeing_the_image(tmp_path: Path) -> None:
     assert smollm2_gguf_path().stat().st_size > 50_000_000
-    case = Case(case_id="c", image="assets/a.png", question="Does the image contain any chair?",
+    case = Case(id="c", image="assets/a.png", question="Does the image contain any chair?",
                 choices=["yes", "no"])
     png_a = write_png(tmp_path / "a.png", seed=1)
     png_b = write_png(tmp_path / "b.png", seed=2)

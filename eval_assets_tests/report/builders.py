@@ -29,8 +29,8 @@ from eval_assets.schemas.results import (
 from eval_assets.schemas.vqa import (
     Case,
     DetectionAudit,
+    EvidenceAudit,
     FrameAudit,
-    GroundTruthAudit,
     Label,
     RangeSummary,
     asset_relpath,
@@ -128,41 +128,44 @@ def write_dataset(root: Path, *, rle: bool = True,
     assert ok
     (dataset / asset_relpath(0)).write_bytes(png.tobytes())
     cases = [
-        Case(case_id="frame-000000-green-box-presence", image=asset_relpath(0),
+        Case(id="frame-000000-green-box-presence", image=asset_relpath(0),
              question="Does the image contain any green box?", choices=YES_NO),
-        Case(case_id="frame-000000-green-box-horizontal_direction", image=asset_relpath(0),
+        Case(id="frame-000000-green-box-horizontal_direction", image=asset_relpath(0),
              question="Which horizontal region contains the visible green box?", choices=THIRDS),
-        Case(case_id="frame-000000-red-ball-presence", image=asset_relpath(0),
+        Case(id="frame-000000-red-ball-presence", image=asset_relpath(0),
              question="Does the image contain any red ball?", choices=YES_NO),
     ]
     labels = [
-        Label(case_id=cases[0].case_id, answer="yes", family="presence", frame_index=0,
+        Label(id=cases[0].id, answer="yes", family="presence", frame_index=0,
               object_names=["green box"], choices=YES_NO, evidence={"detections": 1}),
-        Label(case_id=cases[1].case_id, answer="left", family="horizontal_direction",
+        Label(id=cases[1].id, answer="left", family="horizontal_direction",
               frame_index=0, object_names=["green box"], choices=THIRDS,
               evidence={"centre_x": 16.0, "width": WIDTH}),
-        Label(case_id=cases[2].case_id, answer="no", family="presence", frame_index=0,
+        Label(id=cases[2].id, answer="no", family="presence", frame_index=0,
               object_names=["red ball"], choices=YES_NO, evidence={"detections": 0}),
     ]
     (dataset / "cases.jsonl").write_text("".join(dumps_line(c) + "\n" for c in cases))
-    (dataset / "labels.jsonl").write_text("".join(dumps_line(lab) + "\n" for lab in labels))
+    (dataset / "labels.jsonl").write_text(
+        "".join(dumps_line(lab.public()) + "\n" for lab in labels))
     audit = dataset / audit_frame_relpath(0)
     audit.mkdir(parents=True)
+    (dataset / "audit" / "labels.jsonl").write_text(
+        "".join(dumps_line(lab) + "\n" for lab in labels))
     frame = FrameAudit(
-        frame_index=0, image_ts=1.0, image=asset_relpath(0), width=WIDTH, height=HEIGHT,
+        frame_index=0, image=asset_relpath(0), timestamp=1.0, question_count=3,
+        rejected_question_count=0, width=WIDTH, height=HEIGHT,
         camera_frame_id="camera", distortion_model="plumb_bob", K_rect=K, pointcloud_status="ok",
-        pointcloud_reason=None, lidar_dt=0.01, n_points_in_front=3, num_proposals=3,
-        num_cases=3, num_rejections=0)
+        pointcloud_reason=None, lidar_dt=0.01, n_points_in_front=3, num_proposals=3)
     mask = box_mask()
     detection = DetectionAudit(
         name="green box", box_xyxy=list(BOX), score=0.9, mask_area=int(mask.sum()),
         mask_rle=mask_rle(mask) if rle else None, mask_source=mask_source,
         detector="color", detector_version="1", segmenter="box_region", segmenter_version="1",
         range=RangeSummary(count=1, median=2.0, q1=2.0, q3=2.0, min=2.0))
-    truth = GroundTruthAudit(frame_index=0, queried_names=["green box", "red ball"],
-                             detections=[detection], proposals=[], rejections=[])
+    truth = EvidenceAudit(frame_index=0, queried_names=["green box", "red ball"],
+                          detections=[detection])
     (audit / "frame.json").write_text(dumps_document(frame))
-    (audit / "ground_truth.json").write_text(dumps_document(truth))
+    (audit / "evidence.json").write_text(dumps_document(truth))
     # Point-cloud stage: identity camera_from_cloud, points straight in the camera frame.
     (clouds / "points").mkdir(parents=True)
     (clouds / points_relpath(0)).write_bytes(encode_points(POINTS))

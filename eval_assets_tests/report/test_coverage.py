@@ -164,7 +164,7 @@ def test_publish_leaderboard_marks_results_of_an_old_dataset_stale(tmp_path) -> 
     layout = StorageLayout(tmp_path)
     dataset = layout.dataset_dir("rec")
     dataset.mkdir(parents=True)
-    (dataset / "cases.jsonl").write_text('{"case_id": "c0"}\n')
+    (dataset / "cases.jsonl").write_text('{"id": "c0"}\n')
     current = dataset_fingerprint(dataset)
     assert current is not None and len(current) == 64
     results = [result("rec", "now", rows("rec", 2, 2), sha=current),

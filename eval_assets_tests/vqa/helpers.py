@@ -12,12 +12,15 @@ from eval_assets.frames.pointclouds import encode_points
 from eval_assets.frames.rectified import encode_png
 from eval_assets.perception.evidence_io import write_detections_table, write_frame_detections
 from eval_assets.schemas.frames import (
+    FrameSelectionConfig,
+    FrameSelectionRecord,
     PointCloudFrame,
     RectifiedFrame,
     points_relpath,
     rectified_image_relpath,
     write_pointcloud_frames,
     write_rectified_frames,
+    write_selection_record,
 )
 from eval_assets.schemas.perception import Detection, FrameDetections
 
@@ -46,6 +49,12 @@ def make_frames_dir(root: Path, indices: Sequence[int]) -> tuple[Path, list[Rect
             camera_info_ts=1_700_000_000.0,
         ))
     write_rectified_frames(out, frames)
+    # What the frame stage records beside its table: the selection that chose these frames.
+    write_selection_record(out, FrameSelectionRecord(
+        recording="tiny.db", config_file=None, config=FrameSelectionConfig(start=min(indices),
+                                                                           stop=max(indices) + 1),
+        mode="stride", start=min(indices), stop=max(indices) + 1, why="test frames",
+        image_count=max(indices) + 1, examined=len(indices), selected=sorted(indices)))
     return out, frames
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eval_assets.schemas.vqa import Case, Label, Proposal, SourceRecording
+from eval_assets.schemas.vqa import Case, Label, PrivateLabel, Proposal, SourceRecording
 from eval_assets.vqa.authors import AuthorConfig, build_author
 from eval_assets.vqa.dataset import DatasetExistsError, NothingAnswerableError, mask_rle
 from eval_assets.vqa.generate import build_dataset
@@ -58,18 +58,25 @@ def test_layout_answers_and_privacy(stages: tuple[Path, Path, Path], tmp_path: P
                             {"note": "test"})
     assert summary.num_cases == 9
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    # dimOS's layout: an image per selected frame, answered or not; our extras in the audit.
     assert files == [
-        "assets/frame-000000.png", "assets/frame-000002.png",
+        "assets/frame-000000.png", "assets/frame-000001.png", "assets/frame-000002.png",
         *[f"audit/frame-00000{i}/{n}" for i in (0, 1, 2)
-          for n in ("cases.json", "frame.json", "ground_truth.json", "labels.json")],
-        "audit/run.json", "cases.jsonl", "labels.jsonl"]
-    # Public cases: exactly four keys; the image is a byte copy of the rectified frame.
+          for n in ("cases.json", "evidence.json", "frame.json", "ground_truth.json",
+                    "labels.json")],
+        "audit/labels.jsonl", "audit/run.json", "cases.jsonl", "labels.jsonl"]
+    # Public cases: exactly dimOS's four keys; the image is a byte copy of the rectified frame.
     lines = (out / "cases.jsonl").read_text().splitlines()
     cases = [json.loads(line) for line in lines]
-    assert all(list(c) == ["case_id", "image", "question", "choices"] for c in cases)
+    assert all(list(c) == ["id", "image", "question", "choices"] for c in cases)
     assert (out / "assets/frame-000000.png").read_bytes() == \
         (frames_dir / "images/frame-000000.png").read_bytes()
-    labels = {lab["case_id"]: lab for lab in map(json.loads, (out / "labels.jsonl").open())}
+    # labels.jsonl: exactly dimOS's two keys; everything else in audit/labels.jsonl.
+    public_labels = [json.loads(line) for line in (out / "labels.jsonl").open()]
+    assert all(list(lab) == ["id", "answer"] for lab in public_labels)
+    labels = {lab["id"]: lab for lab in map(json.loads, (out / "audit/labels.jsonl").open())}
+    assert [(lab["id"], lab["answer"]) for lab in labels.values()] == \
+        [(lab["id"], lab["answer"]) for lab in public_labels]
     answers = {cid: lab["answer"] for cid, lab in labels.items()}
     assert answers == {
         "frame-000000-red-ball-presence": "yes",
@@ -82,37 +89,57 @@ def test_layout_answers_and_privacy(stages: tuple[Path, Path, Path], tmp_path: P
         "frame-000000-red-ball-image_coverage": "under 25 percent",
         "frame-000002-red-ball-presence": "yes",
     }
-    assert [c["case_id"] for c in cases] == list(labels)  # same stable order
+    assert [c["id"] for c in cases] == list(labels)  # same stable order
+    # Order-free families keep the proposal's order in the choices; only the id sorts.
+    assert labels["frame-000000-red-ball-vs-yellow-box-closest_object"]["choices"] == \
+        ["red ball", "yellow box"]
     distance = labels["frame-000000-red-ball-object_distance"]["evidence"]["range_m"]
     assert distance["count"] == 120 and 1.5 < distance["q1"] <= distance["q3"] < 2.0
-    # Every rejection is kept with its reason in the private audit.
+    # Every proposal is a row of the private audit (dimOS's keys), rejections with their reason.
     gt0 = json.loads((out / "audit/frame-000000/ground_truth.json").read_text())
-    reasons = {(r["family"], tuple(r["object_names"])): r["reason"] for r in gt0["rejections"]}
+    assert len(gt0) == 13 and [r["ordinal"] for r in gt0] == list(range(13))
+    reasons = {(r["proposal"]["family"], tuple(r["proposal"]["object_names"])): r["reason_code"]
+               for r in gt0 if r["status"] == "rejected"}
     assert reasons[("presence", ("Red Ball",))] == "duplicate_proposal"
     assert reasons[("horizontal_direction", ("blue box",))] == "multiple_detections"
     assert reasons[("largest_visible_area", ("red ball", "green cylinder"))] == "no_detection"
     assert reasons[("presence", ("purple cone",))] == "name_not_queried"
+    assert all(set(r) == {"proposal", "status", "reason", "ordinal", "author", "reason_code"}
+               for r in gt0 if r["status"] == "rejected")
+    answered = [r for r in gt0 if r["status"] == "answered"]
+    assert [r["id"] for r in answered] == [c["id"] for c in cases if "000000" in c["id"]]
+    assert all(set(r["answer"]) == {"question", "choices", "answer", "evidence"}
+               for r in answered)
     gt2 = json.loads((out / "audit/frame-000002/ground_truth.json").read_text())
-    assert [r["reason"] for r in gt2["rejections"]] == ["image_only_frame"]
-    mask = gt0["detections"][0]["mask_rle"]
-    assert sum(mask["counts"][1::2]) == gt0["detections"][0]["mask_area"] == 120
+    assert [r.get("reason_code") for r in gt2] == ["image_only_frame", None]
+    evidence0 = json.loads((out / "audit/frame-000000/evidence.json").read_text())
+    mask = evidence0["detections"][0]["mask_rle"]
+    assert sum(mask["counts"][1::2]) == evidence0["detections"][0]["mask_area"] == 120
     frame1 = json.loads((out / "audit/frame-000001/frame.json").read_text())
-    assert frame1["image"] is None and frame1["num_proposals"] == 0  # no case: no public asset
+    assert list(frame1)[:5] == ["frame_index", "image", "timestamp", "question_count",
+                                "rejected_question_count"]
+    assert frame1["image"] == "assets/frame-000001.png" and frame1["num_proposals"] == 0
     run = json.loads((out / "audit/run.json").read_text())
+    assert list(run)[:7] == ["generation", "configuration", "families", "models",
+                             "frame_count", "question_count", "rejected_question_count"]
+    assert run["generation"]["dataset"] == "tiny.db" and run["frame_count"] == 3
+    assert run["question_count"] == 9
     assert run["source"] == SOURCE.model_dump() and run["frame_indices"] == [0, 1, 2]
     assert run["frames_with_cases"] == [0, 2]
     assert run["config"]["rules"]["area_margin"] == 1.2
     # The canary lives in the evidence (detector version) and never reaches public files.
     # So does a rejected proposal's object name.
-    audit = (out / "audit/frame-000000/ground_truth.json").read_text()
-    assert CANARY in audit and CANARY_NAME in audit
+    audit = (out / "audit/frame-000000/evidence.json").read_text()
+    assert CANARY in audit
+    assert CANARY_NAME in (out / "audit/frame-000000/ground_truth.json").read_text()
     public = [out / "cases.jsonl", *sorted((out / "assets").iterdir())]
     for secret in (CANARY, CANARY_NAME):
         assert all(secret.encode() not in p.read_bytes() for p in public)
-    for case in cases:
+    for case, public_label in zip(cases, public_labels, strict=True):
         Case.model_validate(case)
-        Label.model_validate(labels[case["case_id"]])
-        assert labels[case["case_id"]]["answer"] in case["choices"]
+        PrivateLabel.model_validate(public_label)
+        Label.model_validate(labels[case["id"]])
+        assert labels[case["id"]]["answer"] in case["choices"]
 
 
 def test_image_coverage_and_largest_area_answers(stages: tuple[Path, Path, Path],
@@ -122,12 +149,12 @@ def test_image_coverage_and_largest_area_answers(stages: tuple[Path, Path, Path]
                        ("largest_visible_area", ["red ball", "blue box"]))
     out = tmp_path / "dataset"
     build_dataset(frames_dir, clouds_dir, dets_dir, proposals, out, SOURCE, {})
-    labels = [json.loads(line) for line in (out / "labels.jsonl").read_text().splitlines()]
+    labels = [json.loads(line) for line in (out / "audit/labels.jsonl").read_text().splitlines()]
     # red ball: 120 of 64*48 = 3072 pixels = 3.9 %; blue box has two detections.
     assert [lab["answer"] for lab in labels] == ["under 25 percent"]
     assert labels[0]["evidence"]["mask_pixels"] == 120
     gt = json.loads((out / "audit/frame-000001/ground_truth.json").read_text())
-    assert [r["reason"] for r in gt["rejections"]] == ["multiple_detections"]
+    assert [r.get("reason_code") for r in gt] == [None, "multiple_detections"]
 
 
 def test_reruns_are_byte_identical(stages: tuple[Path, Path, Path], tmp_path: Path) -> None:

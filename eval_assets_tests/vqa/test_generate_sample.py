@@ -77,7 +77,7 @@ def test_every_label_agrees_with_the_scene_truth(
     scene = json.loads(SCENE.read_text())
     width, height = scene["camera"]["width"], scene["camera"]["height"]
     truth = {f["index"]: f["objects"] for f in scene["frames"]}
-    labels = [json.loads(line) for line in (out / "labels.jsonl").read_text().splitlines()]
+    labels = [json.loads(line) for line in (out / "audit/labels.jsonl").read_text().splitlines()]
     assert len(labels) == summary.num_cases > 500
     assert set(summary.cases_per_family) == {
         "presence", "horizontal_direction", "object_count", "image_coverage",
@@ -93,7 +93,7 @@ def test_every_label_agrees_with_the_scene_truth(
             ok = label["answer"] == expected_answer(label, objects, width, height, threshold)
             report[key]["agree" if ok else "disagree"] += 1
             if not ok and threshold == min_pixels:
-                wrong.append((label["case_id"], label["answer"],
+                wrong.append((label["id"], label["answer"],
                               expected_answer(label, objects, width, height, threshold)))
     print(f"\nagreement with scene truth: {dict(report)}")
     print(f"cases per family: {summary.cases_per_family}")
@@ -117,16 +117,21 @@ def test_audit_accounts_for_every_proposal(sample_dataset: tuple[Path, DatasetSu
         folder = out / f"audit/frame-{index:06d}"
         gt = json.loads((folder / "ground_truth.json").read_text())
         cases = json.loads((folder / "cases.json").read_text())
-        assert len(gt["proposals"]) == len(cases) + len(gt["rejections"])
-        reasons.update(r["reason"] for r in gt["rejections"])
+        rejected = [r for r in gt if r["status"] == "rejected"]
+        assert [r["id"] for r in gt if r["status"] == "answered"] == [c["id"] for c in cases]
+        reasons.update(r["reason_code"] for r in rejected)
         n_cases += len(cases)
-        n_proposals += len(gt["proposals"])
+        n_proposals += len(gt)
         frame = json.loads((folder / "frame.json").read_text())
+        assert (frame["question_count"], frame["rejected_question_count"]) == \
+            (len(cases), len(rejected))
         if frame["pointcloud_status"] == "image_only":
             assert "LiDAR" in frame["pointcloud_reason"]
-        assert all(d["detector"] and d["detector_version"] for d in gt["detections"])
+        evidence = json.loads((folder / "evidence.json").read_text())
+        assert all(d["detector"] and d["detector_version"] for d in evidence["detections"])
     assert dict(sorted(reasons.items())) == run["rejections_per_reason"]
-    assert (n_cases, n_proposals) == (run["num_cases"], run["num_proposals"])
+    assert (n_cases, n_proposals) == (run["question_count"], run["num_proposals"])
+    assert sum(reasons.values()) == run["rejected_question_count"]
     for reason in ("no_detection", "multiple_detections", "image_only_frame"):
         assert reasons[reason] > 0
 
@@ -136,7 +141,7 @@ def test_public_files_hold_nothing_private(sample_dataset: tuple[Path, DatasetSu
     out, _ = sample_dataset
     text = (out / "cases.jsonl").read_text()
     cases = [json.loads(line) for line in text.splitlines()]
-    assert all(list(c) == ["case_id", "image", "question", "choices"] for c in cases)
+    assert all(list(c) == ["id", "image", "question", "choices"] for c in cases)
     for marker in ("hsv-shape", "answer", "evidence", "surface_distance", "mask", "detector"):
         assert marker not in text
     for case in cases:  # every published choice is matchable by the scoring matcher
@@ -144,7 +149,9 @@ def test_public_files_hold_nothing_private(sample_dataset: tuple[Path, DatasetSu
             assert match_choice(choice, case["choices"]).choice == choice
             assert match_choice(f"{choice.upper()}.", case["choices"]).choice == choice
     images = {c["image"] for c in cases}
-    assert images == {f"assets/{p.name}" for p in (out / "assets").iterdir()}
+    # One asset per selected frame (dimOS), including frames without a case.
+    assert images <= {f"assets/{p.name}" for p in (out / "assets").iterdir()}
+    assert len(list((out / "assets").iterdir())) == 24
     assert all(p.suffix == ".png" for p in (out / "assets").iterdir())
 
 
@@ -153,7 +160,8 @@ def test_two_runs_are_byte_identical(sample_db: Path, tmp_path: Path) -> None:
     generate(sample_db, first, [0, 8, 16])
     generate(sample_db, second, [0, 8, 16])
     assert hashes(first) == hashes(second)
-    assert len(hashes(first)) == 3 + 3 * 5  # cases, labels, run.json; per frame 4 audit + asset
+    # cases, labels, audit labels, run.json; per frame 5 audit files + asset
+    assert len(hashes(first)) == 4 + 3 * 6
 
 
 def test_cli_generate_and_refuse_a_non_empty_output(sample_db: Path, tmp_path: Path,

@@ -19,15 +19,15 @@ from eval_assets.defs import keys
 from eval_assets.defs.automation_conditions import OWNERS, RECOMPUTE
 from eval_assets.defs.partitions import recordings_partitions
 from eval_assets.defs.resources import ProjectStorage, QuestionAuthorResource
-from eval_assets.frames import read_rectified_frames
+from eval_assets.frames import read_rectified_frames, read_selection_record, read_skipped_frames
 from eval_assets.perception.evidence_io import read_detections
 from eval_assets.recording.watch import sha256_file
 from eval_assets.schemas.vqa import DATASET_CASES, DATASET_LABELS, SourceRecording
-from eval_assets.vqa.generate import build_dataset, perception_summary
+from eval_assets.vqa.generate import build_dataset, generation_audit, perception_summary
 from eval_assets.vqa.proposals import (
-    proposal_counts,
-    propose_frames,
-    read_proposals,
+    iter_frame_proposals,
+    iter_proposals,
+    read_proposals_summary,
     write_proposals,
 )
 
@@ -44,15 +44,16 @@ def question_proposals(context: AssetExecutionContext, storage: ProjectStorage,
     layout = storage.layout()
     frames_dir = layout.rectified_frames_dir(key)
     config = question_author.author_config()
-    proposals = propose_frames(question_author.build(), frames_dir,
-                               read_rectified_frames(frames_dir), config.max_proposals_per_frame)
+    proposals = iter_frame_proposals(question_author.build(), frames_dir,
+                                     read_rectified_frames(frames_dir),
+                                     config.max_proposals_per_frame)
     path = write_proposals(layout.proposals_dir(key), proposals, config)
-    counts = proposal_counts(proposals)
+    summary = read_proposals_summary(layout.proposals_dir(key))
     return MaterializeResult(metadata={
-        "num_proposals": len(proposals),
+        "num_proposals": summary["num_proposals"],
         "author": config.author,
-        "proposals_per_family": MetadataValue.json(counts["per_family"]),
-        "author_errors": MetadataValue.json(counts["author_errors"]),
+        "proposals_per_family": MetadataValue.json(summary["per_family"]),
+        "author_errors": MetadataValue.json(summary["author_errors"]),
         "proposals": MetadataValue.path(str(path)),
     })
 
@@ -61,14 +62,14 @@ def question_proposals(context: AssetExecutionContext, storage: ProjectStorage,
     specs=[
         AssetSpec(keys.PUBLIC_CASES, group_name=GROUP,
                   deps=[keys.QUESTION_PROPOSALS, keys.POINTCLOUD_FRAMES, keys.DETECTIONS_MASKS],
-                  code_version="1", automation_condition=RECOMPUTE, kinds={"json"},
+                  code_version="2", automation_condition=RECOMPUTE, kinds={"json"},
                   owners=OWNERS, tags={"visibility": "public"},
                   description="cases.jsonl + assets/: all a model under test may see."),
         AssetSpec(keys.PRIVATE_LABELS, group_name=GROUP,
                   deps=[keys.QUESTION_PROPOSALS, keys.POINTCLOUD_FRAMES, keys.DETECTIONS_MASKS],
-                  code_version="1", automation_condition=RECOMPUTE, kinds={"json"},
+                  code_version="2", automation_condition=RECOMPUTE, kinds={"json"},
                   owners=OWNERS, tags={"visibility": "private"},
-                  description="labels.jsonl + audit/: answers, evidence and every rejection."),
+                  description="labels.jsonl + audit/ (dimOS layout): answers, evidence."),
     ],
     partitions_def=recordings_partitions,
 )
@@ -80,13 +81,15 @@ def vqa_dataset(context: AssetExecutionContext, storage: ProjectStorage,
     dets_dir = layout.detections_dir(key)
     recording = storage.recording_file(key)
     out = layout.dataset_dir(key)
+    frames_dir = layout.rectified_frames_dir(key)
     config = {"author": question_author.author_config().model_dump(mode="json"),
               "perception": perception_summary(read_detections(dets_dir))}
     summary = build_dataset(
-        layout.rectified_frames_dir(key), layout.pointcloud_frames_dir(key), dets_dir,
-        read_proposals(layout.proposals_dir(key)), out,
+        frames_dir, layout.pointcloud_frames_dir(key), dets_dir,
+        iter_proposals(layout.proposals_dir(key)), out,
         SourceRecording(name=recording.name, sha256=sha256_file(recording)), config,
-        replace=True,
+        replace=True, generation=generation_audit(read_selection_record(frames_dir)),
+        skipped_frames=[s.model_dump(mode="json") for s in read_skipped_frames(frames_dir)],
     )
     example = summary.example_case.model_dump(mode="json") if summary.example_case else {}
     yield MaterializeResult(asset_key=keys.PUBLIC_CASES, metadata={

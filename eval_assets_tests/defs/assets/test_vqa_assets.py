@@ -49,7 +49,7 @@ def test_proposals_then_dataset(tmp_path: Path) -> None:
     assert proposals["num_proposals"] == 3 * (4 * 5 + 3 * 2)
     assert cases["num_cases"] == labels["num_labels"] > 0
     assert cases["cases_per_family"]["presence"] == 3 * 4  # every name, every frame
-    assert set(cases["example_case"]) == {"case_id", "image", "question", "choices"}
+    assert set(cases["example_case"]) == {"id", "image", "question", "choices"}
     assert labels["rejections_per_reason"]["image_only_frame"] > 0
     out = layout.dataset_dir(KEY)
     run = json.loads((out / "audit/run.json").read_text())
