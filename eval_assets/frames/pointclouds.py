@@ -135,6 +135,10 @@ def build_pointcloud_frames(
                 t_lidar, dt, cloud_frame, len(xyz),
             ))
             continue
+        # Into the rectified camera frame: the image was turned by R, so are the points.
+        rectification = np.eye(4)
+        rectification[:3, :3] = np.asarray(frame.R_rect, dtype=np.float64).reshape(3, 3)
+        camera_from_cloud = rectification @ camera_from_cloud
         cam = camera_points(xyz, camera_from_cloud)
         in_front = int(np.count_nonzero(np.all(np.isfinite(cam), axis=1) & (cam[:, 2] > 0)))
         relpath = points_relpath(frame.frame_index)

@@ -168,6 +168,7 @@ class _Rectifier:
             distortion_model=model.distortion_model,
             K_rect=[float(x) for x in model.K_rect.reshape(-1)],
             P_rect=[float(x) for x in model.P_rect.reshape(-1)],
+            R_rect=[float(x) for x in model.R.reshape(-1)],
             camera_info_ts=float(self.info_ts[j]),
         )
 

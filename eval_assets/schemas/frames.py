@@ -179,6 +179,11 @@ class RectifiedFrame(BaseModel):
     distortion_model: str = Field(description="the recorded model, canonical name")
     K_rect: list[float] = Field(min_length=9, max_length=9, description="row-major 3x3")
     P_rect: list[float] = Field(min_length=12, max_length=12, description="row-major 3x4")
+    R_rect: list[float] = Field(
+        default_factory=lambda: [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+        min_length=9, max_length=9,
+        description="row-major 3x3 rotation from the recorded camera frame to the rectified one "
+        "(camera_info R; identity when unset): 3-D points must be turned by it, as dimOS does")
     camera_info_ts: float = Field(description="ts of the camera_info used (at or before image)")
 
 
@@ -225,6 +230,7 @@ RECTIFIED_SCHEMA = pa.schema([
     ("distortion_model", pa.string()),
     ("K_rect", pa.list_(_F64)),
     ("P_rect", pa.list_(_F64)),
+    ("R_rect", pa.list_(_F64)),
     ("camera_info_ts", _F64),
 ])
 POINTCLOUD_SCHEMA = pa.schema([

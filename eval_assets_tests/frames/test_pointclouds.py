@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -42,13 +43,16 @@ def _m(pose: tuple) -> np.ndarray:
     return Transform(*pose).matrix()
 
 
-def _write(path: Path) -> Path:
+def _write(path: Path, rotation: np.ndarray | None = None) -> Path:
     with RecordingWriter(path) as w:
         w.add_stream("color_image", "dimos.msgs.sensor_msgs.Image.Image", "jpeg")
         w.add_stream("camera_info", "dimos.msgs.sensor_msgs.CameraInfo.CameraInfo", "lcm")
         w.add_stream("tf", "dimos.msgs.tf2_msgs.TFMessage.TFMessage", "lcm")
         w.add_stream("pointlio_lidar", "dimos.msgs.sensor_msgs.PointCloud2.PointCloud2", "lcm")
-        w.write("camera_info", T0 - 1.0, camera_info(W, H, T0 - 1.0))
+        info = camera_info(W, H, T0 - 1.0)
+        if rotation is not None:
+            info = dataclasses.replace(info, R=tuple(rotation.reshape(-1).tolist()))
+        w.write("camera_info", T0 - 1.0, info)
         for k in range(int(3.0 / 0.2) + 1):  # mounts republished at 5 Hz
             t = T0 + 0.2 * k
             w.write("tf", t, tf_message(t, "base_link", LIDAR_FRAME, *LIDAR_IN_BASE))
@@ -139,3 +143,21 @@ def test_lidar_time_limit_is_configurable(tmp_path: Path) -> None:
         frames = build_rectified_frames(rec, tmp_path / "rect")
         clouds = build_pointcloud_frames(rec, frames, tmp_path / "pc", max_dt=0.005)
     assert [c.reason for c in clouds] == ["nearest LiDAR is 0.010 s away (limit 0.005 s)"] * 2
+
+
+def test_points_are_turned_by_the_rectification_rotation(tmp_path: Path) -> None:
+    # A stereo-rectified camera_info has R != I: the image is turned by R, so the LiDAR points
+    # must be too (dimOS: rectification @ pointcloud_to_camera), else masks and points disagree.
+    angle = np.deg2rad(4.0)
+    rot = np.array([[np.cos(angle), 0.0, np.sin(angle)], [0.0, 1.0, 0.0],
+                    [-np.sin(angle), 0.0, np.cos(angle)]])
+    turned = _write(tmp_path / "turned.db", rot)
+    with Recording.open(turned) as rec:
+        frames = build_rectified_frames(rec, tmp_path / "rect")
+        clouds = build_pointcloud_frames(rec, frames, tmp_path / "pc")
+    np.testing.assert_allclose(np.array(frames[0].R_rect).reshape(3, 3), rot, atol=1e-12)
+    expected = np.linalg.inv(_m(CAMERA_IN_BASE)) @ _m(LIDAR_IN_BASE)
+    rect = np.eye(4)
+    rect[:3, :3] = rot
+    got = np.array(clouds[0].camera_from_cloud).reshape(4, 4)
+    np.testing.assert_allclose(got, rect @ expected, atol=1e-12)

@@ -23,7 +23,7 @@ from eval_assets.schemas.frames import SELECTION_FILE, SKIPPED_FRAMES_FILE
 
 
 @asset(key=keys.RECTIFIED_FRAMES, partitions_def=recordings_partitions, group_name="frames",
-       deps=[keys.RECORDING_INGEST], code_version="2", automation_condition=RECOMPUTE,
+       deps=[keys.RECORDING_INGEST], code_version="3", automation_condition=RECOMPUTE,
        kinds={"opencv", "parquet"}, owners=OWNERS)
 def rectified_frames(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """The selected colour frames undistorted with their recorded calibration: PNGs +
@@ -101,7 +101,7 @@ def _skipped_table(skipped: list[SkippedFrame]) -> str:
 
 
 @asset(key=keys.POINTCLOUD_FRAMES, partitions_def=recordings_partitions, group_name="frames",
-       deps=[keys.RECTIFIED_FRAMES], code_version="2", automation_condition=RECOMPUTE,
+       deps=[keys.RECTIFIED_FRAMES], code_version="3", automation_condition=RECOMPUTE,
        kinds={"numpy", "parquet"}, owners=OWNERS)
 def pointcloud_frames(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """Each frame's LiDAR scan (within 0.1 s) and camera transform, or why it is image-only."""
