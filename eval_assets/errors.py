@@ -9,3 +9,15 @@ from __future__ import annotations
 
 class InputError(Exception):
     """Bad input: the message says which file or field, what is wrong, and how to fix it."""
+
+
+def yaml_problem(exc: Exception) -> str:
+    """A YAML parser error in one line: ``not valid YAML (<problem> at line L, column C)``.
+
+    The parser's own message spans several lines with a code excerpt; a config error names the
+    file, this and the fix.
+    """
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(exc, "problem", None) or type(exc).__name__
+    return f"not valid YAML ({problem}{where})"

@@ -44,7 +44,7 @@ import yaml
 from pydantic import ValidationError
 
 from eval_assets import progress
-from eval_assets.errors import InputError
+from eval_assets.errors import InputError, yaml_problem
 from eval_assets.recording import Recording, RecordingError, image_to_rgb
 from eval_assets.recording.messages import Image
 from eval_assets.recording.validate import find_duplicate_images
@@ -108,11 +108,8 @@ def load_selection_config(path: Path) -> FrameSelectionConfig:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or type(exc).__name__
-        raise FrameSelectionError(f"{path}: not valid YAML ({problem}{where}); fix: correct the "
-                                  "syntax") from None
+        raise FrameSelectionError(f"{path}: {yaml_problem(exc)}; fix: correct the syntax"
+                                  ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise FrameSelectionError(f"{path}: cannot be read ({exc}); fix: make it a readable "
                                   "UTF-8 YAML file") from None

@@ -67,6 +67,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from eval_assets import progress
+from eval_assets.errors import yaml_problem
 from eval_assets.metrics.judge_calibration import CalibrationReport, calibrate
 from eval_assets.metrics.judge_journal import (
     JOURNAL_CONTENT_LIMIT,
@@ -274,12 +275,8 @@ class JudgeConfig(BaseModel):
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:
-            # One line: the parser's own message spans several, with a code excerpt.
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            problem = getattr(exc, "problem", None) or type(exc).__name__
-            raise JudgeConfigError(f"{path}: not valid YAML ({problem}{where}); fix: correct "
-                                   f"the syntax") from None
+            raise JudgeConfigError(f"{path}: {yaml_problem(exc)}; fix: correct the syntax"
+                                   ) from None
         if not isinstance(data, dict):
             raise JudgeConfigError(f"{path}: expected a mapping of settings, got "
                                    f"{type(data).__name__}; fix: write 'key: value' lines")
