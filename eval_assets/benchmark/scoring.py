@@ -10,6 +10,7 @@ from typing import Any
 from eval_assets.atomic import write_text_atomic
 from eval_assets.benchmark.inputs import ModelRun, PrivateDataset
 from eval_assets.metrics.chair import chair_from_texts, load_coco_synonyms, tokenize_caption
+from eval_assets.metrics.circular import CircularCase, CircularReport, circular_eval
 from eval_assets.metrics.judge_calibration import CalibrationReport
 from eval_assets.metrics.pope import PopeResult, parse_pope_answer, pope_metrics
 from eval_assets.metrics.vision import (
@@ -23,7 +24,9 @@ from eval_assets.metrics.vision import (
 )
 from eval_assets.metrics.vqa import VqaReport, VqaRow, vqa_accuracy
 from eval_assets.schemas.annotations import FrameAnnotation
+from eval_assets.schemas.predictions import RUN_ROTATIONS, RotationRecord, rotate_choices
 from eval_assets.schemas.results import ChairScores, JudgeScores, PredictionCounts, VisionScores
+from eval_assets.schemas.vqa import read_jsonl
 
 DESCRIPTION_CLASS = "frame_description"
 PRESENCE = "presence"
@@ -34,9 +37,9 @@ def vqa_rows(data: PrivateDataset, run: ModelRun, recording: str) -> list[VqaRow
     """One row per labelled case; a case the model never answered counts as a failed call."""
     rows = []
     for label in data.labels:
-        answer = run.answers.get(label.case_id)
+        answer = run.answers.get(label.id)
         prediction = answer.raw_response if answer and answer.status == "success" else None
-        rows.append(VqaRow(case_id=label.case_id, family=label.family, recording=recording,
+        rows.append(VqaRow(case_id=label.id, family=label.family, recording=recording,
                            frame_index=label.frame_index, choices=label.choices,
                            answer=label.answer, prediction=prediction))
     return rows
@@ -47,6 +50,46 @@ def score_vqa(data: PrivateDataset, run: ModelRun, recording: str) -> VqaReport:
     return vqa_accuracy(vqa_rows(data, run, recording))
 
 
+def load_rotations(run_dir: Path) -> dict[tuple[str, int], RotationRecord] | None:
+    """The standing rotated re-asks of a run folder by (case id, rotation); None when the run
+    did not ask rotations (no ``rotations.jsonl``)."""
+    path = Path(run_dir) / RUN_ROTATIONS
+    if not path.is_file():
+        return None
+    return {(r.case_id, r.rotation): r for r in read_jsonl(path, RotationRecord)}
+
+
+def circular_cases(data: PrivateDataset, run: ModelRun,
+                   rotations: dict[tuple[str, int], RotationRecord],
+                   recording: str) -> list[CircularCase]:
+    """One CircularEval case per label: rotation 0 from the answers, the others from
+    ``rotations``. A rotation without a record, or whose record shows the choices in another
+    order than the label's rotated choices (a dataset changed since the run), was not asked."""
+    cases = []
+    for label in data.labels:
+        answer = run.answers.get(label.id)
+        replies: dict[int, str | None] = {
+            0: answer.raw_response if answer and answer.status == "success" else None}
+        for r in range(1, len(label.choices)):
+            record = rotations.get((label.id, r))
+            if record is None or record.choices != rotate_choices(label.choices, r):
+                continue
+            replies[r] = record.raw_response if record.status == "success" else None
+        cases.append(CircularCase(case_id=label.id, family=label.family, recording=recording,
+                                  frame_index=label.frame_index, choices=label.choices,
+                                  answer=label.answer, replies=replies))
+    return cases
+
+
+def score_circular(data: PrivateDataset, run: ModelRun,
+                   rotations: dict[tuple[str, int], RotationRecord] | None,
+                   recording: str) -> CircularReport | None:
+    """CircularEval and position bias; None when the run asked no rotations (not measured)."""
+    if rotations is None:
+        return None
+    return circular_eval(circular_cases(data, run, rotations, recording))
+
+
 def score_pope(data: PrivateDataset, run: ModelRun) -> PopeResult | None:
     """POPE over the presence cases the model answered; ``None`` when there are none.
 
@@ -55,7 +98,7 @@ def score_pope(data: PrivateDataset, run: ModelRun) -> PopeResult | None:
     """
     answers, labels = [], []
     for label in data.labels:
-        record = run.answers.get(label.case_id)
+        record = run.answers.get(label.id)
         if label.family != PRESENCE or record is None or record.status != "success":
             continue
         answers.append(parse_pope_answer(record.raw_response or ""))
@@ -89,13 +132,13 @@ def avlm_mcq_rows(data: PrivateDataset, run: ModelRun) -> list[dict[str, Any]]:
     """
     rows = []
     for index, label in enumerate(data.labels):
-        case = data.cases[label.case_id]
-        record = run.answers.get(label.case_id)
+        case = data.cases[label.id]
+        record = run.answers.get(label.id)
         ok = record is not None and record.status == "success"
         question = f"{case.question}\n" + "\n".join(_lettered(case.choices))
         rows.append({
             "index": index,
-            "id": label.case_id,
+            "id": label.id,
             "class": label.family,
             "evaluation_type": "mcq",
             "inference_status": "success" if ok else "failed",
@@ -109,7 +152,7 @@ def avlm_mcq_rows(data: PrivateDataset, run: ModelRun) -> list[dict[str, Any]]:
 
 def evidence_metadata(data: PrivateDataset, frame_index: int) -> dict[str, Any]:
     """The frame's private evidence for the judge: what was detected, where, and how far."""
-    truth = data.ground_truth(frame_index)
+    truth = data.evidence(frame_index)
     if truth is None:
         return {"frame_index": frame_index, "detections": []}
     detections = [
@@ -199,7 +242,7 @@ def score_chair(
                 continue
             truth = list(annotations[frame_index].coco_objects)
         else:
-            audit = data.ground_truth(frame_index)
+            audit = data.evidence(frame_index)
             names = sorted({d.name for d in audit.detections}) if audit else []
             truth = sorted({synonyms[t] for name in names
                             for t in tokenize_caption(name, synonyms) if t in synonyms})

@@ -137,6 +137,8 @@ class VLMClientResource(ConfigurableResource):
     and the other settings
     from here, unless the entry sets them. ``base_url`` + ``model`` configure :meth:`client` for
     one fixed endpoint. ``api_key_env`` is the NAME of the variable holding the key.
+    ``rotations`` (CircularEval, on by default for the report) also asks every case with its
+    choices rotated: a case of k choices costs k calls instead of one.
     """
 
     base_url: str = ""
@@ -149,6 +151,7 @@ class VLMClientResource(ConfigurableResource):
     max_retries: int = 4
     backoff_base_s: float = 1.0
     backoff_max_s: float = 60.0
+    rotations: bool = True
 
     def defaults(self) -> dict[str, object]:
         """The client settings that do not pick an endpoint."""

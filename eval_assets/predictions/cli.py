@@ -1,12 +1,17 @@
 """Commands of the predictions stage, registered by ``eval_assets.cli``:
 
     eval-assets serve --model random|blind-smollm2 [--port 8000] [--seed 0]
-    eval-assets vqa run DATASET --model NAME [--base-url URL] [--output DIR]
+    eval-assets vqa run DATASET --model NAME [--base-url URL] [--output DIR] [--circular]
 
 ``vqa run`` mirrors ``dimos evals vqa run``: it answers a public dataset's cases with one model
 and writes a run folder (config.json, answers.jsonl, descriptions.jsonl, summary.json); scoring
 against the private labels is a separate step. Rerunning the same command resumes: completed
 answers are kept, only missing and failed ones are asked again.
+
+``--circular`` (off by default here, so a plain run costs what dimOS's does: one call per case)
+also asks every case with its choices rotated, for CircularEval and position bias, into
+``rotations.jsonl``. The Dagster pipeline, which builds the report, asks them by default (the
+``vlm`` resource's ``rotations``).
 """
 
 from __future__ import annotations
@@ -57,6 +62,10 @@ def vqa_run_command(
     timeout_s: float | None = typer.Option(None, help="Seconds per request (default 60)."),
     max_retries: int = typer.Option(4, help="Retries of a transient failure (429, 5xx, timeout)."),
     describe: bool = typer.Option(True, help="Also ask for a description of every frame."),
+    circular: bool = typer.Option(
+        False, "--circular/--no-circular",
+        help="Also ask every case with its choices rotated (CircularEval, position bias; "
+             "rotations.jsonl). A case of k choices then costs k calls."),
     models_file: Path | None = typer.Option(None, help="Models file (default data/models.yaml)."),
 ) -> None:
     """Answer every case of DATASET with one model and write the run folder (no scoring)."""
@@ -85,7 +94,8 @@ def vqa_run_command(
         with open_endpoint(spec, {"max_retries": max_retries}, base_url=base_url) as settings, \
                 OpenAIVLMClient(settings) as client:
             result = run_predictions(dataset, client, out,
-                                     max_concurrency=settings.max_concurrency, describe=describe)
+                                     max_concurrency=settings.max_concurrency, describe=describe,
+                                     rotations=circular)
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from exc
@@ -93,11 +103,19 @@ def vqa_run_command(
     typer.echo(f"{spec.name}: {answers.success}/{answers.total} cases answered "
                f"({answers.unmatched_choices} name no choice), {answers.failed} failed; "
                f"{result.calls_made} calls made, {result.skipped} resumed")
+    if result.summary.rotations is not None:
+        r = result.summary.rotations
+        typer.echo(f"rotations: {r.success}/{r.total} answered ({r.unmatched_choices} name no "
+                   f"choice), {r.failed} failed")
     if result.summary.descriptions is not None:
         d = result.summary.descriptions
         typer.echo(f"descriptions: {d.success}/{d.total}, {d.failed} failed")
     typer.echo(f"run folder: {out}")
     if not result.summary.complete:
-        typer.echo(f"incomplete ({answers.error_counts}); rerun the same command to retry only "
+        errors = {**answers.error_counts}
+        for summary in (result.summary.rotations, result.summary.descriptions):
+            for category, count in (summary.error_counts if summary else {}).items():
+                errors[category] = errors.get(category, 0) + count
+        typer.echo(f"incomplete ({errors}); rerun the same command to retry only "
                    f"the failed calls", err=True)
         raise typer.Exit(1)

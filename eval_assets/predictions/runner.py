@@ -1,8 +1,10 @@
 """Run a VLM over a public dataset: refill scheduling, resume, and the run folder.
 
 Only ``cases.jsonl`` and the PNGs under ``assets/`` of a dataset are ever opened; labels and the
-audit stay unread, so nothing private can reach a model. Requests are kept at ``max_concurrency``
-in flight: a new one starts as soon as any finishes. Each finished call is journalled before the
+audit stay unread, so nothing private can reach a model. With ``rotations`` each case is also
+asked with its choices rotated (CircularEval): the same request built from the same public
+fields, only the order of the choices differs. Requests are kept at ``max_concurrency`` in
+flight: a new one starts as soon as any finishes. Each finished call is journalled before the
 next one is scheduled in its place, which makes an interrupted run resumable at any point.
 """
 
@@ -35,6 +37,7 @@ from eval_assets.predictions.store import (
     answer_key,
     description_key,
     exclusive_run_lock,
+    rotation_key,
 )
 from eval_assets.schemas.predictions import (
     RUN_ANSWERS,
@@ -43,19 +46,23 @@ from eval_assets.schemas.predictions import (
     RUN_DESCRIPTIONS,
     RUN_DESCRIPTIONS_JOURNAL,
     RUN_LOCK,
+    RUN_ROTATIONS,
+    RUN_ROTATIONS_JOURNAL,
     RUN_SUMMARY,
     AnswerRecord,
     CallSummary,
     DescriptionRecord,
     LatencyStats,
     ModelSpec,
+    RotationRecord,
     RunConfig,
     RunSummary,
     TokenUsage,
+    rotate_choices,
 )
 from eval_assets.schemas.vqa import DATASET_ASSETS, DATASET_CASES, Case
 
-Record = AnswerRecord | DescriptionRecord
+Record = AnswerRecord | DescriptionRecord | RotationRecord
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,28 @@ class Frame:
 
     frame: str
     image: str
+
+
+@dataclass(frozen=True)
+class Rotation:
+    """One extra variant of a case: its choices shown rotated by ``rotation`` (1 .. k - 1)."""
+
+    case: Case
+    rotation: int
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.case.id, self.rotation)
+
+    def shown(self) -> Case:
+        """The public case as the model is asked it: only the order of the choices differs."""
+        return Case(id=self.case.id, image=self.case.image, question=self.case.question,
+                    choices=rotate_choices(self.case.choices, self.rotation))
+
+
+def rotations_of(cases: Sequence[Case]) -> list[Rotation]:
+    """Every case's rotations 1 .. k - 1 (k choices), in case order then rotation order."""
+    return [Rotation(c, r) for c in cases for r in range(1, len(c.choices))]
 
 
 @dataclass(frozen=True)
@@ -116,12 +145,12 @@ def load_public_cases(dataset_dir: Path) -> list[Case]:
             field = ".".join(str(p) for p in first["loc"]) or "(line)"
             raise ValueError(
                 f"{where}: field {field!r}: {first['msg']}; each line must be a JSON object with "
-                f"exactly case_id, image, question and choices (a list of at least 2 strings)"
+                f"exactly id, image, question and choices (a list of at least 2 strings)"
             ) from exc
-        if case.case_id in seen:
-            raise ValueError(f"{where}: field 'case_id' repeats {case.case_id!r}; case ids must "
+        if case.id in seen:
+            raise ValueError(f"{where}: field 'id' repeats {case.id!r}; case ids must "
                              f"be unique, regenerate the dataset")
-        seen.add(case.case_id)
+        seen.add(case.id)
         _check_image_path(dataset_dir, case.image, where)
         cases.append(case)
     if not cases:
@@ -149,18 +178,23 @@ def public_fingerprint(dataset_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def _content_hashes(dataset_dir: Path, cases: Sequence[Case],
-                    frames: Sequence[Frame]) -> dict[str, str]:
-    """The model-facing content hash of every case (by case id) and frame (by image path).
+def _content_hashes(dataset_dir: Path, cases: Sequence[Case], frames: Sequence[Frame],
+                    rotations: Sequence[Rotation] = ()) -> dict[str | tuple[str, int], str]:
+    """The model-facing content hash of every case (by case id), frame (by image path) and
+    rotation (by (case id, rotation)).
 
     Each image is read once, here, so that what is reused is decided by the bytes a model would
     be sent now, not by names.
     """
     image_sha = {image: hashlib.sha256(read_png(dataset_dir / image)).hexdigest()
                  for image in sorted({c.image for c in cases})}
-    hashes = {c.case_id: vqa_content_sha256(image_sha[c.image], c.question, c.choices)
-              for c in cases}
+    hashes: dict[str | tuple[str, int], str] = {
+        c.id: vqa_content_sha256(image_sha[c.image], c.question, c.choices) for c in cases}
     hashes.update({f.image: description_content_sha256(image_sha[f.image]) for f in frames})
+    for variant in rotations:
+        shown = variant.shown()
+        hashes[variant.key] = vqa_content_sha256(image_sha[shown.image], shown.question,
+                                                 shown.choices)
     return hashes
 
 
@@ -194,7 +228,8 @@ def summarise(records: Sequence[Record], total: int) -> CallSummary:
         total_tokens=_sum_or_none([u.total_tokens for u in usages]),
     )
     errors = Counter(r.error_category for r in records if r.error_category is not None)
-    unmatched = sum(1 for r in ok if isinstance(r, AnswerRecord) and r.choice is None)
+    unmatched = sum(1 for r in ok
+                    if isinstance(r, AnswerRecord | RotationRecord) and r.choice is None)
     return CallSummary(
         total=total, success=len(ok), failed=len(records) - len(ok),
         missing=total - len(records), error_counts=dict(sorted(errors.items())),
@@ -241,6 +276,7 @@ def run_predictions(
     *,
     max_concurrency: int,
     describe: bool = True,
+    rotations: bool = False,
     on_record: Callable[[Record], None] | None = None,
 ) -> RunResult:
     """Answer every public case (and describe every frame) once, resuming what is stored.
@@ -248,6 +284,13 @@ def run_predictions(
     Writes ``config.json`` first, journals each call as it finishes, and at the end writes
     ``answers.jsonl`` / ``descriptions.jsonl`` (standing record per case / frame, dataset order)
     and ``summary.json``. ``on_record`` is called after each record is durable.
+
+    ``rotations`` (CircularEval): also ask each case of k choices k - 1 more times, with its
+    choices rotated by 1 .. k - 1, journalled and resumed by content like the answers; their
+    standing records go to ``rotations.jsonl`` (case order, then rotation). ``answers.jsonl``
+    keeps only the original order. Without it a ``rotations.jsonl`` of an earlier run is removed
+    (its journal stays, so asking again later repeats nothing), so the file always belongs to
+    the current answers.
     """
     if max_concurrency < 1:
         raise ValueError(f"max_concurrency is {max_concurrency}; it must be at least 1")
@@ -255,6 +298,7 @@ def run_predictions(
     out_dir = Path(out_dir)
     cases = load_public_cases(dataset_dir)
     frames = frames_of(cases) if describe else []
+    variants = rotations_of(cases) if rotations else []
     generation = client.generation
     config_hash = generation.config_hash()
     run_config = RunConfig(
@@ -262,21 +306,26 @@ def run_predictions(
         cases_sha256=hashlib.sha256((dataset_dir / DATASET_CASES).read_bytes()).hexdigest(),
         num_cases=len(cases), num_frames=len(frames), generation=generation,
         config_hash=config_hash, describe=describe,
-        description_prompt=DESCRIPTION_PROMPT if describe else None,
+        description_prompt=DESCRIPTION_PROMPT if describe else None, rotations=rotations,
         max_concurrency=max_concurrency, client=client.public_settings(),
     )
     model = generation.model
     with exclusive_run_lock(out_dir / RUN_LOCK), \
             Journal(out_dir / RUN_ANSWERS_JOURNAL, AnswerRecord, answer_key) as answers, \
             Journal(out_dir / RUN_DESCRIPTIONS_JOURNAL, DescriptionRecord,
-                    description_key) as descriptions:
+                    description_key) as descriptions, \
+            _rotation_journal(out_dir, rotations) as rotated:
         write_text_atomic(out_dir / RUN_CONFIG, _dump_document(run_config))
-        content = _content_hashes(dataset_dir, cases, frames)
-        answer_keys = {c.case_id: (c.case_id, model, config_hash, content[c.case_id])
+        content = _content_hashes(dataset_dir, cases, frames, variants)
+        answer_keys = {c.id: (c.id, model, config_hash, content[c.id])
                        for c in cases}
         frame_keys = {f.frame: (f.frame, model, config_hash, content[f.image]) for f in frames}
-        pending_cases = [c for c in cases if not answers.succeeded(answer_keys[c.case_id])]
+        rotation_keys = {v.key: (v.case.id, model, config_hash, content[v.key])
+                         for v in variants}
+        pending_cases = [c for c in cases if not answers.succeeded(answer_keys[c.id])]
         pending_frames = [f for f in frames if not descriptions.succeeded(frame_keys[f.frame])]
+        pending_rotations = [v for v in variants
+                             if rotated is None or not rotated.succeeded(rotation_keys[v.key])]
         calls = 0
         bar: list[progress.Advance] = []  # set once the loop starts; tasks only run inside it
 
@@ -291,36 +340,75 @@ def run_predictions(
         def answer_task(case: Case) -> Callable[[], None]:
             return lambda: record(answers, client.answer(
                 case, read_png(dataset_dir / case.image)).model_copy(
-                    update={"content_sha256": content[case.case_id]}))
+                    update={"content_sha256": content[case.id]}))
+
+        def rotation_task(variant: Rotation) -> Callable[[], None]:
+            def ask() -> None:
+                assert rotated is not None
+                shown = variant.shown()
+                reply = client.answer(shown, read_png(dataset_dir / shown.image))
+                record(rotated, RotationRecord.model_validate({
+                    **reply.model_dump(exclude={"kind"}), "rotation": variant.rotation,
+                    "choices": shown.choices, "content_sha256": content[variant.key]}))
+            return ask
 
         def describe_task(frame: Frame) -> Callable[[], None]:
             return lambda: record(descriptions, client.describe(
                 frame.frame, frame.image, read_png(dataset_dir / frame.image)).model_copy(
                     update={"content_sha256": content[frame.image]}))
 
-        tasks = [answer_task(c) for c in pending_cases] + [describe_task(f) for f in
-                                                           pending_frames]
-        label = f"{generation.model}: answers and descriptions"
+        # Each case's rotations right after it: a model that caches by prompt prefix (the
+        # local blind baseline) then finds the case's question still cached.
+        by_case: dict[str, list[Rotation]] = {}
+        for v in pending_rotations:
+            by_case.setdefault(v.case.id, []).append(v)
+        pending_ids = {c.id for c in pending_cases}
+        tasks = [task for c in cases for task in (
+            ([answer_task(c)] if c.id in pending_ids else [])
+            + [rotation_task(v) for v in by_case.get(c.id, [])])]
+        tasks += [describe_task(f) for f in pending_frames]
+        label = f"{generation.model}: answers{', rotations' if rotations else ''} and descriptions"
         with progress.task(label, total=len(tasks)) as advance:
             bar.append(advance)
             _schedule(iter(tasks), max_concurrency)
 
         standing_answers = [r for c in cases
-                            if (r := answers.get(answer_keys[c.case_id])) is not None]
+                            if (r := answers.get(answer_keys[c.id])) is not None]
         standing_descriptions = [r for f in frames
                                  if (r := descriptions.get(frame_keys[f.frame])) is not None]
+        # A stored record stands for its content; the rotation number is the current one.
+        standing_rotations = [r.model_copy(update={"rotation": v.rotation})
+                              for v in variants if rotated is not None
+                              and (r := rotated.get(rotation_keys[v.key])) is not None]
     answer_summary = summarise(standing_answers, len(cases))
     description_summary = summarise(standing_descriptions, len(frames)) if describe else None
-    complete = answer_summary.success == len(cases) and (
-        description_summary is None or description_summary.success == len(frames))
+    rotation_summary = summarise(standing_rotations, len(variants)) if rotations else None
+    complete = answer_summary.success == len(cases) and all(
+        s is None or s.success == s.total for s in (description_summary, rotation_summary))
     summary = RunSummary(model=model, config_hash=config_hash, complete=complete,
-                         answers=answer_summary, descriptions=description_summary)
+                         answers=answer_summary, descriptions=description_summary,
+                         rotations=rotation_summary)
     write_text_atomic(out_dir / RUN_ANSWERS, _dump_lines(standing_answers))
     if describe:
         write_text_atomic(out_dir / RUN_DESCRIPTIONS, _dump_lines(standing_descriptions))
+    if rotations:
+        write_text_atomic(out_dir / RUN_ROTATIONS, _dump_lines(standing_rotations))
+    else:
+        (out_dir / RUN_ROTATIONS).unlink(missing_ok=True)
     write_text_atomic(out_dir / RUN_SUMMARY, _dump_document(summary))
-    skipped = len(cases) - len(pending_cases) + len(frames) - len(pending_frames)
+    skipped = (len(cases) - len(pending_cases) + len(frames) - len(pending_frames)
+               + len(variants) - len(pending_rotations))
     return RunResult(out_dir=out_dir, summary=summary, calls_made=calls, skipped=skipped)
+
+
+@contextlib.contextmanager
+def _rotation_journal(out_dir: Path, rotations: bool) -> Iterator[Journal[RotationRecord] | None]:
+    """The rotations journal when rotations are asked; no file is created otherwise."""
+    if not rotations:
+        yield None
+        return
+    with Journal(out_dir / RUN_ROTATIONS_JOURNAL, RotationRecord, rotation_key) as journal:
+        yield journal
 
 
 @contextlib.contextmanager

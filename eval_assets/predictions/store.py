@@ -19,7 +19,7 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from eval_assets.schemas.predictions import AnswerRecord, DescriptionRecord
+from eval_assets.schemas.predictions import AnswerRecord, DescriptionRecord, RotationRecord
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -29,6 +29,16 @@ def answer_key(record: AnswerRecord) -> tuple[str, str, str, str | None]:
 
     The content hash makes a case id alone worthless as identity: a case regenerated with another
     image, question or choices under the same id is asked again.
+    """
+    return (record.case_id, record.model, record.config_hash, record.content_sha256)
+
+
+def rotation_key(record: RotationRecord) -> tuple[str, str, str, str | None]:
+    """Resume key of a rotated re-ask: (case_id, model, config_hash, content_sha256).
+
+    The content hash covers the choices in the order shown, so it alone tells the rotations of a
+    case apart; the rotation number is not part of the key. A case regenerated with its choices
+    in another order reuses the answers to every order that was already asked.
     """
     return (record.case_id, record.model, record.config_hash, record.content_sha256)
 

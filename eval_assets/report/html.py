@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from eval_assets.atomic import write_text_atomic
+from eval_assets.metrics.circular import CircularGroupStats, PositionBias
 from eval_assets.metrics.stats import MIN_RELIABLE_N, PairedComparison
 from eval_assets.report.coverage import Coverage, build_coverage, short_sha
 from eval_assets.report.history import NightResult, NightScore, night_scores
@@ -40,6 +41,7 @@ from eval_assets.report.leaderboard import (
     ANSWERED,
     COMMON,
     METHODS,
+    circular_by_model,
     family_column,
     leaderboard_families,
     mcq_measured,
@@ -49,6 +51,7 @@ from eval_assets.report.leaderboard import (
 from eval_assets.report.overlays import DEFAULT_DEPTH_RANGE, depth_colours
 from eval_assets.schemas.report import CaseCard, FrameImage, frame_key
 from eval_assets.schemas.results import BenchmarkResult, JudgeScores
+from eval_assets.schemas.vqa import FAMILY_NAMES
 
 __all__ = ["CASES_PER_PAGE", "MCQ_NOT_MEASURED", "NO_NIGHTS", "render_report", "write_report"]
 
@@ -660,6 +663,92 @@ def _comparisons(comparisons: Sequence[PairedComparison]) -> str:
                     _table(headers, rows) + "".join(notes))
 
 
+def _bias_test(bias: PositionBias) -> str:
+    if bias.chi2 is None or bias.p_value is None:
+        return _NA
+    return f"{bias.chi2:.1f} ({bias.df}), p {_p_value(bias.p_value)}"
+
+
+def _shares(bias: PositionBias) -> str:
+    """Per displayed position: share of answers choosing it / share of gold answers there."""
+    if not bias.n:
+        return _NA
+    return " · ".join(
+        f"{p}: {_pct(a, 0)} / {_pct(g, 0)}"
+        for p, (a, g) in enumerate(zip(bias.answer_share, bias.gold_share, strict=True), 1))
+
+
+def _circular_cell(stats: CircularGroupStats) -> str:
+    return _acc_cell(stats.accuracy, stats.ci_low, stats.ci_high, stats.n)
+
+
+CIRCULAR_LEAD = (
+    "Each case of k choices is also asked with its choices rotated (rotation r shows "
+    "choices[r:] + choices[:r]), so over its k rotations the gold answer is shown once at "
+    "every position. <b>CircularEval</b>: the share of cases answered correctly under every "
+    "rotation (a failed call or unparseable reply in any rotation is a miss; cases with a "
+    "rotation never asked are left out and counted); chance k<sup>-k</sup>. <b>Under "
+    "rotation</b>: accuracy over all k answers of those cases; <b>rotation 0</b>: the usual "
+    "answer on the same cases. <b>Position bias</b>: for each displayed position, the share "
+    "of answers choosing it against the share of the same prompts whose gold answer is there "
+    "(answer / gold, position 1 shown first); the largest gap, and a chi-square goodness-of-fit "
+    "test of chosen against gold positions (df, p; it treats answers as independent) over n "
+    "answers that named a choice. A model that answers by content has no gap. ")
+
+
+def _circular(results: Sequence[BenchmarkResult], coverage: Coverage) -> str:
+    """CircularEval and position bias per model, and CircularEval per family."""
+    lead = CIRCULAR_LEAD + _INTERVAL_NOTE + (
+        f" Cells over fewer than {MIN_RELIABLE_N} cases are faded and marked.")
+    title = "Position bias (CircularEval)"
+    pooled = circular_by_model(results, coverage=coverage)
+    if not pooled:
+        return _section("circular", title, lead, '<p class="empty">Not measured: no run asked '
+                        "the rotated choices (the <code>vlm</code> resource's "
+                        "<code>rotations</code> is off, or <code>eval-assets vqa run</code> "
+                        "ran without <code>--circular</code>).</p>")
+    unmeasured = sorted({r.model for r in results if coverage.usable(r)} - set(pooled))
+    headers = [("Model", False), ("Cases", False), ("CircularEval [95% CI]", False),
+               ("n (not asked)", True), ("Chance", True), ("Under rotation [95% CI]", False),
+               ("Answers", True), ("Rotation 0", True), ("Largest gap (position)", True),
+               ("Chi-square (df), p", True), ("n", True), ("Answer / gold share by position",
+                                                         False)]
+    rows, classes = [], []
+    for model, (case_set, c, _) in pooled.items():
+        b = c.bias
+        gap = _NA if b.max_gap is None else f"{b.max_gap * 100:.1f} pts ({b.max_gap_position})"
+        rows.append([
+            f'<span class="model">{_e(model)}</span>',
+            "common" if case_set == COMMON else "every answered",
+            _circular_cell(c), f"{_int(c.n)} ({_int(c.not_asked)})", _pct(c.chance),
+            _acc_cell(c.rotation_accuracy, c.rotation_ci_low, c.rotation_ci_high),
+            _int(c.n_answers), _pct(c.original_accuracy), gap, _bias_test(b), _int(b.n),
+            _shares(b)])
+        classes.append("lown" if _low(c.n) else "")
+    body = _table(headers, rows, classes)
+    if unmeasured:
+        body += (f'<p class="summary">Not measured (no rotations asked): '
+                 f"{_e(', '.join(unmeasured))}.</p>")
+    families = sorted({f for _, _, by in pooled.values() for f in by},
+                      key=lambda f: (FAMILY_NAMES.index(f) if f in FAMILY_NAMES
+                                     else len(FAMILY_NAMES), f))
+    if families:
+        fam_rows = []
+        for family in families:
+            cells = [f"<b>{_e(family.replace('_', ' '))}</b>"]
+            for _, _, by in pooled.values():
+                stats = by.get(family)
+                if stats is None or not stats.n:
+                    cells.append(_NA)
+                    continue
+                cell = _circular_cell(stats) + f' <span class="ci">n={stats.n}</span>'
+                cells.append(f'<span class="lown">{cell}</span>' if _low(stats.n) else cell)
+            fam_rows.append(cells)
+        body += ("<h3>CircularEval by question family</h3>"
+                 + _table([("Family", False)] + [(m, False) for m in pooled], fam_rows))
+    return _section("circular", title, lead, body)
+
+
 def _families(leaderboard: pd.DataFrame) -> str:
     pooled = leaderboard[(leaderboard["recording"] == ALL_RECORDINGS)
                          & (leaderboard["case_set"] == COMMON)]
@@ -1167,12 +1256,14 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[BenchmarkResult],
         sub.append(f"generated {generated_at}")
     nav = "".join(f'<a href="#{a}">{_e(t)}</a>' for a, t in (
         ("headline", "Headline"), ("coverage", "Coverage"), ("comparisons", "Comparisons"),
-        ("families", "Families"), ("recordings", "Recordings"), ("nights", "Across nights"),
+        ("circular", "Position bias"), ("families", "Families"), ("recordings", "Recordings"),
+        ("nights", "Across nights"),
         ("not-computed", "Not computed"), ("pope", "POPE"), ("mcq", "MCQ"), ("judge", "Judge"),
         ("vision", "Vision"), ("chair", "CHAIR"), ("cases", "Cases"), ("methods", "Methods")))
     body = "".join([
         _headline(leaderboard, coverage), _coverage(coverage), _comparisons(comparisons),
-        _families(leaderboard), _recordings(leaderboard), _nights(history),
+        _circular(results, coverage), _families(leaderboard), _recordings(leaderboard),
+        _nights(history),
         _not_computed(results), _pope(results), _mcq(results), _judge(results),
         _vision(results), _chair(results), _cases(cards, frames), _methods(),
     ])

@@ -14,6 +14,11 @@ Pooled rows are recomputed from the pooled per-case rows (correct / n, an interv
 frame, POPE from the summed confusion matrix), never averaged from per-recording percentages:
 an average of percentages weights a 3-case recording like a 300-case one. A quantity with an
 empty denominator is NaN in the table and null in the JSON, never 0.
+
+CircularEval and position bias (``circular_*``, ``rotation_*``, ``position_bias_*`` columns) are
+pooled the same way, from the per-case rows of each result's ``circular`` report, and restricted
+to the row's case set like accuracy; a result without rotations contributes its cases to
+``circular_not_asked`` only. With no rotations at all they are null.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eval_assets.atomic import write_bytes_atomic, write_text_atomic
+from eval_assets.metrics.circular import CircularGroupStats, CircularRow, circular_group_stats
 from eval_assets.metrics.stats import (
     ALPHA,
     BOOTSTRAP_REPLICATES,
@@ -56,6 +62,7 @@ __all__ = [
     "ALL_RECORDINGS",
     "ANSWERED",
     "BASE_COLUMNS",
+    "CIRCULAR_COLUMNS",
     "COMMON",
     "FAMILY_STATS",
     "LEADERBOARD_FORMAT",
@@ -65,6 +72,7 @@ __all__ = [
     "MIN_RELIABLE_N",
     "PooledVqa",
     "build_leaderboard",
+    "circular_by_model",
     "family_column",
     "leaderboard_families",
     "leaderboard_json",
@@ -79,7 +87,7 @@ __all__ = [
 ALL_RECORDINGS = "all recordings"
 LEADERBOARD_PARQUET = "leaderboard.parquet"
 LEADERBOARD_JSON = "leaderboard.json"
-LEADERBOARD_FORMAT = "eval_assets.leaderboard/3"
+LEADERBOARD_FORMAT = "eval_assets.leaderboard/4"
 COMMON = "common"  # case_set of rows on the cases every ranked model answered
 ANSWERED = "answered"  # case_set of rows on every case one model answered
 
@@ -125,6 +133,24 @@ METHODS: dict[str, Any] = {
     "mcq": "AVLM MCQ columns are null unless every case was prompted with lettered (A) ... "
            "choices (mcq_lettered_cases); the AVLM strict score of a choice-text prompt "
            "measures the prompt format, not the model",
+    "circular_eval": "each case of k choices is also asked with its choices rotated by 1 .. "
+                     "k-1 (rotation r shows choices[r:] + choices[:r]); circular_n counts the "
+                     "cases whose every rotation was asked (a failed call or unparseable reply "
+                     "counts as wrong), circular_not_asked those left out because a rotation "
+                     "was never asked. circular_accuracy = cases answered correctly under every "
+                     "rotation / circular_n, with the frame-clustered 95% interval; "
+                     "circular_chance = mean of k^-k (a random guesser). rotation_accuracy = "
+                     "correct answers / all rotation answers of those cases (k per case), same "
+                     "interval; original_accuracy: rotation 0 alone on the same cases",
+    "position_bias": "over the rotation answers of the circular_n cases that named a choice "
+                     "(position_bias_n): the share choosing each displayed position against "
+                     "the share of those prompts whose gold answer is there (rotations balance "
+                     "gold over positions); position_bias_gap = the largest absolute difference "
+                     "of the two shares, at position_bias_position (1 = shown first); "
+                     "position_bias_chi2 / _df / _p: Pearson chi-square goodness of fit of the "
+                     "chosen positions against the gold positions (treats answers as "
+                     "independent); null when no answer named a choice or fewer than 2 "
+                     "positions hold a gold answer",
     "alpha": ALPHA,
     "power": POWER,
     "min_reliable_n": MIN_RELIABLE_N,
@@ -147,6 +173,23 @@ BASE_COLUMNS: tuple[str, ...] = (
     "failed_calls",
     "parse_failure_rate",
     "chance",
+    "circular_accuracy",
+    "circular_ci_low",
+    "circular_ci_high",
+    "circular_n",
+    "circular_not_asked",
+    "circular_chance",
+    "rotation_accuracy",
+    "rotation_ci_low",
+    "rotation_ci_high",
+    "rotation_n_answers",
+    "original_accuracy",
+    "position_bias_gap",
+    "position_bias_position",
+    "position_bias_chi2",
+    "position_bias_df",
+    "position_bias_p",
+    "position_bias_n",
     "pope_f1",
     "pope_accuracy",
     "pope_precision",
@@ -168,13 +211,22 @@ BASE_COLUMNS: tuple[str, ...] = (
     "chair_n_captions",
 )
 FAMILY_STATS: tuple[str, ...] = ("accuracy", "n", "ci_low", "ci_high", "chance")
+# Per family, after FAMILY_STATS: CircularEval accuracy and its n (null without rotations).
+CIRCULAR_FAMILY_STATS: tuple[str, ...] = ("circular", "circular_n")
 _INT_COLUMNS = {"n_cases", "n_frames", "correct", "parse_failures", "failed_calls"}
 # Counts of the per-result metrics: nullable (pandas Int64), null in 'common' rows.
 _OTHER_INT_COLUMNS = {
     "pope_n", "mcq_lettered_cases", "mcq_total", "judge_success", "judge_failed",
     "vision_n_frames", "chair_n_captions",
 }
+# CircularEval counts: nullable (Int64), null when no result of the row asked rotations.
+_CIRCULAR_INT_COLUMNS = {
+    "circular_n", "circular_not_asked", "rotation_n_answers", "position_bias_position",
+    "position_bias_df", "position_bias_n",
+}
 _OTHER_COLUMNS = BASE_COLUMNS[BASE_COLUMNS.index("pope_f1"):]
+CIRCULAR_COLUMNS = BASE_COLUMNS[BASE_COLUMNS.index("circular_accuracy"):
+                                BASE_COLUMNS.index("pope_f1")]
 
 
 def family_column(family: str, stat: str) -> str:
@@ -316,10 +368,65 @@ def _chair_columns(results: Sequence[BenchmarkResult]) -> dict[str, float]:
             "chair_n_captions": captions}
 
 
+def _circular_columns(stats: CircularGroupStats | None) -> dict[str, Any]:
+    """The CircularEval columns of one row; all null (counts NA) without rotations."""
+    if stats is None:
+        return {c: (pd.NA if c in _CIRCULAR_INT_COLUMNS else math.nan) for c in CIRCULAR_COLUMNS}
+    bias = stats.bias
+
+    def na(value: Any, integer: bool = False) -> Any:
+        return (pd.NA if integer else math.nan) if value is None else value
+
+    return {
+        "circular_accuracy": na(stats.accuracy), "circular_ci_low": na(stats.ci_low),
+        "circular_ci_high": na(stats.ci_high), "circular_n": stats.n,
+        "circular_not_asked": stats.not_asked, "circular_chance": na(stats.chance),
+        "rotation_accuracy": na(stats.rotation_accuracy),
+        "rotation_ci_low": na(stats.rotation_ci_low),
+        "rotation_ci_high": na(stats.rotation_ci_high), "rotation_n_answers": stats.n_answers,
+        "original_accuracy": na(stats.original_accuracy),
+        "position_bias_gap": na(bias.max_gap),
+        "position_bias_position": na(bias.max_gap_position, True),
+        "position_bias_chi2": na(bias.chi2), "position_bias_df": na(bias.df, True),
+        "position_bias_p": na(bias.p_value), "position_bias_n": bias.n,
+    }
+
+
+def _circular_pool(parts: Sequence[_Part]) -> tuple[CircularGroupStats | None,
+                                                    dict[str, CircularGroupStats]]:
+    """CircularEval of the cases of ``parts`` (overall, by family); None when no result of
+    them asked rotations. Cases of a result without rotations count as not asked."""
+    rows: list[CircularRow] = []
+    unasked: dict[str, int] = {}
+    measured = False
+    for r, part in parts:
+        wanted = {x.case_id for x in part}
+        if r.circular is None:
+            for x in part:
+                unasked[x.family] = unasked.get(x.family, 0) + 1
+            continue
+        measured = True
+        rows += [c for c in r.circular.rows if c.case_id in wanted]
+    if not measured:
+        return None, {}
+
+    def stats(subset: list[CircularRow], family: str | None) -> CircularGroupStats:
+        extra = sum(unasked.values()) if family is None else unasked.get(family, 0)
+        s = circular_group_stats(subset)
+        return s.model_copy(update={"not_asked": s.not_asked + extra}) if extra else s
+
+    families = sorted({c.family for c in rows} | set(unasked))
+    return stats(rows, None), {f: stats([c for c in rows if c.family == f], f)
+                               for f in families}
+
+
 def _row(recording: str, model: str, case_set: str, comparable: bool, overall: PooledVqa,
          by_family: dict[str, PooledVqa], group: Sequence[BenchmarkResult] | None,
-         families: Sequence[str]) -> dict[str, Any]:
-    """One leaderboard row; ``group`` None leaves the per-result metric columns null."""
+         families: Sequence[str],
+         circular: tuple[CircularGroupStats | None, dict[str, CircularGroupStats]] = (None, {}),
+         ) -> dict[str, Any]:
+    """One leaderboard row; ``group`` None leaves the per-result metric columns null;
+    ``circular`` is ``_circular_pool`` of the row's cases."""
     row: dict[str, Any] = {
         "recording": recording,
         "model": model,
@@ -336,6 +443,7 @@ def _row(recording: str, model: str, case_set: str, comparable: bool, overall: P
         "failed_calls": overall.failed_calls,
         "parse_failure_rate": overall.parse_failure_rate,
         "chance": overall.chance,
+        **_circular_columns(circular[0]),
     }
     if group is None:
         row.update({c: (pd.NA if c in _OTHER_INT_COLUMNS else math.nan) for c in _OTHER_COLUMNS})
@@ -347,6 +455,10 @@ def _row(recording: str, model: str, case_set: str, comparable: bool, overall: P
         for stat in FAMILY_STATS:
             value = getattr(stats, stat) if stats is not None else math.nan
             row[family_column(family, stat)] = value if stats is not None or stat != "n" else 0
+        circ = circular[1].get(family)
+        row[family_column(family, "circular")] = (
+            math.nan if circ is None or circ.accuracy is None else circ.accuracy)
+        row[family_column(family, "circular_n")] = pd.NA if circ is None else circ.n
     return row
 
 
@@ -416,30 +528,57 @@ def build_leaderboard(results: Sequence[BenchmarkResult], *,
             parts = [(r, [x for x in r.vqa.rows if case_key(r, x) in common]) for r in group]
             parts = [(r, part) for r, part in parts if part]
             rows.append(_row(ALL_RECORDINGS, model, COMMON, True,
-                             *_pool(parts, families, whole=False), None, families))
+                             *_pool(parts, families, whole=False), None, families,
+                             _circular_pool(parts)))
             for part in parts:
                 rows.append(_row(part[0].recording, model, COMMON, True,
-                                 *_pool([part], families, whole=False), None, families))
+                                 *_pool([part], families, whole=False), None, families,
+                                 _circular_pool([part])))
         everything = set().union(*keys.values())
+        whole = [(r, list(r.vqa.rows)) for r in group]
         rows.append(_row(ALL_RECORDINGS, model, ANSWERED, bool(common) and everything == common,
-                         *_pool([(r, list(r.vqa.rows)) for r in group], families, whole=True),
-                         group, families))
+                         *_pool(whole, families, whole=True), group, families,
+                         _circular_pool(whole)))
         for r in group:
             mine = {k for k in common if k[0] == r.recording}
             rows.append(_row(r.recording, model, ANSWERED, bool(mine) and keys[r.recording] == mine,
                              *_pool([(r, list(r.vqa.rows))], families, whole=True), [r],
-                             families))
-    columns = list(BASE_COLUMNS) + [family_column(f, s) for f in families for s in FAMILY_STATS]
+                             families, _circular_pool([(r, list(r.vqa.rows))])))
+    columns = list(BASE_COLUMNS) + [family_column(f, s) for f in families
+                                    for s in (*FAMILY_STATS, *CIRCULAR_FAMILY_STATS)]
     df = pd.DataFrame(rows, columns=columns)
     for column in columns[4:]:  # recording, model, case_set keep pandas' default string dtype
         if column in _INT_COLUMNS or column.endswith("__n"):
             df[column] = df[column].astype(np.int64)
-        elif column in _OTHER_INT_COLUMNS:
+        elif column in _OTHER_INT_COLUMNS | _CIRCULAR_INT_COLUMNS or column.endswith(
+                "__circular_n"):
             df[column] = df[column].astype("Int64")
         else:
             df[column] = df[column].astype(np.float64)
     df["comparable"] = df["comparable"].astype(bool)
     return df.reset_index(drop=True)
+
+
+def circular_by_model(results: Sequence[BenchmarkResult], *, coverage: Coverage | None = None,
+                      ) -> dict[str, tuple[str, CircularGroupStats, dict[str, CircularGroupStats]]]:
+    """Each model's pooled CircularEval (overall, by family) for the report: on the common
+    cases when the model is ranked, else on every case it answered (the case set is returned
+    first, ``COMMON`` or ``ANSWERED``). Models without any rotations are left out. The same
+    pooling as the leaderboard's ``ALL_RECORDINGS`` rows, so the numbers agree."""
+    if coverage is None:
+        coverage = build_coverage(results)
+    usable = [r for r in results if coverage.usable(r)]
+    common = set(coverage.common_cases)
+    out = {}
+    for model in sorted({r.model for r in usable}):
+        group = sorted((r for r in usable if r.model == model), key=lambda r: r.recording)
+        case_set = COMMON if common and model in coverage.ranked_models else ANSWERED
+        parts = [(r, [x for x in r.vqa.rows
+                      if case_set == ANSWERED or case_key(r, x) in common]) for r in group]
+        overall, by_family = _circular_pool([(r, part) for r, part in parts if part])
+        if overall is not None:
+            out[model] = (case_set, overall, by_family)
+    return out
 
 
 def ranked_rows(df: pd.DataFrame) -> pd.DataFrame:

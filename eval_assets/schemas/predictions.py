@@ -2,7 +2,8 @@
 
 Public cases are :class:`eval_assets.schemas.vqa.Case`. Everything here crosses a file boundary:
 the append-only journals and the run folder's ``config.json``, ``answers.jsonl``,
-``descriptions.jsonl`` and ``summary.json`` (written), and ``data/models.yaml`` (read).
+``descriptions.jsonl``, ``rotations.jsonl`` and ``summary.json`` (written), and
+``data/models.yaml`` (read).
 """
 
 from __future__ import annotations
@@ -13,24 +14,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Status = Literal["success", "failed"]
+# Failure categories of answers and descriptions, and the token counts, are those of the one chat
+# client (eval_assets.openai_chat), defined with its call result.
+from eval_assets.schemas.chat import RETRYABLE_CATEGORIES as RETRYABLE_CATEGORIES
+from eval_assets.schemas.chat import ChatErrorCategory as ErrorCategory
+from eval_assets.schemas.chat import TokenUsage as TokenUsage
 
-# Failure categories, shared by answers and descriptions. The first four are transient and retried
-# within a call; the rest come from a server that answered, so a same-request retry would not help
-# (the next run retries them anyway).
-ErrorCategory = Literal[
-    "rate_limited",  # HTTP 429
-    "server_error",  # HTTP 5xx
-    "timeout",  # no response within timeout_s
-    "connection_error",  # refused, reset, DNS
-    "client_error",  # other HTTP 4xx (bad request, auth, unknown model)
-    "malformed_response",  # not JSON, or no ``choices``
-    "empty_response",  # a choice without message content
-    "unexpected_error",  # anything else raised while calling or parsing
-]
-RETRYABLE_CATEGORIES: frozenset[str] = frozenset(
-    {"rate_limited", "server_error", "timeout", "connection_error"}
-)
+Status = Literal["success", "failed"]
 
 
 class GenerationConfig(BaseModel):
@@ -60,16 +50,6 @@ class GenerationConfig(BaseModel):
                                    else set())
         canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-class TokenUsage(BaseModel):
-    """Token counts as reported by the server (absent fields stay ``None``)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    total_tokens: int | None = None
 
 
 class _CallRecord(BaseModel):
@@ -105,6 +85,29 @@ class AnswerRecord(_CallRecord):
     extraction_tier: str | None = None
 
 
+class RotationRecord(_CallRecord):
+    """A model's answer to one public case asked again with its choices rotated (CircularEval).
+
+    Rotation ``r`` of a case with choices ``c`` shows ``c[r:] + c[:r]``; rotation 0 is the case
+    itself, whose answer is the :class:`AnswerRecord` in ``answers.jsonl``, so rotations here are
+    1 .. len(c) - 1. The request is built exactly like a case's (same prompt, question and image)
+    from public fields only; ``choices`` is the order the model was shown.
+    """
+
+    kind: Literal["rotation"] = "rotation"
+    case_id: str
+    rotation: int = Field(ge=1, description="r: the choices shown are choices[r:] + choices[:r]")
+    choices: list[str] = Field(min_length=2, description="the choices in the order shown")
+    choice: str | None = None
+    extraction_tier: str | None = None
+
+
+def rotate_choices(choices: list[str], rotation: int) -> list[str]:
+    """``choices[r:] + choices[:r]``: the order rotation ``r`` shows (0 is the original)."""
+    r = rotation % len(choices)
+    return list(choices[r:]) + list(choices[:r])
+
+
 class DescriptionRecord(_CallRecord):
     """A model's free-text description of one frame (for the vision metrics, CHAIR, the judge)."""
 
@@ -126,6 +129,9 @@ class RunConfig(BaseModel):
     config_hash: str
     describe: bool
     description_prompt: str | None
+    rotations: bool = Field(
+        default=False, description="Each case was also asked with its choices rotated "
+        "(CircularEval; rotations.jsonl).")
     max_concurrency: int
     client: dict[str, Any] = Field(description="Client settings (api_key_env is a name only).")
 
@@ -167,9 +173,12 @@ class RunSummary(BaseModel):
 
     model: str
     config_hash: str
-    complete: bool = Field(description="Every case (and frame) has a successful record.")
+    complete: bool = Field(
+        description="Every case (and frame, and rotation when asked) has a successful record.")
     answers: CallSummary
     descriptions: CallSummary | None
+    rotations: CallSummary | None = Field(
+        default=None, description="The rotated re-asks (CircularEval); None when not asked.")
 
 
 class ModelSpec(BaseModel):
@@ -202,7 +211,9 @@ class ModelSpec(BaseModel):
 RUN_CONFIG = "config.json"
 RUN_ANSWERS = "answers.jsonl"
 RUN_DESCRIPTIONS = "descriptions.jsonl"
+RUN_ROTATIONS = "rotations.jsonl"
 RUN_SUMMARY = "summary.json"
 RUN_ANSWERS_JOURNAL = "answers.journal.jsonl"
 RUN_DESCRIPTIONS_JOURNAL = "descriptions.journal.jsonl"
+RUN_ROTATIONS_JOURNAL = "rotations.journal.jsonl"
 RUN_LOCK = ".run.lock"

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from eval_assets.metrics.circular import CircularReport
 from eval_assets.metrics.judge_calibration import CalibrationReport
 from eval_assets.metrics.pope import PopeResult
 from eval_assets.metrics.vqa import VqaReport
@@ -103,3 +104,5 @@ class BenchmarkResult(BaseModel):
     judge: JudgeScores | None
     vision: VisionScores | None
     chair: ChairScores | None
+    circular: CircularReport | None = Field(
+        default=None, description="CircularEval and position bias; None: no rotations asked")

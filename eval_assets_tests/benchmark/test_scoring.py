@@ -34,13 +34,13 @@ def scored(sample_dataset: Path, tmp_path: Path):
             continue
         if label is wrong:
             other = next(c for c in label.choices if c != label.answer)
-            answers.append(answer(label.case_id, other))
+            answers.append(answer(label.id, other))
         elif label is garbled:
-            answers.append(answer(label.case_id, "I cannot tell."))
+            answers.append(answer(label.id, "I cannot tell."))
         elif label is failed:
-            answers.append(answer(label.case_id, None, status="failed"))
+            answers.append(answer(label.id, None, status="failed"))
         else:
-            answers.append(answer(label.case_id, label.answer))
+            answers.append(answer(label.id, label.answer))
     descriptions = [description(0, "A red ball and a dog on the floor."),
                     description(4, None, status="failed"),
                     description(8, "A yellow box next to a ball.")]
@@ -66,7 +66,7 @@ def test_pope_scores_only_answered_presence_cases(scored) -> None:
     data, run, labels = scored
     presence = [lab for lab in labels if lab.family == "presence"]
     answered = [lab for lab in presence
-                if lab.case_id in run.answers and run.answers[lab.case_id].status == "success"]
+                if lab.id in run.answers and run.answers[lab.id].status == "success"]
     result = score_pope(data, run)
     assert result is not None and result.n == len(answered)
     assert {lab.answer for lab in presence} == {"yes", "no"}

@@ -39,7 +39,7 @@ def answered_cases(requests: list, dataset: TinyDataset) -> list[str]:
     out = []
     for request in requests:
         text = message_text(request.body)
-        out.extend(c["case_id"] for c in dataset.cases if dataset.marker(c["case_id"]) in text)
+        out.extend(c["id"] for c in dataset.cases if dataset.marker(c["id"]) in text)
     return out
 
 
@@ -55,7 +55,7 @@ def test_run_writes_config_answers_descriptions_and_summary(tmp_path: Path) -> N
         requests = srv.requests
     assert result.calls_made == len(requests) == 6 + 2 and result.skipped == 0
     answers = read_jsonl(out / "answers.jsonl")
-    assert [a["case_id"] for a in answers] == [c["case_id"] for c in dataset.cases]
+    assert [a["case_id"] for a in answers] == [c["id"] for c in dataset.cases]
     assert all(a["status"] == "success" and a["choice"] == "yes" for a in answers)
     descriptions = read_jsonl(out / "descriptions.jsonl")
     assert [d["frame"] for d in descriptions] == ["frame-000100", "frame-000200"]
@@ -111,19 +111,19 @@ def test_changed_content_under_the_same_ids_is_asked_again(tmp_path: Path) -> No
 
         asked = answered_cases(srv.requests[n:], changed)
         described = [r for r in srv.requests[n:] if DESCRIBE in message_text(r.body)]
-    assert sorted(asked) == sorted([cases[0]["case_id"], cases[1]["case_id"],
-                                    cases[2]["case_id"]])
+    assert sorted(asked) == sorted([cases[0]["id"], cases[1]["id"],
+                                    cases[2]["id"]])
     assert len(described) == 1  # only the frame whose pixels changed
     assert again.calls_made == 4 and again.skipped == 6 + 3 - 4
     stored = {a["case_id"]: a for a in read_jsonl(out / "answers.jsonl")}
     assert all(a["content_sha256"] for a in stored.values())
-    assert stored[cases[0]["case_id"]]["content_sha256"] != stored[cases[3]["case_id"]][
+    assert stored[cases[0]["id"]]["content_sha256"] != stored[cases[3]["id"]][
         "content_sha256"]
 
 
 def test_failures_are_recorded_and_only_they_are_retried_next_run(tmp_path: Path) -> None:
     dataset = make_dataset(tmp_path / "ds", n_frames=2, cases_per_frame=2)
-    bad = dataset.cases[1]["case_id"]
+    bad = dataset.cases[1]["id"]
     out = tmp_path / "run"
     healthy = False  # the server fails `bad` until the second run
 
@@ -187,7 +187,7 @@ def test_ctrl_c_midway_loses_nothing_and_repeats_nothing(tmp_path: Path) -> None
                                      describe=False)
         all_calls = answered_cases(srv.requests, dataset)
     # In-flight calls finished and were journalled before the interrupt propagated.
-    assert sorted(all_calls) == sorted(c["case_id"] for c in dataset.cases)
+    assert sorted(all_calls) == sorted(c["id"] for c in dataset.cases)
     assert result.summary.complete and result.calls_made == len(dataset.cases) - len(first_run)
 
 
@@ -228,7 +228,7 @@ def test_sigkill_midway_then_restart_repeats_no_completed_call(tmp_path: Path) -
             result = run_predictions(dataset.root, client, out, max_concurrency=4)
         second_calls = answered_cases(srv.requests[n_first:], dataset)
     assert not done_before & set(second_calls)  # zero repeated calls for completed cases
-    assert set(second_calls) | done_before == {c["case_id"] for c in dataset.cases}
+    assert set(second_calls) | done_before == {c["id"] for c in dataset.cases}
     assert result.summary.complete
     assert len(read_jsonl(out / "answers.jsonl")) == len(dataset.cases)
 
@@ -237,7 +237,7 @@ def test_refill_keeps_max_concurrency_in_flight(tmp_path: Path) -> None:
     # One slow case and twelve fast ones at concurrency 4: refilling finishes in about the slow
     # call's time (the other 3 slots drain the fast ones meanwhile); waves of 4 would need 1.6 s.
     dataset = make_dataset(tmp_path / "ds", n_frames=1, cases_per_frame=13)
-    slow = dataset.cases[0]["case_id"]
+    slow = dataset.cases[0]["id"]
     script = route_by_text({dataset.marker(slow): [Reply("yes", delay_s=1.0)]},
                            default=Reply("yes", delay_s=0.2))
     with OpenAICompatibleServer(script) as srv, client_for(srv.base_url) as client:
@@ -252,15 +252,15 @@ def test_refill_keeps_max_concurrency_in_flight(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ({"case_id": "a", "image": "assets/x.png", "question": "q", "choices": ["y", "n"],
+        ({"id": "a", "image": "assets/x.png", "question": "q", "choices": ["y", "n"],
           "answer": "y"}, r"cases.jsonl:1: field 'answer'"),
-        ({"case_id": "a", "image": "labels.jsonl", "question": "q", "choices": ["y", "n"]},
+        ({"id": "a", "image": "labels.jsonl", "question": "q", "choices": ["y", "n"]},
          r"cases.jsonl:1: field 'image'.*inside assets/"),
-        ({"case_id": "a", "image": "assets/../labels.png", "question": "q",
+        ({"id": "a", "image": "assets/../labels.png", "question": "q",
           "choices": ["y", "n"]}, r"field 'image'"),
-        ({"case_id": "a", "image": "assets/missing.png", "question": "q", "choices": ["y", "n"]},
+        ({"id": "a", "image": "assets/missing.png", "question": "q", "choices": ["y", "n"]},
          r"cases.jsonl:1: image 'assets/missing.png' does not exist"),
-        ({"case_id": "a", "image": "assets/x.png", "question": "q", "choices": ["y"]},
+        ({"id": "a", "image": "assets/x.png", "question": "q", "choices": ["y"]},
          r"cases.jsonl:1: field 'choices'"),
     ],
 )

@@ -32,8 +32,10 @@ from eval_assets.benchmark.scoring import (
     avlm_description_rows,
     avlm_mcq_rows,
     judge_scores,
+    load_rotations,
     prediction_counts,
     score_chair,
+    score_circular,
     score_pope,
     score_vision,
     score_vqa,
@@ -49,6 +51,7 @@ from eval_assets.defs.partitions import (
 )
 from eval_assets.defs.resources import JudgeResource, ProjectStorage, ScoringResource
 from eval_assets.layout import StorageLayout
+from eval_assets.metrics.circular import CircularReport
 from eval_assets.metrics.judge import judge_dir
 from eval_assets.metrics.mcq import score_mcq_dir
 from eval_assets.metrics.pope import PopeResult
@@ -69,6 +72,7 @@ def metric_asset(key: AssetKey, *, deps: list = INPUTS, code_version: str = "1")
                  owners=OWNERS)
 
 VQA_FILE = "vqa.json"
+CIRCULAR_FILE = "circular.json"  # beside vqa.json: CircularEval, or why it was not measured
 POPE_FILE = "pope.json"
 VISION_FILE = "vision.json"
 CHAIR_FILE = "chair.json"
@@ -108,23 +112,37 @@ def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-@metric_asset(keys.VQA_ACCURACY)
+@metric_asset(keys.VQA_ACCURACY, code_version="2")
 def vqa_accuracy(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
-    """Choice accuracy overall and per family, Wilson 95% intervals, parse failures, chance."""
+    """Choice accuracy overall and per family, Wilson 95% intervals, parse failures, chance;
+    and, when the run asked rotations, CircularEval and position bias (``circular.json``)."""
     part = _partition(context, storage)
     report = score_vqa(part.data, part.run, part.recording)
     path = _write_model(part.out_dir(keys.VQA_ACCURACY) / VQA_FILE, report)
+    circular = score_circular(
+        part.data, part.run,
+        load_rotations(part.layout.predictions_dir(part.recording, part.model)), part.recording)
+    circular_path = _write_model(
+        part.out_dir(keys.VQA_ACCURACY) / CIRCULAR_FILE,
+        circular if circular is not None else {"reason": "no rotations asked"})
     rows = [f"| {family} | {s.n} | {_num(s.accuracy)} | [{_num(s.ci_low)}, {_num(s.ci_high)}] | "
             f"{s.parse_failures} | {_num(s.chance)} |" for family, s in report.by_family.items()]
     table = "\n".join(["| family | n | accuracy | 95% CI | parse failures | chance |",
                        "|---|---|---|---|---|---|", *rows])
     overall = report.overall
-    return MaterializeResult(metadata={
+    meta = {
         "accuracy": overall.accuracy, "ci_low": overall.ci_low, "ci_high": overall.ci_high,
         "n": overall.n, "parse_failure_rate": overall.parse_failure_rate,
         "failed_calls": overall.failed_calls, "by_family": MetadataValue.md(table),
         "path": MetadataValue.path(str(path)),
-    })
+        "circular": MetadataValue.path(str(circular_path)),
+    }
+    if circular is not None:
+        c = circular.overall
+        meta |= {"circular_accuracy": c.accuracy, "circular_n": c.n,
+                 "circular_not_asked": c.not_asked, "rotation_accuracy": c.rotation_accuracy,
+                 "position_bias_max_gap": c.bias.max_gap, "position_bias_p": c.bias.p_value}
+    return MaterializeResult(metadata=meta)
 
 
 @metric_asset(keys.POPE_PRESENCE)
@@ -237,9 +255,14 @@ def _optional(path: Path, model: type):
     return None if "reason" in data else model.model_validate(data)
 
 
+def _optional_file(path: Path, model: type):
+    """Like ``_optional``, and None when an older code version wrote no such file."""
+    return _optional(path, model) if path.is_file() else None
+
+
 @metric_asset(keys.BENCHMARK_RESULTS, deps=[
     keys.VQA_ACCURACY, keys.POPE_PRESENCE, keys.MCQ_AVLM, keys.DESCRIPTION_JUDGE,
-    keys.VISION_SIMILARITY, keys.CHAIR_HALLUCINATION], code_version="2")
+    keys.VISION_SIMILARITY, keys.CHAIR_HALLUCINATION], code_version="3")
 def benchmark_results(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """Every metric of the partition in one ``BenchmarkResult`` (``results.json``)."""
     part = _partition(context, storage)
@@ -261,6 +284,8 @@ def benchmark_results(context: AssetExecutionContext, storage: ProjectStorage) -
         judge=judge_scores(judge_summary, judge_model),
         vision=_optional(part.out_dir(keys.VISION_SIMILARITY) / VISION_FILE, VisionScores),
         chair=_optional(part.out_dir(keys.CHAIR_HALLUCINATION) / CHAIR_FILE, ChairScores),
+        circular=_optional_file(part.out_dir(keys.VQA_ACCURACY) / CIRCULAR_FILE,
+                                CircularReport),
     )
     layout = storage.layout()
     path = _write_model(layout.results_file(part.recording, part.model), result)

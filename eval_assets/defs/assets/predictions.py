@@ -23,7 +23,7 @@ from eval_assets.defs.partitions import (
 from eval_assets.defs.resources import ProjectStorage, VLMClientResource
 from eval_assets.predictions.client import OpenAIVLMClient
 from eval_assets.predictions.runner import run_predictions
-from eval_assets.schemas.predictions import RUN_ANSWERS, RUN_SUMMARY
+from eval_assets.schemas.predictions import RUN_ANSWERS, RUN_ROTATIONS, RUN_SUMMARY
 
 __all__ = ["model_partitions", "predictions"]
 
@@ -36,7 +36,7 @@ __all__ = ["model_partitions", "predictions"]
     deps=[AssetDep(keys.PUBLIC_CASES, partition_mapping=per_recording),
           AssetDep(keys.MODEL_CONFIG, partition_mapping=per_model)],
     pool="vlm_api",
-    code_version="2",
+    code_version="3",
     automation_condition=RECOMPUTE,
     kinds={"openai"},
     owners=OWNERS,
@@ -44,6 +44,9 @@ __all__ = ["model_partitions", "predictions"]
 def predictions(context: AssetExecutionContext, storage: ProjectStorage,
                 vlm: VLMClientResource) -> MaterializeResult:
     """One model's answers to a recording's public cases, resumed from earlier attempts.
+
+    With the ``vlm`` resource's ``rotations`` (on by default) each case is also asked with its
+    choices rotated, for CircularEval and position bias in the report (``rotations.jsonl``).
 
     Calls that still failed after retries stay recorded failures (scored as failed calls, never
     guessed); re-materializing the partition retries only them. A run in which no call succeeded
@@ -57,7 +60,8 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
     with vlm.endpoint(model) as settings, \
             OpenAIVLMClient(settings.model_copy(update={"requery": night})) as client:
         result = run_predictions(layout.dataset_dir(recording), client, out_dir,
-                                 max_concurrency=settings.max_concurrency)
+                                 max_concurrency=settings.max_concurrency,
+                                 rotations=vlm.rotations)
     answers = result.summary.answers
     where = f"{model} on {recording}"
     if answers.success == 0:
@@ -65,10 +69,18 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
             f"{where}: no call succeeded ({answers.error_counts}); see {out_dir / RUN_ANSWERS} "
             f"for the errors, fix the endpoint in the models file or the vlm resource, and "
             f"re-materialize")
+    rotated = result.summary.rotations
     if not result.summary.complete:
+        failed = answers.failed + (rotated.failed if rotated else 0)
+        errors = dict(answers.error_counts)
+        for category, count in (rotated.error_counts if rotated else {}).items():
+            errors[category] = errors.get(category, 0) + count
         context.log.warning(
-            f"{where}: {answers.failed} failed answers ({answers.error_counts}); they are kept "
-            f"as failures; re-materialize this partition to retry only them")
+            f"{where}: {failed} failed answers ({errors}); they are kept as failures; "
+            f"re-materialize this partition to retry only them")
+    rotation_meta = {} if rotated is None else {
+        "num_rotations": rotated.success, "num_rotations_failed": rotated.failed,
+        "rotations": MetadataValue.path(str(out_dir / RUN_ROTATIONS))}
     return MaterializeResult(metadata={
         "complete": result.summary.complete,
         "num_answers": answers.success,
@@ -84,4 +96,5 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
         "config_hash": result.summary.config_hash,
         "summary": MetadataValue.path(str(out_dir / RUN_SUMMARY)),
         "answers": MetadataValue.path(str(out_dir / RUN_ANSWERS)),
+        **rotation_meta,
     })

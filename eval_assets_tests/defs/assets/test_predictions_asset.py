@@ -53,15 +53,34 @@ def test_random_partition_materializes_and_resumes(tmp_path: Path) -> None:
     assert first.success
     meta = _metadata(first)
     assert meta["complete"] is True and meta["num_answers"] == 4
-    assert meta["calls_made"] == 6 and meta["num_descriptions"] == 2
+    # Rotations are on by default (CircularEval in the report): each yes/no case once more.
+    assert meta["num_rotations"] == 4 and meta["num_rotations_failed"] == 0
+    assert meta["calls_made"] == 4 + 4 + 2 and meta["num_descriptions"] == 2
 
     out = layout.predictions_dir("rec1", "random")
     answers = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
     assert {a["choice"] for a in answers} <= {"yes", "no"} and len(answers) == 4
+    rotations = [json.loads(line) for line in (out / "rotations.jsonl").read_text().splitlines()]
+    assert [r["choices"] for r in rotations] == [["no", "yes"]] * 4
     assert all(CANARY not in p.read_text() for p in out.iterdir())
 
     again = materialize([predictions], partition_key=key, instance=instance, resources=resources)
-    assert _metadata(again)["calls_made"] == 0 and _metadata(again)["resumed"] == 6
+    assert _metadata(again)["calls_made"] == 0 and _metadata(again)["resumed"] == 10
+
+
+def test_rotations_can_be_switched_off_in_the_resource(tmp_path: Path) -> None:
+    root = tmp_path / "storage"
+    layout = StorageLayout(root)
+    make_dataset(layout.dataset_dir("rec1"), n_frames=1, cases_per_frame=2)
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("recordings", ["rec1"])
+    resources = {"storage": ProjectStorage(storage_root=str(root)),
+                 "vlm": VLMClientResource(max_concurrency=2, rotations=False)}
+    key = MultiPartitionKey({"recording": "rec1", "model": "random"})
+    meta = _metadata(materialize([predictions], partition_key=key, instance=instance,
+                                 resources=resources))
+    assert meta["calls_made"] == 2 + 1 and "num_rotations" not in meta
+    assert not (layout.predictions_dir("rec1", "random") / "rotations.jsonl").exists()
 
 
 def test_missing_dataset_is_a_clear_failure(tmp_path: Path) -> None:
