@@ -20,6 +20,7 @@ from eval_assets.layout import (
 from eval_assets.metrics.embedders import CosineSimilarity, SentenceTransformerEmbedder
 from eval_assets.metrics.judge import JudgeConfig, OpenAIJudge, open_judge, self_judging_models
 from eval_assets.metrics.vision import SimilarityScorer
+from eval_assets.openai_chat import DEFAULT_ANNOUNCE_WAIT_S, DEFAULT_RETRY_AFTER_MAX_S
 from eval_assets.perception import PerceptionConfig
 from eval_assets.perception.protocols import Detector, Segmenter
 from eval_assets.predictions.client import (
@@ -151,6 +152,9 @@ class VLMClientResource(ConfigurableResource):
     max_retries: int = 4
     backoff_base_s: float = 1.0
     backoff_max_s: float = 60.0
+    retry_after_max_s: float = DEFAULT_RETRY_AFTER_MAX_S
+    announce_wait_s: float = DEFAULT_ANNOUNCE_WAIT_S
+    max_reply_chars: int = 0
     rotations: bool = True
 
     def defaults(self) -> dict[str, object]:
@@ -160,6 +164,9 @@ class VLMClientResource(ConfigurableResource):
             "max_tokens": self.max_tokens, "timeout_s": self.timeout_s,
             "max_concurrency": self.max_concurrency, "max_retries": self.max_retries,
             "backoff_base_s": self.backoff_base_s, "backoff_max_s": self.backoff_max_s,
+            "retry_after_max_s": self.retry_after_max_s, "announce_wait_s": self.announce_wait_s,
+            # 0: the client's default cap, derived from max_tokens.
+            "max_reply_chars": self.max_reply_chars or None,
         }
 
     def settings(self) -> ClientSettings:

@@ -423,7 +423,8 @@ def open_endpoint(spec: ModelSpec, defaults: Mapping[str, Any] | None = None,
     """
     values = dict(defaults or {})
     values["model"] = spec.api_model
-    for field in ("api_key_env", "max_tokens", "max_concurrency", "timeout_s"):
+    for field in ("api_key_env", "max_tokens", "max_concurrency", "timeout_s", "max_retries",
+                  "retry_after_max_s", "max_reply_chars"):
         if getattr(spec, field) is not None:
             values[field] = getattr(spec, field)
     url = base_url or spec.base_url

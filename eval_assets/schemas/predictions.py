@@ -200,6 +200,11 @@ class ModelSpec(BaseModel):
     max_tokens: int | None = None
     max_concurrency: int | None = None
     timeout_s: float | None = None
+    max_retries: int | None = None
+    retry_after_max_s: float | None = Field(
+        default=None, description="longest Retry-After honoured; a longer one fails the call")
+    max_reply_chars: int | None = Field(
+        default=None, description="a longer reply is a reply_too_large failure")
 
     @property
     def api_model(self) -> str:

@@ -307,3 +307,19 @@ def test_models_file_errors_name_the_file_and_entry(tmp_path: Path) -> None:
     path.write_text("models:\n  - name: a\n    serve: random\n    colour: red\n")
     with pytest.raises(ValueError, match=r"models\[0\] is invalid"):
         load_model_specs(path)
+
+
+def test_a_models_file_entry_sets_the_retry_wait_and_reply_limits() -> None:
+    from eval_assets.defs.resources import VLMClientResource
+    from eval_assets.predictions.runner import open_endpoint
+    from eval_assets.schemas.predictions import ModelSpec
+
+    spec = ModelSpec(name="hosted", base_url="http://127.0.0.1:9/v1", max_retries=1,
+                     retry_after_max_s=30, max_reply_chars=500)
+    resource = VLMClientResource(retry_after_max_s=120, announce_wait_s=3)
+    with open_endpoint(spec, resource.defaults()) as settings:
+        assert (settings.max_retries, settings.retry_after_max_s, settings.max_reply_chars,
+                settings.announce_wait_s) == (1, 30, 500, 3)
+    with open_endpoint(ModelSpec(name="x", base_url="http://127.0.0.1:9/v1"),
+                       resource.defaults()) as settings:
+        assert (settings.retry_after_max_s, settings.max_reply_chars) == (120, None)
