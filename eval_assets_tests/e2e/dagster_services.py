@@ -53,6 +53,11 @@ class DagsterServices:
         return payload["data"]
 
 
+WORKSPACE = """
+query { workspaceOrError { ... on Workspace { locationEntries {
+  loadStatus locationOrLoadError { __typename ... on PythonError { message } } } } } }"""
+
+
 def _wait_until_up(services: DagsterServices, logs: list[Path], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -61,11 +66,23 @@ def _wait_until_up(services: DagsterServices, logs: list[Path], timeout_s: float
                 raise RuntimeError(f"{proc.args[0]} exited early:\n{log.read_text()[-4000:]}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{services.port}/server_info", timeout=5):
-                return
+                pass
         except OSError:
             time.sleep(1)
+            continue
+        # The webserver answers while it is still loading the code location; sensors and
+        # assets exist only once the location is LOADED.
+        entries = services.graphql(WORKSPACE)["workspaceOrError"]["locationEntries"]
+        if entries and all(e["loadStatus"] == "LOADED" for e in entries):
+            errors = [e["locationOrLoadError"].get("message") for e in entries
+                      if e["locationOrLoadError"]["__typename"] == "PythonError"]
+            if errors:
+                raise RuntimeError(f"the code location failed to load: {errors[0]}")
+            return
+        time.sleep(1)
     tail = logs[0].read_text()[-4000:]
-    raise TimeoutError(f"dagster-webserver not up after {timeout_s}s:\n{tail}")
+    raise TimeoutError(f"dagster-webserver or its code location not up after {timeout_s}s:\n"
+                       f"{tail}")
 
 
 @contextmanager

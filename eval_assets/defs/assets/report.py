@@ -72,8 +72,11 @@ _EVERY = AllPartitionMapping()
 @asset(key=keys.REPORT, group_name=GROUP, code_version="4", automation_condition=SETTLED,
        deps=[keys.LEADERBOARD,
              *(AssetDep(k, partition_mapping=_EVERY) for k in (
-                 keys.PUBLIC_CASES, keys.PRIVATE_LABELS, keys.DETECTIONS_MASKS,
-                 keys.POINTCLOUD_FRAMES, keys.PREDICTIONS, keys.DESCRIPTION_JUDGE))],
+                 # It reads every cell's results too: so it waits for whatever the
+                 # leaderboard still waits for, and never runs before it.
+                 keys.BENCHMARK_RESULTS, keys.PUBLIC_CASES, keys.PRIVATE_LABELS,
+                 keys.DETECTIONS_MASKS, keys.POINTCLOUD_FRAMES, keys.PREDICTIONS,
+                 keys.DESCRIPTION_JUDGE))],
        kinds={"html"}, owners=OWNERS)
 def report(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """The static HTML report: headline, paired comparisons, charts, metric sections, and every
