@@ -100,6 +100,7 @@ th,td{padding:7px 10px;border-bottom:1px solid var(--line);text-align:left;verti
 th{background:#f0f3f7;font-weight:600;color:#334}
 tbody tr:nth-child(even){background:#fafbfc}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.nw{white-space:nowrap}
 th.num{text-align:right}
 td.model,span.model{font-weight:600;white-space:nowrap}
 tr.pooled td{background:#eef4fb;font-weight:600}
@@ -673,8 +674,9 @@ def _shares(bias: PositionBias) -> str:
     """Per displayed position: share of answers choosing it / share of gold answers there."""
     if not bias.n:
         return _NA
-    return " · ".join(
-        f"{p}: {_pct(a, 0)} / {_pct(g, 0)}"
+    # One unbroken line per position: "1: 26% / 36%" must not wrap inside.
+    return "<br>".join(
+        f'<span class="nw">{p}: {_pct(a, 0)} / {_pct(g, 0)}</span>'
         for p, (a, g) in enumerate(zip(bias.answer_share, bias.gold_share, strict=True), 1))
 
 
