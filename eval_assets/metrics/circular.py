@@ -35,10 +35,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from eval_assets.metrics.stats import clustered_wilson
-from eval_assets.metrics.vqa import RowStatus, match_choice
+from eval_assets.metrics.vqa import GoldCase, RowStatus, match_choice
 from eval_assets.schemas.predictions import rotate_choices
 
 __all__ = [
@@ -54,33 +54,17 @@ __all__ = [
 ]
 
 
-class CircularCase(BaseModel):
+class CircularCase(GoldCase):
     """One case with its gold answer and the reply to each rotation that was asked.
 
     ``replies[r]`` is the raw reply to rotation ``r`` (None: the call failed); a rotation that is
     not a key was not asked. ``choices`` are in the published order (rotation 0).
     """
 
-    case_id: str
-    family: str
-    recording: str
-    frame_index: int
-    choices: list[str] = Field(min_length=2)
-    answer: str
     replies: dict[int, str | None]
 
-    @field_validator("choices")
-    @classmethod
-    def _distinct(cls, choices: list[str]) -> list[str]:
-        if len(set(choices)) != len(choices):
-            raise ValueError(f"choices must be distinct, got {choices!r}")
-        return choices
-
     @model_validator(mode="after")
-    def _check(self) -> CircularCase:
-        if self.answer not in self.choices:
-            raise ValueError(f"case {self.case_id!r}: answer {self.answer!r} is not one of its "
-                             f"choices {self.choices!r}")
+    def _rotations_exist(self) -> CircularCase:
         bad = sorted(r for r in self.replies if not 0 <= r < len(self.choices))
         if bad:
             raise ValueError(f"case {self.case_id!r}: rotations {bad} do not exist for "

@@ -122,11 +122,8 @@ def match_choice(text: str | None, choices: Sequence[str], lettered: bool = Fals
     return ChoiceMatch()
 
 
-class VqaRow(BaseModel):
-    """One answered case: the question's choices, the gold answer and the model's reply.
-
-    ``prediction`` is None when the call to the model failed (no reply at all).
-    """
+class GoldCase(BaseModel):
+    """A case with its gold answer: what every scored row of it carries."""
 
     case_id: str
     family: str
@@ -134,8 +131,6 @@ class VqaRow(BaseModel):
     frame_index: int
     choices: list[str] = Field(min_length=2)
     answer: str
-    prediction: str | None
-    lettered: bool = False
 
     @field_validator("choices")
     @classmethod
@@ -145,13 +140,23 @@ class VqaRow(BaseModel):
         return choices
 
     @model_validator(mode="after")
-    def _answer_is_a_choice(self) -> VqaRow:
+    def _answer_is_a_choice(self) -> GoldCase:
         if self.answer not in self.choices:
             raise ValueError(
                 f"case {self.case_id!r}: field 'answer' = {self.answer!r} is not one of its "
                 f"choices {self.choices!r}; fix the case's gold answer"
             )
         return self
+
+
+class VqaRow(GoldCase):
+    """One answered case: the question's choices, the gold answer and the model's reply.
+
+    ``prediction`` is None when the call to the model failed (no reply at all).
+    """
+
+    prediction: str | None
+    lettered: bool = False
 
 
 class VqaRowResult(BaseModel):
