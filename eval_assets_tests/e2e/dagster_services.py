@@ -98,6 +98,11 @@ def dagster_services(
     home.mkdir(parents=True, exist_ok=True)
     (home / "dagster.yaml").write_text(dagster_yaml)
     full_env = {**os.environ, **env, "DAGSTER_HOME": str(home), "DAGSTER_DISABLE_TELEMETRY": "1"}
+    # Create the instance's storage first: the webserver's and the daemon's code servers would
+    # otherwise both create the fresh SQLite schema at once, and one of them can fail with
+    # "alembic_version has more than one head", so its code location never loads.
+    subprocess.run([str(BIN / "dagster"), "instance", "migrate"], env=full_env, cwd=REPO,
+                   check=True, capture_output=True, timeout=120)
     port = free_port()
     workspace = str(REPO / "workspace.yaml")
     commands = [
