@@ -74,9 +74,9 @@ class PrivateDataset:
 def load_private_dataset(dataset_dir: Path) -> PrivateDataset:
     """Cases and full labels of a published dataset, ours or dimOS's (see
     :func:`eval_assets.vqa.labels.read_labels`); every label must name a public case."""
-    labels = read_labels(dataset_dir)
-    cases = {c.id: c for c in read_jsonl(dataset_dir / DATASET_CASES, Case)}
-    return PrivateDataset(root=dataset_dir, cases=cases, labels=labels)
+    cases = read_jsonl(dataset_dir / DATASET_CASES, Case)
+    labels = read_labels(dataset_dir, cases)
+    return PrivateDataset(root=dataset_dir, cases={c.id: c for c in cases}, labels=labels)
 
 
 def load_annotations(annotations_dir: Path, recording: str) -> dict[int, FrameAnnotation] | None:

@@ -319,7 +319,7 @@ def build_case_cards(
     if limit_per_model is not None and limit_per_model < 0:
         raise ValueError(f"limit_per_model must be >= 0 or None, got {limit_per_model}")
     cases = read_jsonl(dataset_dir / DATASET_CASES, Case)
-    labels = {lab.id: lab for lab in read_labels(dataset_dir)}
+    labels = {lab.id: lab for lab in read_labels(dataset_dir, cases)}
     case_by_id = {c.id: c for c in cases}
     rows = {m: {r.case_id: r for r in rs} for m, rs in vqa_rows.items()}
     for model, by_id in rows.items():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,28 +83,32 @@ def _rebuilt(case: Case, label: PrivateLabel, dataset_dir: Path,
                  choices=list(case.choices), evidence=dict(answer.get("evidence", {})))
 
 
-def read_labels(dataset_dir: Path) -> list[Label]:
+def read_labels(dataset_dir: Path, cases: Sequence[Case] | None = None) -> list[Label]:
     """Every case's full label, in ``labels.jsonl`` order, for our datasets and dimOS's.
+
+    ``cases`` are the dataset's public cases when the caller has already read them.
 
     Raises ``ValueError`` naming the file and the fix when a label names no public case, when an
     answer is not one of its case's choices, or when our sidecar disagrees with ``labels.jsonl``.
     """
     dataset_dir = Path(dataset_dir)
-    cases = {c.id: c for c in read_jsonl(dataset_dir / DATASET_CASES, Case)}
+    if cases is None:
+        cases = read_jsonl(dataset_dir / DATASET_CASES, Case)
+    by_id = {c.id: c for c in cases}
     public = read_jsonl(dataset_dir / DATASET_LABELS, PrivateLabel)
     labels_path = dataset_dir / DATASET_LABELS
-    unknown = [lab.id for lab in public if lab.id not in cases]
+    unknown = [lab.id for lab in public if lab.id not in by_id]
     if unknown:
         raise ValueError(f"{labels_path}: labels for unknown cases {unknown[:3]}; the dataset "
                          "folder is inconsistent, regenerate it")
     for lab in public:
-        if lab.answer not in cases[lab.id].choices:
+        if lab.answer not in by_id[lab.id].choices:
             raise ValueError(f"{labels_path}: the answer {lab.answer!r} of case {lab.id!r} is not "
-                             f"one of its choices {cases[lab.id].choices}; regenerate the dataset")
+                             f"one of its choices {by_id[lab.id].choices}; regenerate the dataset")
     sidecar = dataset_dir / DATASET_AUDIT / AUDIT_LABELS
     if not sidecar.is_file():
         audit: dict[int, dict[str, dict[str, Any]]] = {}
-        return [_rebuilt(cases[lab.id], lab, dataset_dir, audit) for lab in public]
+        return [_rebuilt(by_id[lab.id], lab, dataset_dir, audit) for lab in public]
     full = {lab.id: lab for lab in read_jsonl(sidecar, Label)}
     disagree = [lab.id for lab in public
                 if lab.id not in full or full[lab.id].answer != lab.answer]
