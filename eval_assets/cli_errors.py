@@ -42,11 +42,9 @@ def debug_enabled() -> bool:
     return _debug or os.environ.get("EVAL_ASSETS_DEBUG", "") not in ("", "0")
 
 
-def _bad_input_types() -> tuple[type[BaseException], ...]:
-    # Imported late: the judge module is large, and commands that never judge can skip it.
-    from eval_assets.metrics.judge import JudgeConfigError
-
-    return (InputError, JudgeConfigError, FileNotFoundError, NotADirectoryError)
+# Every config error of the package (models file, judge config, ...) is an InputError.
+_BAD_INPUT_TYPES: tuple[type[BaseException], ...] = (
+    InputError, FileNotFoundError, NotADirectoryError)
 
 
 def guarded(command: Callable[P, R]) -> Callable[P, R]:
@@ -73,7 +71,7 @@ def guarded(command: Callable[P, R]) -> Callable[P, R]:
             console = make_console()
             if debug_enabled():
                 console.print(traceback.format_exc(), markup=False, highlight=False)
-            if isinstance(exc, _bad_input_types()):
+            if isinstance(exc, _BAD_INPUT_TYPES):
                 print_error(console, str(exc))
                 raise typer.Exit(EXIT_BAD_INPUT) from None
             print_error(console, f"{type(exc).__name__}: {exc}",

@@ -101,7 +101,7 @@ from eval_assets.openai_chat import (
     RetryPolicy,
     backoff_delay,
 )
-from eval_assets.predictions.store import Journal, exclusive_run_lock
+from eval_assets.journal import Journal, exclusive_run_lock
 from eval_assets.schemas.predictions import ModelSpec
 
 log = logging.getLogger(__name__)

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from eval_assets.predictions.store import Journal
+from eval_assets.journal import Journal
 from eval_assets.schemas.chat import TokenUsage
 
 JOURNAL_FILE = "judge.journal.jsonl"

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from eval_assets.choices import match_choice
 from eval_assets.errors import InputError
-from eval_assets.metrics.vqa import match_choice
 from eval_assets.openai_chat import (
     DEFAULT_ANNOUNCE_WAIT_S,
     DEFAULT_RETRY_AFTER_MAX_S,

@@ -32,13 +32,8 @@ from eval_assets.predictions.prompts import (
     read_png,
     vqa_content_sha256,
 )
-from eval_assets.predictions.store import (
-    Journal,
-    answer_key,
-    description_key,
-    exclusive_run_lock,
-    rotation_key,
-)
+from eval_assets.journal import Journal, exclusive_run_lock
+from eval_assets.predictions.store import answer_key, description_key, rotation_key
 from eval_assets.schemas.predictions import (
     RUN_ANSWERS,
     RUN_ANSWERS_JOURNAL,

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from eval_assets.predictions.store import Journal, answer_key, exclusive_run_lock
+from eval_assets.journal import Journal, exclusive_run_lock
+from eval_assets.predictions.store import answer_key
 from eval_assets.schemas.predictions import AnswerRecord
 
 
