@@ -22,7 +22,7 @@ from pathlib import Path
 import typer
 
 from eval_assets.cli_errors import EXIT_BAD_INPUT, guarded
-from eval_assets.predictions.baselines import LOCAL_MODELS
+from eval_assets.local_models.registry import LOCAL_MODELS
 
 
 @guarded
@@ -33,7 +33,7 @@ def serve_command(
     host: str = typer.Option("127.0.0.1", help="Interface to bind; keep it local."),
 ) -> None:
     """Serve a local baseline behind an OpenAI-compatible /v1/chat/completions API."""
-    from eval_assets.predictions.serve import serve
+    from eval_assets.local_models.server import serve
 
     if model not in LOCAL_MODELS:
         raise typer.BadParameter(f"{model!r} is not a local model; choose one of "

@@ -10,20 +10,13 @@ import base64
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+
+from eval_assets.schemas.chat import Message
+from eval_assets.schemas.vqa_prompt import question_text
 
 PROMPT_VERSION = "dimos-0.0.15-vqa+describe-v1"
 SYSTEM_PROMPT = "Answer the question using only the provided observations."
 DESCRIPTION_PROMPT = "Describe what you observe in this frame."
-_CHOICES_PREFIX = "\nChoices: "
-_ANSWER_SUFFIX = "\nAnswer with exactly one choice."
-
-Message = dict[str, Any]
-
-
-def question_text(question: str, choices: list[str]) -> str:
-    """The user text of a VQA case, exactly as the dimOS runner builds it."""
-    return f"{question}{_CHOICES_PREFIX}{json.dumps(choices)}{_ANSWER_SUFFIX}"
 
 
 def image_data_url(png: bytes) -> str:
@@ -78,34 +71,3 @@ def read_png(path: Path) -> bytes:
     if not data.startswith(b"\x89PNG\r\n\x1a\n"):
         raise ValueError(f"{path}: not a PNG file; public dataset images must be PNGs in assets/")
     return data
-
-
-def text_of(messages: list[Message]) -> str:
-    """The text a text-only model sees: every text part of every message, images dropped."""
-    parts: list[str] = []
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):
-            parts.extend(str(p.get("text", "")) for p in content
-                         if isinstance(p, dict) and p.get("type") == "text")
-    return "\n".join(parts)
-
-
-def parse_choices(text: str) -> list[str] | None:
-    """The choices list of a VQA prompt text, or ``None`` when the text holds none.
-
-    Reads the last ``Choices: [...]`` line, the one :func:`question_text` writes.
-    """
-    start = text.rfind(_CHOICES_PREFIX)
-    if start < 0:
-        return None
-    line = text[start + len(_CHOICES_PREFIX):].split("\n", 1)[0]
-    try:
-        value = json.loads(line)
-    except json.JSONDecodeError:
-        return None
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return value
-    return None

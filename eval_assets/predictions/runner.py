@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from eval_assets import progress
 from eval_assets.atomic import write_text_atomic
+from eval_assets.journal import Journal, exclusive_run_lock
 from eval_assets.predictions.client import ClientSettings, VLMClient
 from eval_assets.predictions.prompts import (
     DESCRIPTION_PROMPT,
@@ -32,7 +33,6 @@ from eval_assets.predictions.prompts import (
     read_png,
     vqa_content_sha256,
 )
-from eval_assets.journal import Journal, exclusive_run_lock
 from eval_assets.predictions.store import answer_key, description_key, rotation_key
 from eval_assets.schemas.predictions import (
     RUN_ANSWERS,

@@ -6,9 +6,12 @@ judge, the question author); each caller turns it into its own record.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+# One OpenAI-style chat message: {"role": ..., "content": text or a list of text/image parts}.
+Message = dict[str, Any]
 
 # Why a call gave no reply. The first four are transient and retried within the call (so are HTTP
 # 409 and 425, reported as ``client_error``); the rest come from a server that answered, so the
@@ -69,3 +72,16 @@ class ChatResult(BaseModel):
     def ok(self) -> bool:
         """Whether the call produced a reply (its content may still be anything)."""
         return self.error_category is None
+
+
+def text_of(messages: list[Message]) -> str:
+    """The text a text-only model sees: every text part of every message, images dropped."""
+    parts: list[str] = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(str(p.get("text", "")) for p in content
+                         if isinstance(p, dict) and p.get("type") == "text")
+    return "\n".join(parts)

