@@ -134,7 +134,7 @@ def _schema_field(name: str, prop: Any, where: str) -> SchemaField:
         raise UnsupportedResponseFormat(f"{where}: expected a schema object, got "
                                         f"{type(prop).__name__}; {_FIX}")
     kind: Any = "enum" if "enum" in prop else prop.get("type")
-    if kind not in ("enum", "integer", "string", "boolean"):
+    if "enum" not in prop and kind not in ("integer", "string", "boolean"):
         raise UnsupportedResponseFormat(f"{where}: type {kind!r} is not supported (supported: "
                                         f"integer, string, boolean, enum); {_FIX}")
     unknown = sorted(set(prop) - _KIND_KEYWORDS[kind])
