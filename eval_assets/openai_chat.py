@@ -1,8 +1,8 @@
 """The one client for OpenAI-compatible ``/chat/completions`` endpoints, with one retry policy.
 
-Every caller uses :class:`ChatClient`: the models under test
-(:class:`eval_assets.predictions.client.OpenAIVLMClient`), the LLM judge
-(:class:`eval_assets.metrics.judge.OpenAIJudge`) and the question author
+Every caller uses :class:`ChatClient`, opened from its :class:`eval_assets.endpoint.Endpoint`:
+the models under test (:class:`eval_assets.predictions.client.OpenAIVLMClient`), the LLM judge
+(:class:`eval_assets.metrics.judge_client.OpenAIJudge`) and the question author
 (:class:`eval_assets.vqa.authors.VLMAuthor`). A call never raises: it returns a
 :class:`eval_assets.schemas.chat.ChatResult` holding the reply text, or a failure with its category,
 and in both cases what it cost (tokens the server reported, seconds, attempts).
@@ -26,6 +26,7 @@ installed), imported when the first client is built, so importing this module st
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import hashlib
 import json
@@ -39,6 +40,17 @@ from types import ModuleType
 from typing import Any
 
 from eval_assets.schemas.chat import ChatErrorCategory, ChatResult, TokenUsage
+from eval_assets.schemas.endpoint import (
+    DEFAULT_ANNOUNCE_WAIT_S,
+    DEFAULT_BACKOFF_BASE_S,
+    DEFAULT_BACKOFF_MAX_S,
+    DEFAULT_JITTER,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_RETRY_AFTER_MAX_S,
+    NO_KEY,
+    Endpoint,
+    EndpointError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -73,10 +85,6 @@ def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -
     return max(0.0, (when - now).total_seconds())
 
 
-DEFAULT_RETRY_AFTER_MAX_S = 600.0
-"""Longest ``Retry-After`` honoured by default; a longer one fails the call."""
-DEFAULT_ANNOUNCE_WAIT_S = 10.0
-"""Waits at least this long are logged as warnings, with their length."""
 
 RETRYABLE_STATUS: frozenset[int] = frozenset({408, 409, 425, 429})
 """Statuses below 500 worth another try; every 5xx is too."""
@@ -104,10 +112,10 @@ def default_reply_limits(max_tokens: int | None) -> tuple[int, int]:
 class RetryPolicy:
     """How hard one call tries: retries, backoff, and the longest wait a server may ask for."""
 
-    max_retries: int = 3
-    backoff_base_s: float = 1.0
-    backoff_max_s: float = 30.0
-    jitter: float = 0.5
+    max_retries: int = DEFAULT_MAX_RETRIES
+    backoff_base_s: float = DEFAULT_BACKOFF_BASE_S
+    backoff_max_s: float = DEFAULT_BACKOFF_MAX_S
+    jitter: float = DEFAULT_JITTER
     retry_after_max_s: float = DEFAULT_RETRY_AFTER_MAX_S
     announce_wait_s: float = DEFAULT_ANNOUNCE_WAIT_S
 
@@ -140,7 +148,7 @@ def _httpx() -> ModuleType:
     try:
         import httpx2 as httpx
     except ImportError:  # an older openai SDK brings httpx instead
-        import httpx  # type: ignore[no-redef]
+        import httpx  # type: ignore[no-redef,import-not-found]
     return httpx
 
 
@@ -434,3 +442,71 @@ def _read_completion(data: bytes, status: int, max_chars: int) -> _Attempt:
                             f"max_reply_chars={max_chars}; it is not an answer"))
     return _Attempt(content=content, finish_reason=finish_reason, usage=usage,
                     status_code=status)
+
+
+# --- opening an endpoint ---------------------------------------------------------------------
+def retry_policy(endpoint: Endpoint) -> RetryPolicy:
+    """The retry policy an endpoint asks for."""
+    return RetryPolicy(max_retries=endpoint.max_retries, backoff_base_s=endpoint.backoff_base_s,
+                       backoff_max_s=endpoint.backoff_max_s, jitter=endpoint.jitter,
+                       retry_after_max_s=endpoint.retry_after_max_s,
+                       announce_wait_s=endpoint.announce_wait_s)
+
+
+def chat_client(endpoint: Endpoint, api_key: str, *,
+                max_reply_chars: int | None = None) -> ChatClient:
+    """A client for the endpoint's ``base_url``; ``max_reply_chars`` overrides its reply cap."""
+    if endpoint.base_url is None:
+        raise EndpointError(f"endpoint {endpoint.api_model!r} has no base_url; open it with "
+                            f"open_endpoint() to start the served model {endpoint.serve!r}")
+    return ChatClient(endpoint.base_url, api_key=api_key, timeout_s=endpoint.timeout_s,
+                      policy=retry_policy(endpoint), max_reply_bytes=endpoint.max_reply_bytes,
+                      max_reply_chars=max_reply_chars or endpoint.max_reply_chars)
+
+
+@dataclass(frozen=True)
+class OpenEndpoint:
+    """An endpoint being called: its client, and the endpoint as it is reached.
+
+    ``endpoint.base_url`` is the URL actually called; ``endpoint_id`` names a served model stably
+    (``serve://random?seed=0``), since its URL is a free port that changes between runs.
+    """
+
+    endpoint: Endpoint
+    endpoint_id: str | None
+    api_key: str
+    chat: ChatClient
+
+
+@contextlib.contextmanager
+def open_endpoint(endpoint: Endpoint, *, base_url: str | None = None,
+                  max_reply_chars: int | None = None) -> Iterator[OpenEndpoint]:
+    """Open ``endpoint``: call its ``base_url``, or serve its local model in this process.
+
+    The one way every caller (models under test, judge) opens an endpoint. ``base_url`` (e.g.
+    ``--base-url``) replaces the endpoint's. A served model needs no key (its ``api_key_env`` is
+    dropped); any other endpoint reads the key from ``api_key_env``, and an unset variable is an
+    :class:`~eval_assets.schemas.endpoint.EndpointError` before anything starts.
+    ``max_reply_chars`` overrides the reply cap the client reads. The local server and the
+    client's connections close when the block exits.
+    """
+    url = base_url or endpoint.base_url
+    with contextlib.ExitStack() as stack:
+        if url is not None:
+            opened = endpoint.model_copy(update={"base_url": url})
+            endpoint_id = None
+            api_key = opened.api_key()
+        elif endpoint.serve is not None:
+            from eval_assets.local_models.server import serve_in_thread
+
+            url = stack.enter_context(serve_in_thread(model=endpoint.serve, port=0,
+                                                      seed=endpoint.seed))
+            opened = endpoint.model_copy(update={"base_url": url, "api_key_env": None})
+            endpoint_id = f"serve://{endpoint.serve}?seed={endpoint.seed}"
+            api_key = NO_KEY
+        else:
+            raise EndpointError(f"endpoint {endpoint.api_model!r} has neither base_url nor "
+                                f"serve; give one")
+        chat = chat_client(opened, api_key, max_reply_chars=max_reply_chars)
+        stack.callback(chat.close)
+        yield OpenEndpoint(endpoint=opened, endpoint_id=endpoint_id, api_key=api_key, chat=chat)

@@ -170,7 +170,7 @@ def test_retry_after_2_is_honoured_and_announced(server: OpenAICompatibleServer,
     assert result.ok and result.attempts == 2
     assert 1.95 <= result.waited_s <= 2.05 and 1.95 <= result.wall_s < 4.0
     (announcement,) = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert "waiting 2.0 s (Retry-After) before retry 1 of 3" in announcement.getMessage()
+    assert "waiting 2.0 s (Retry-After) before retry 1 of 4" in announcement.getMessage()
     assert server.base_url in announcement.getMessage()
 
 

@@ -18,8 +18,7 @@ from dagster import (
 
 from eval_assets.defs.accepted import quietly
 from eval_assets.layout import default_models_file
-from eval_assets.predictions.client import load_model_specs
-from eval_assets.schemas.predictions import ModelSpec
+from eval_assets.schemas.predictions import ModelSpec, load_model_specs
 
 RECORDING_DIM = "recording"
 MODEL_DIM = "model"

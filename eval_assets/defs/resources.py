@@ -20,14 +20,10 @@ from eval_assets.layout import (
 from eval_assets.metrics.embedders import CosineSimilarity, SentenceTransformerEmbedder
 from eval_assets.metrics.judge import JudgeConfig, OpenAIJudge, open_judge, self_judging_models
 from eval_assets.metrics.vision import SimilarityScorer
-from eval_assets.openai_chat import DEFAULT_ANNOUNCE_WAIT_S, DEFAULT_RETRY_AFTER_MAX_S
 from eval_assets.perception import PerceptionConfig
 from eval_assets.perception.protocols import Detector, Segmenter
-from eval_assets.predictions.client import (
-    ClientSettings,
-    OpenAIVLMClient,
-)
-from eval_assets.predictions.runner import open_endpoint
+from eval_assets.predictions.client import ClientSettings, OpenAIVLMClient, open_model
+from eval_assets.schemas.endpoint import Endpoint
 from eval_assets.schemas.predictions import ModelSpec
 from eval_assets.schemas.vqa import FAMILY_NAMES
 from eval_assets.vqa.authors import DEFAULT_VOCABULARY, AuthorConfig, QuestionAuthor, build_author
@@ -60,8 +56,9 @@ class ProjectStorage(ConfigurableResource):
         return StorageLayout(root)
 
 
-# One source of truth for the author defaults: the core config.
+# One source of truth for the defaults: the core configs (the author's, the endpoint's).
 _AUTHOR_DEFAULTS = AuthorConfig().model_dump()
+_ENDPOINT_DEFAULTS = Endpoint().model_dump()
 
 
 class QuestionAuthorResource(ConfigurableResource):
@@ -83,12 +80,16 @@ class QuestionAuthorResource(ConfigurableResource):
     vlm_base_url: str = ""
     vlm_model: str = ""
     vlm_api_key_env: str = ""
-    vlm_timeout_s: float = _AUTHOR_DEFAULTS["vlm_timeout_s"]
-    vlm_max_retries: int = _AUTHOR_DEFAULTS["vlm_max_retries"]
+    vlm_timeout_s: float = _ENDPOINT_DEFAULTS["timeout_s"]
+    vlm_max_retries: int = _ENDPOINT_DEFAULTS["max_retries"]
 
     def author_config(self) -> AuthorConfig:
         """The core library's config (validated: an unknown author or family is an error)."""
-        return AuthorConfig(**{name: getattr(self, name) for name in AuthorConfig.model_fields})
+        own = {name: getattr(self, name) for name in AuthorConfig.model_fields if name != "vlm"}
+        return AuthorConfig.model_validate({**own, "vlm": Endpoint(
+            base_url=self.vlm_base_url, model=self.vlm_model,
+            api_key_env=self.vlm_api_key_env, timeout_s=self.vlm_timeout_s,
+            max_retries=self.vlm_max_retries)})
 
     def build(self) -> QuestionAuthor:
         """The configured author."""
@@ -132,12 +133,12 @@ class PerceptionResource(ConfigurableResource):
 class VLMClientResource(ConfigurableResource):
     """How models under test are called: backed by :class:`OpenAIVLMClient`.
 
-    The ``predictions`` asset takes each model's endpoint from its entry in the models file
+    The ``predictions`` asset opens each model's endpoint from its entry in the models file
     (``$EVAL_ASSETS_MODELS`` / ``data/models.yaml``, read once by
-    :func:`~eval_assets.defs.partitions.declared_models`; a local baseline is served in-process)
-    and the other settings
-    from here, unless the entry sets them. ``base_url`` + ``model`` configure :meth:`client` for
-    one fixed endpoint. ``api_key_env`` is the NAME of the variable holding the key.
+    :func:`~eval_assets.defs.partitions.declared_models`; a local baseline is served in-process):
+    the fields the entry sets win, the others are taken from here (:meth:`defaults`; the
+    defaults are the endpoint's). ``base_url`` + ``model`` configure :meth:`client` for one
+    fixed endpoint. ``api_key_env`` is the NAME of the variable holding the key.
     ``rotations`` (CircularEval, on by default for the report) also asks every case with its
     choices rotated: a case of k choices costs k calls instead of one.
     """
@@ -146,36 +147,36 @@ class VLMClientResource(ConfigurableResource):
     model: str = ""
     api_key_env: str = ""
     temperature: float = 0.0
-    max_tokens: int = 256
-    timeout_s: float = 60.0
-    max_concurrency: int = 4
-    max_retries: int = 4
-    backoff_base_s: float = 1.0
-    backoff_max_s: float = 60.0
-    retry_after_max_s: float = DEFAULT_RETRY_AFTER_MAX_S
-    announce_wait_s: float = DEFAULT_ANNOUNCE_WAIT_S
+    max_tokens: int = _ENDPOINT_DEFAULTS["max_tokens"]
+    timeout_s: float = _ENDPOINT_DEFAULTS["timeout_s"]
+    max_concurrency: int = _ENDPOINT_DEFAULTS["max_concurrency"]
+    max_retries: int = _ENDPOINT_DEFAULTS["max_retries"]
+    backoff_base_s: float = _ENDPOINT_DEFAULTS["backoff_base_s"]
+    backoff_max_s: float = _ENDPOINT_DEFAULTS["backoff_max_s"]
+    retry_after_max_s: float = _ENDPOINT_DEFAULTS["retry_after_max_s"]
+    announce_wait_s: float = _ENDPOINT_DEFAULTS["announce_wait_s"]
     max_reply_chars: int = 0
     rotations: bool = True
 
-    def defaults(self) -> dict[str, object]:
-        """The client settings that do not pick an endpoint."""
-        return {
-            "api_key_env": self.api_key_env or None, "temperature": self.temperature,
-            "max_tokens": self.max_tokens, "timeout_s": self.timeout_s,
-            "max_concurrency": self.max_concurrency, "max_retries": self.max_retries,
-            "backoff_base_s": self.backoff_base_s, "backoff_max_s": self.backoff_max_s,
-            "retry_after_max_s": self.retry_after_max_s, "announce_wait_s": self.announce_wait_s,
+    def defaults(self) -> Endpoint:
+        """The endpoint settings that do not pick an endpoint (empty strings and 0: unset)."""
+        return Endpoint(
+            api_key_env=self.api_key_env,
+            max_tokens=self.max_tokens, timeout_s=self.timeout_s,
+            max_concurrency=self.max_concurrency, max_retries=self.max_retries,
+            backoff_base_s=self.backoff_base_s, backoff_max_s=self.backoff_max_s,
+            retry_after_max_s=self.retry_after_max_s, announce_wait_s=self.announce_wait_s,
             # 0: the client's default cap, derived from max_tokens.
-            "max_reply_chars": self.max_reply_chars or None,
-        }
+            max_reply_chars=self.max_reply_chars or None)
 
     def settings(self) -> ClientSettings:
         """Settings for the fixed endpoint ``base_url`` / ``model``."""
         if not self.base_url or not self.model:
             raise ValueError("VLMClientResource: set both base_url and model to build a client "
-                             "for one endpoint, or use endpoint(name) for a declared model")
-        return ClientSettings.model_validate(
-            {**self.defaults(), "base_url": self.base_url, "model": self.model})
+                             "for one endpoint, or use open(name) for a declared model")
+        endpoint = self.defaults().model_copy(update={"base_url": self.base_url,
+                                                      "model": self.model})
+        return ClientSettings(endpoint=endpoint, temperature=self.temperature)
 
     def client(self) -> OpenAIVLMClient:
         """A client for the fixed endpoint (close it when done)."""
@@ -186,10 +187,14 @@ class VLMClientResource(ConfigurableResource):
         return declared_model(name)
 
     @contextlib.contextmanager
-    def endpoint(self, name: str) -> Iterator[ClientSettings]:
-        """Settings for the declared model ``name``, its local server running meanwhile."""
-        with open_endpoint(self.model_spec(name), self.defaults()) as settings:
-            yield settings
+    def open(self, name: str, requery: str | None = None) -> Iterator[OpenAIVLMClient]:
+        """A client for the declared model ``name``, its local server running meanwhile.
+
+        ``requery`` (the night of a nightly run) asks again even what is stored.
+        """
+        with open_model(self.model_spec(name), self.defaults(), temperature=self.temperature,
+                        requery=requery) as client:
+            yield client
 
 
 class ScoringResource(ConfigurableResource):

@@ -141,7 +141,7 @@ def _models_under_test(path: Path | None) -> list[ModelSpec]:
     """The declared models under test: ``path``, else the default models file if it exists."""
     from eval_assets.layout import default_models_file
     from eval_assets.metrics.judge import JudgeConfigError
-    from eval_assets.predictions.client import load_model_specs
+    from eval_assets.schemas.predictions import load_model_specs
 
     chosen = path if path is not None else default_models_file()
     if path is None and not chosen.is_file():

@@ -1,11 +1,10 @@
 """Predictions: run VLMs under test over public datasets through an OpenAI-compatible API.
 
-Modules: ``client`` (the ``VLMClient`` protocol, ``OpenAIVLMClient`` with retries and backoff,
-``models.yaml`` loading), ``prompts`` (the dimOS runner prompt and the description task),
-``store`` (the fsynced append-only journal that makes runs resumable), ``runner`` (refill
-scheduling and the run folder), ``serve`` (the local OpenAI-compatible server) and ``baselines``
-(the ``random`` and ``blind-smollm2`` models it serves). Nothing heavy is imported here: torch and
-transformers load only when ``blind-smollm2`` is built, uvicorn only when something is served.
+Modules: ``client`` (the ``VLMClient`` protocol, ``OpenAIVLMClient`` and ``open_model``, which
+opens a models-file entry's endpoint), ``prompts`` (the dimOS runner prompt and the description
+task), ``store`` (the resume keys of the run journals), ``runner`` (refill scheduling and the run
+folder) and ``cli``. The local baselines a run may serve are :mod:`eval_assets.local_models`.
+Nothing heavy is imported here.
 """
 
 from eval_assets.predictions.client import ClientSettings, OpenAIVLMClient, VLMClient

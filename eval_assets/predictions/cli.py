@@ -60,7 +60,8 @@ def vqa_run_command(
     max_concurrency: int | None = typer.Option(None, help="Requests in flight (default 4)."),
     max_tokens: int | None = typer.Option(None, help="Reply token limit (default 256)."),
     timeout_s: float | None = typer.Option(None, help="Seconds per request (default 60)."),
-    max_retries: int = typer.Option(4, help="Retries of a transient failure (429, 5xx, timeout)."),
+    max_retries: int | None = typer.Option(
+        None, help="Retries of a transient failure (429, 5xx, timeout) (default 4)."),
     describe: bool = typer.Option(True, help="Also ask for a description of every frame."),
     circular: bool = typer.Option(
         False, "--circular/--no-circular",
@@ -70,9 +71,9 @@ def vqa_run_command(
 ) -> None:
     """Answer every case of DATASET with one model and write the run folder (no scoring)."""
     from eval_assets.layout import StorageLayout, default_models_file, default_storage_root
-    from eval_assets.predictions.client import OpenAIVLMClient, load_model_specs
-    from eval_assets.predictions.runner import open_endpoint, public_fingerprint, run_predictions
-    from eval_assets.schemas.predictions import ModelSpec
+    from eval_assets.predictions.client import open_model
+    from eval_assets.predictions.runner import public_fingerprint, run_predictions
+    from eval_assets.schemas.predictions import ModelSpec, load_model_specs
 
     path = models_file or default_models_file()
     declared = {s.name: s for s in load_model_specs(path)} if path.is_file() else {}
@@ -82,20 +83,23 @@ def vqa_run_command(
             raise typer.BadParameter(
                 f"{model!r} is not declared in {path} (declared: {sorted(declared)}); pass "
                 f"--base-url for an undeclared model", param_hint="--model")
-        spec = ModelSpec(name=_folder_name(model), model=model, base_url=base_url)
+        spec = ModelSpec.model_validate(
+            {"name": _folder_name(model), "model": model, "base_url": base_url})
+    # The options given override the entry's endpoint fields.
     overrides = {"api_key_env": api_key_env, "max_concurrency": max_concurrency,
-                 "max_tokens": max_tokens, "timeout_s": timeout_s}
-    spec = spec.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+                 "max_tokens": max_tokens, "timeout_s": timeout_s, "max_retries": max_retries}
+    given = {k: v for k, v in overrides.items() if v is not None}
+    spec = ModelSpec.model_validate({"name": spec.name, "endpoint": {
+        **spec.endpoint.model_dump(exclude_unset=True), **given}})
     # The default folder carries the dataset's content hash: a dataset regenerated under the
     # same name gets a run folder of its own instead of sharing the old one.
     out = output or StorageLayout(default_storage_root()).vqa_run_dir(
         f"{dataset.resolve().name}-{public_fingerprint(dataset)[:12]}", spec.name)
     try:
-        with open_endpoint(spec, {"max_retries": max_retries}, base_url=base_url) as settings, \
-                OpenAIVLMClient(settings) as client:
+        with open_model(spec, base_url=base_url) as client:
             result = run_predictions(dataset, client, out,
-                                     max_concurrency=settings.max_concurrency, describe=describe,
-                                     rotations=circular)
+                                     max_concurrency=client.settings.max_concurrency,
+                                     describe=describe, rotations=circular)
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from exc

@@ -8,28 +8,21 @@ retries it. HTTP, retries, ``Retry-After`` and the reply cap are the one chat cl
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+import contextlib
+from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from eval_assets.choices import match_choice
-from eval_assets.errors import InputError
-from eval_assets.openai_chat import (
-    DEFAULT_ANNOUNCE_WAIT_S,
-    DEFAULT_RETRY_AFTER_MAX_S,
-    ChatClient,
-    RetryPolicy,
-)
+from eval_assets.openai_chat import ChatClient, chat_client, open_endpoint
 from eval_assets.predictions.prompts import (
     PROMPT_VERSION,
-    Message,
     description_messages,
     vqa_messages,
 )
-from eval_assets.schemas.chat import ChatResult
+from eval_assets.schemas.chat import ChatResult, Message
+from eval_assets.schemas.endpoint import Endpoint, split_endpoint_fields
 from eval_assets.schemas.predictions import (
     AnswerRecord,
     DescriptionRecord,
@@ -38,74 +31,71 @@ from eval_assets.schemas.predictions import (
 )
 from eval_assets.schemas.vqa import Case
 
-# Requests need some key; a placeholder (never the user's OPENAI_API_KEY, which an SDK would
-# otherwise pick up and send to whatever base_url is configured) when no env var is named.
-_NO_KEY = "not-needed"
-
 
 class ClientSettings(BaseModel):
-    """How to reach one model and how hard to try. ``api_key_env`` is a variable NAME, not a key."""
+    """How one model under test is asked: its endpoint (as reached), and the generation settings.
+
+    Built by :func:`open_model` from a models-file entry; flat endpoint fields are accepted too
+    (``ClientSettings.model_validate({"base_url": ..., "model": ...})``) for a fixed endpoint.
+    """
 
     model_config = ConfigDict(frozen=True)
 
-    base_url: str
-    model: str
+    endpoint: Endpoint
     endpoint_id: str | None = Field(
         default=None,
         description="Stable name of the endpoint hashed instead of base_url, for servers whose "
         "URL changes between runs (a local model on a free port: 'serve://random?seed=0').",
     )
-    api_key_env: str | None = None
     temperature: float = 0.0
-    max_tokens: int = Field(default=256, gt=0)
-    timeout_s: float = Field(default=60.0, gt=0)
-    max_concurrency: int = Field(default=4, ge=1)
-    max_retries: int = Field(default=4, ge=0, description="Retries after the first attempt.")
-    backoff_base_s: float = Field(default=1.0, ge=0)
-    backoff_max_s: float = Field(default=60.0, ge=0)
-    retry_after_max_s: float = Field(
-        default=DEFAULT_RETRY_AFTER_MAX_S, ge=0,
-        description="Longest Retry-After honoured; a longer one fails the call as "
-        "retry_after_too_long (never shortened).")
-    announce_wait_s: float = Field(
-        default=DEFAULT_ANNOUNCE_WAIT_S, ge=0,
-        description="A wait between tries this long or longer is logged as a warning.")
-    max_reply_bytes: int | None = Field(
-        default=None, ge=1, description="Largest reply body read; larger is a reply_too_large "
-        "failure. None: derived from max_tokens (eval_assets.openai_chat.default_reply_limits).")
-    max_reply_chars: int | None = Field(
-        default=None, ge=1, description="Longest reply text accepted as an answer; longer is a "
-        "reply_too_large failure. None: derived from max_tokens.")
     requery: str | None = Field(
         default=None, description="Ask again even what is stored: a token such as the night of "
         "a nightly run (part of the generation config hash).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_endpoint_fields(cls, data: Any) -> Any:
+        return split_endpoint_fields(data) if isinstance(data, Mapping) else data
+
+    @model_validator(mode="after")
+    def _reachable(self) -> ClientSettings:
+        if not self.endpoint.base_url or not self.endpoint.api_model:
+            raise ValueError("client settings need the endpoint's base_url and model; open a "
+                             "declared model with open_model() to serve a local one")
+        return self
+
+    @property
+    def base_url(self) -> str:
+        """The URL called."""
+        return str(self.endpoint.base_url)
+
+    @property
+    def model(self) -> str:
+        """The model id sent with each request."""
+        return self.endpoint.api_model
+
+    @property
+    def max_concurrency(self) -> int:
+        """Requests in flight."""
+        return self.endpoint.max_concurrency
 
     def generation_config(self) -> GenerationConfig:
         """The part of the settings that can change an answer (hashed for resume)."""
         endpoint = self.endpoint_id or self.base_url.rstrip("/")
         return GenerationConfig(model=self.model, base_url=endpoint,
-                                temperature=self.temperature, max_tokens=self.max_tokens,
+                                temperature=self.temperature,
+                                max_tokens=self.endpoint.max_tokens,
                                 prompt_version=PROMPT_VERSION, requery=self.requery)
 
-    def retry_policy(self) -> RetryPolicy:
-        """The chat client's retry policy from these settings (equal jitter: half fixed)."""
-        return RetryPolicy(max_retries=self.max_retries, backoff_base_s=self.backoff_base_s,
-                           backoff_max_s=self.backoff_max_s, jitter=0.5,
-                           retry_after_max_s=self.retry_after_max_s,
-                           announce_wait_s=self.announce_wait_s)
+    def public(self) -> dict[str, Any]:
+        """Every setting, flat, for config.json: the key's variable name, never its value.
 
-    def api_key(self) -> str:
-        """The key from ``api_key_env``; a clear error when that variable is not set."""
-        if not self.api_key_env:
-            return _NO_KEY
-        key = os.environ.get(self.api_key_env, "")
-        if not key:
-            raise ValueError(
-                f"api_key_env names the environment variable {self.api_key_env!r}, which is not "
-                f"set or empty; export it with the API key of {self.base_url}, or leave "
-                f"api_key_env empty for a server that needs no key"
-            )
-        return key
+        An ephemeral ``base_url`` (a local server on a free port) is left out when
+        ``endpoint_id`` names the endpoint, so config.json does not change between runs.
+        """
+        exclude = {"base_url"} if self.endpoint_id else set()
+        return {**self.endpoint.model_dump(mode="json", exclude=exclude),
+                **self.model_dump(mode="json", exclude={"endpoint"})}
 
 
 class VLMClient(Protocol):
@@ -135,14 +125,13 @@ class OpenAIVLMClient:
     Thread-safe: one instance serves every worker of a run (the HTTP connection pool is shared).
     """
 
-    def __init__(self, settings: ClientSettings) -> None:
+    def __init__(self, settings: ClientSettings, chat: ChatClient | None = None) -> None:
         self.settings = settings
         self._generation = settings.generation_config()
         self._config_hash = self._generation.config_hash()
-        self._chat = ChatClient(
-            settings.base_url, api_key=settings.api_key(), timeout_s=settings.timeout_s,
-            policy=settings.retry_policy(), max_reply_bytes=settings.max_reply_bytes,
-            max_reply_chars=settings.max_reply_chars)
+        # The client open_endpoint() opened, or one for the fixed endpoint of the settings.
+        self._chat = chat if chat is not None else chat_client(
+            settings.endpoint, settings.endpoint.api_key())
 
     @property
     def generation(self) -> GenerationConfig:
@@ -155,13 +144,8 @@ class OpenAIVLMClient:
         return self._config_hash
 
     def public_settings(self) -> dict[str, Any]:
-        """Every setting, for config.json: the key's variable name is kept, never its value.
-
-        An ephemeral ``base_url`` (a local server on a free port) is left out when
-        ``endpoint_id`` names the endpoint, so config.json does not change between runs.
-        """
-        exclude = {"base_url"} if self.settings.endpoint_id else set()
-        return self.settings.model_dump(mode="json", exclude=exclude)
+        """Every setting, for config.json (:meth:`ClientSettings.public`: no secret)."""
+        return self.settings.public()
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -177,7 +161,8 @@ class OpenAIVLMClient:
         """One logical call: attempts with backoff until a reply, a final error, or no retries."""
         return self._chat.complete(
             {"model": self.settings.model, "messages": messages,
-             "temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens},
+             "temperature": self.settings.temperature,
+             "max_tokens": self.settings.endpoint.max_tokens},
             label=label)
 
     def _common(self, result: ChatResult) -> dict[str, Any]:
@@ -210,59 +195,20 @@ class OpenAIVLMClient:
         return DescriptionRecord(frame=frame, image=image, **self._common(result))
 
 
-class ModelsFileError(InputError, ValueError):
-    """The models file cannot be used; the message names the file, the entry, the field, the fix."""
+@contextlib.contextmanager
+def open_model(spec: ModelSpec, base: Endpoint | None = None, *, base_url: str | None = None,
+               temperature: float = 0.0, requery: str | None = None) -> Iterator[OpenAIVLMClient]:
+    """A client for a declared model, its local model served in this process meanwhile.
 
-
-def load_model_specs(path: Path) -> list[ModelSpec]:
-    """The models declared in a ``models.yaml`` (a top-level ``models:`` list), names unique."""
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ModelsFileError(
-            f"{path} does not exist; create it with a 'models:' list "
-            f"(see data/models.yaml in the repository)"
-        ) from None
-    except yaml.YAMLError as exc:
-        raise ModelsFileError(f"{path} is not valid YAML ({_first_line(exc)}). Fix the syntax "
-                              "there (see data/models.yaml in the repository).") from exc
-    entries = document.get("models") if isinstance(document, dict) else None
-    if not isinstance(entries, list) or not entries:
-        raise ModelsFileError(f"{path}: expected a top-level 'models:' list with at least one "
-                              "entry. Fix: start the file with 'models:' and list '- name: ...' "
-                              "entries under it.")
-    specs: list[ModelSpec] = []
-    for i, entry in enumerate(entries):
-        try:
-            specs.append(ModelSpec.model_validate(entry))
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"field {'.'.join(str(p) for p in err['loc']) or '(entry)'!r}: {err['msg']}"
-                for err in exc.errors()[:3])
-            raise ModelsFileError(f"{path}: models[{i}] is invalid: {problems}. Fix that entry "
-                                  "(fields: name, model, base_url, serve, seed, api_key_env, "
-                                  "max_tokens, max_concurrency, timeout_s).") from exc
-    names = [s.name for s in specs]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ModelsFileError(f"{path}: model names must be unique, repeated: {duplicates}. Fix: "
-                              "rename or remove the repeated entries.")
-    for spec in specs:
-        if spec.base_url is None and spec.serve is None:
-            raise ModelsFileError(f"{path}: model {spec.name!r} has neither 'base_url' nor "
-                                  "'serve'. Fix: give the endpoint URL or the local model to "
-                                  "serve.")
-    return specs
-
-
-def _first_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())
-
-
-def find_model_spec(specs: list[ModelSpec], name: str, source: Path) -> ModelSpec:
-    """The spec called ``name``; the error lists the declared names."""
-    for spec in specs:
-        if spec.name == name:
-            return spec
-    raise ValueError(f"model {name!r} is not declared in {source}; declared: "
-                     f"{[s.name for s in specs]}; add it there or pass --base-url")
+    The entry's endpoint fields override ``base`` (the caller's settings: the Dagster resource or
+    the CLI options; default: the endpoint defaults); ``base_url`` (e.g. ``--base-url``) overrides
+    the entry's. Opened by :func:`eval_assets.openai_chat.open_endpoint`, the one way to open an
+    endpoint.
+    """
+    endpoint = spec.endpoint.over(base or Endpoint()).model_copy(
+        update={"model": spec.api_model})
+    with open_endpoint(endpoint, base_url=base_url) as opened:
+        settings = ClientSettings(endpoint=opened.endpoint, endpoint_id=opened.endpoint_id,
+                                  temperature=temperature, requery=requery)
+        with OpenAIVLMClient(settings, chat=opened.chat) as client:
+            yield client

@@ -15,18 +15,17 @@ import hashlib
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from eval_assets import progress
 from eval_assets.atomic import write_text_atomic
 from eval_assets.journal import Journal, exclusive_run_lock
-from eval_assets.predictions.client import ClientSettings, VLMClient
+from eval_assets.predictions.client import VLMClient
 from eval_assets.predictions.prompts import (
     DESCRIPTION_PROMPT,
     description_content_sha256,
@@ -48,7 +47,6 @@ from eval_assets.schemas.predictions import (
     CallSummary,
     DescriptionRecord,
     LatencyStats,
-    ModelSpec,
     RotationRecord,
     RunConfig,
     RunSummary,
@@ -369,12 +367,12 @@ def run_predictions(
 
         standing_answers = [r for c in cases
                             if (r := answers.get(answer_keys[c.id])) is not None]
-        standing_descriptions = [r for f in frames
-                                 if (r := descriptions.get(frame_keys[f.frame])) is not None]
+        standing_descriptions = [d for f in frames
+                                 if (d := descriptions.get(frame_keys[f.frame])) is not None]
         # A stored record stands for its content; the rotation number is the current one.
-        standing_rotations = [r.model_copy(update={"rotation": v.rotation})
+        standing_rotations = [o.model_copy(update={"rotation": v.rotation})
                               for v in variants if rotated is not None
-                              and (r := rotated.get(rotation_keys[v.key])) is not None]
+                              and (o := rotated.get(rotation_keys[v.key])) is not None]
     answer_summary = summarise(standing_answers, len(cases))
     description_summary = summarise(standing_descriptions, len(frames)) if describe else None
     rotation_summary = summarise(standing_rotations, len(variants)) if rotations else None
@@ -404,36 +402,3 @@ def _rotation_journal(out_dir: Path, rotations: bool) -> Iterator[Journal[Rotati
         return
     with Journal(out_dir / RUN_ROTATIONS_JOURNAL, RotationRecord, rotation_key) as journal:
         yield journal
-
-
-@contextlib.contextmanager
-def open_endpoint(spec: ModelSpec, defaults: Mapping[str, Any] | None = None,
-                  base_url: str | None = None) -> Iterator[ClientSettings]:
-    """Client settings for a declared model, serving it in this process when it is local.
-
-    ``defaults`` are :class:`ClientSettings` fields (timeouts, retries, max_tokens, ...); the
-    spec's own fields override them. ``base_url`` (e.g. ``--base-url``) overrides the spec's; a
-    spec with ``serve`` and no URL is started with
-    :func:`eval_assets.predictions.serve.serve_in_thread` for the duration.
-    """
-    values = dict(defaults or {})
-    values["model"] = spec.api_model
-    for field in ("api_key_env", "max_tokens", "max_concurrency", "timeout_s", "max_retries",
-                  "retry_after_max_s", "max_reply_chars"):
-        if getattr(spec, field) is not None:
-            values[field] = getattr(spec, field)
-    url = base_url or spec.base_url
-    if url is not None:
-        values["base_url"] = url
-        values["endpoint_id"] = None
-        yield ClientSettings.model_validate(values)
-        return
-    if spec.serve is None:
-        raise ValueError(f"model {spec.name!r} has neither base_url nor serve; give one")
-    from eval_assets.predictions.serve import serve_in_thread
-
-    with serve_in_thread(model=spec.serve, port=0, seed=spec.seed) as served_url:
-        values["base_url"] = served_url
-        values["endpoint_id"] = f"serve://{spec.serve}?seed={spec.seed}"
-        values["api_key_env"] = None
-        yield ClientSettings.model_validate(values)

@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from eval_assets.errors import InputError
 
 # Failure categories of answers and descriptions, and the token counts, are those of the one chat
 # client (eval_assets.openai_chat), defined with its call result.
 from eval_assets.schemas.chat import RETRYABLE_CATEGORIES as RETRYABLE_CATEGORIES
 from eval_assets.schemas.chat import ChatErrorCategory as ErrorCategory
 from eval_assets.schemas.chat import TokenUsage as TokenUsage
+from eval_assets.schemas.endpoint import Endpoint, split_endpoint_fields
 
 Status = Literal["success", "failed"]
 
@@ -182,34 +188,79 @@ class RunSummary(BaseModel):
 
 
 class ModelSpec(BaseModel):
-    """One entry of ``data/models.yaml``: a model under test and how to reach it.
+    """One entry of ``data/models.yaml``: a model under test (its name) and its endpoint.
 
-    ``serve`` names a local model that ``eval-assets serve`` provides; a spec with ``serve`` is
-    started in-process when no ``base_url`` is given. Fields left ``None`` fall back to the client
-    defaults of the caller (CLI options or the Dagster resource).
+    The entry writes the endpoint's fields flat beside ``name`` (``serve: random``,
+    ``base_url: ...``, ``max_retries: 2``; a nested ``endpoint:`` mapping is accepted too). A
+    field the entry leaves out keeps the caller's value (the Dagster ``vlm`` resource or the CLI
+    options, whose defaults are the endpoint's): see :meth:`Endpoint.over`.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    model: str | None = Field(default=None, description="Model id sent to the API (default name).")
-    base_url: str | None = None
-    serve: str | None = None
-    seed: int = 0
-    api_key_env: str | None = None
-    max_tokens: int | None = None
-    max_concurrency: int | None = None
-    timeout_s: float | None = None
-    max_retries: int | None = None
-    retry_after_max_s: float | None = Field(
-        default=None, description="longest Retry-After honoured; a longer one fails the call")
-    max_reply_chars: int | None = Field(
-        default=None, description="a longer reply is a reply_too_large failure")
+    endpoint: Endpoint = Field(default_factory=Endpoint)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_endpoint_fields(cls, data: Any) -> Any:
+        return split_endpoint_fields(data) if isinstance(data, Mapping) else data
 
     @property
     def api_model(self) -> str:
         """The ``model`` field of each request: ``model``, else the served model's id, else name."""
-        return self.model or self.serve or self.name
+        return self.endpoint.api_model or self.name
+
+
+class ModelsFileError(InputError, ValueError):
+    """The models file cannot be used; the message names the file, the entry, the field, the fix."""
+
+
+def _problem(err: Mapping[str, Any]) -> str:
+    # The entry writes the endpoint's fields flat, so they are named as written.
+    loc = [str(p) for p in err["loc"]]
+    if loc[:1] == ["endpoint"] and len(loc) > 1:
+        loc = loc[1:]
+    return f"field {'.'.join(loc) or '(entry)'!r}: {err['msg']}"
+
+
+def load_model_specs(path: Path) -> list[ModelSpec]:
+    """The models declared in a ``models.yaml`` (a top-level ``models:`` list), names unique."""
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelsFileError(
+            f"{path} does not exist; create it with a 'models:' list "
+            f"(see data/models.yaml in the repository)"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise ModelsFileError(f"{path} is not valid YAML ({' '.join(str(exc).split())}). Fix "
+                              "the syntax there (see data/models.yaml in the repository).") from exc
+    entries = document.get("models") if isinstance(document, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise ModelsFileError(f"{path}: expected a top-level 'models:' list with at least one "
+                              "entry. Fix: start the file with 'models:' and list '- name: ...' "
+                              "entries under it.")
+    specs: list[ModelSpec] = []
+    for i, entry in enumerate(entries):
+        try:
+            specs.append(ModelSpec.model_validate(entry))
+        except ValidationError as exc:
+            problems = "; ".join(_problem(err) for err in exc.errors()[:3])
+            raise ModelsFileError(f"{path}: models[{i}] is invalid: {problems}. Fix that entry "
+                                  f"(fields: name and the endpoint's: "
+                                  f"{', '.join(Endpoint.model_fields)}).") from exc
+    names = [s.name for s in specs]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ModelsFileError(f"{path}: model names must be unique, repeated: {duplicates}. Fix: "
+                              "rename or remove the repeated entries.")
+    for spec in specs:
+        if spec.endpoint.base_url is None and spec.endpoint.serve is None:
+            raise ModelsFileError(f"{path}: model {spec.name!r} has neither 'base_url' nor "
+                                  "'serve'. Fix: give the endpoint URL or the local model to "
+                                  "serve.")
+    return specs
 
 
 # Run folder layout (one folder per recording × model, or per `eval-assets vqa run`).

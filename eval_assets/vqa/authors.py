@@ -19,19 +19,19 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 import random
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import cv2
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from eval_assets.openai_chat import DEFAULT_RETRY_AFTER_MAX_S, ChatClient, RetryPolicy
+from eval_assets.openai_chat import chat_client
 from eval_assets.schemas.chat import ChatResult
+from eval_assets.schemas.endpoint import ENDPOINT_FIELDS, Endpoint, EndpointError
 from eval_assets.schemas.vqa import FAMILY_NAMES, Proposal
 from eval_assets.synth.scene import PALETTE, SHAPES
 from eval_assets.vqa.families import FAMILIES, MAX_REFERENCES, MIN_REFERENCES
@@ -64,12 +64,27 @@ class AuthorConfig(BaseModel):
     max_group_size: int = Field(default=3, ge=MIN_REFERENCES, le=MAX_REFERENCES)
     max_proposals_per_frame: int = Field(
         default=200, ge=1, description="proposals kept per frame; the rest are rejected")
-    vlm_base_url: str = ""
-    vlm_model: str = ""
-    vlm_api_key_env: str = Field(
-        default="", description="environment variable holding the API key; empty = no key")
-    vlm_timeout_s: float = Field(default=60.0, gt=0)
-    vlm_max_retries: int = Field(default=2, ge=0)
+    vlm: Endpoint = Field(
+        default_factory=Endpoint, description="the vlm author's endpoint; its fields may be "
+        "written flat with a vlm_ prefix (vlm_base_url, vlm_model, vlm_api_key_env, ...)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_vlm_fields(cls, data: Any) -> Any:
+        """``vlm_<field>`` keys are the fields of the ``vlm`` endpoint."""
+        if not isinstance(data, Mapping):
+            return data
+        prefixed = {key: value for key, value in data.items()
+                    if key.startswith("vlm_") and key.removeprefix("vlm_") in ENDPOINT_FIELDS}
+        if not prefixed:
+            return data
+        rest = {key: value for key, value in data.items() if key not in prefixed}
+        nested = rest.get("vlm")
+        fields: dict[str, Any] = (
+            dict(nested) if isinstance(nested, Mapping)
+            else nested.model_dump(exclude_unset=True) if isinstance(nested, Endpoint) else {})
+        fields.update({key.removeprefix("vlm_"): value for key, value in prefixed.items()})
+        return {**rest, "vlm": fields}
 
 
 @runtime_checkable
@@ -235,26 +250,22 @@ class VLMAuthor:
 
     needs_image = True
 
-    def __init__(self, base_url: str, model: str, api_key: str | None = None,
-                 families: Sequence[str] = FAMILY_NAMES, max_proposals_per_frame: int = 40,
-                 timeout_s: float = 60.0, max_retries: int = 2, *,
-                 retry_after_max_s: float = DEFAULT_RETRY_AFTER_MAX_S,
-                 max_reply_bytes: int | None = None, max_reply_chars: int | None = None) -> None:
-        if not base_url:
+    def __init__(self, endpoint: Endpoint, api_key: str | None = None,
+                 families: Sequence[str] = FAMILY_NAMES,
+                 max_proposals_per_frame: int = 40) -> None:
+        if not endpoint.base_url:
             raise AuthorConfigError(
                 "the vlm author needs vlm_base_url (an OpenAI-compatible endpoint such as "
                 "http://127.0.0.1:8000/v1)")
-        if not model:
+        if not endpoint.model:
             raise AuthorConfigError("the vlm author needs vlm_model (the served model's name)")
-        self.name = f"vlm:{model}"
-        self.model = model
+        self.name = f"vlm:{endpoint.model}"
+        self.model = endpoint.model
         self.families = _check_families(families, "families")
         self.max_proposals_per_frame = max_proposals_per_frame
-        # No max_tokens is sent, so the reply cap is the chat client's default for 4,096 tokens.
-        self.client = ChatClient(
-            base_url, api_key=api_key or None, timeout_s=timeout_s,
-            policy=RetryPolicy(max_retries=max_retries, retry_after_max_s=retry_after_max_s),
-            max_reply_bytes=max_reply_bytes, max_reply_chars=max_reply_chars)
+        # No max_tokens is sent, so the reply cap is the chat client's default for 4,096 tokens
+        # unless the endpoint sets max_reply_chars / max_reply_bytes.
+        self.client = chat_client(endpoint, api_key or "")
         self.calls: dict[int, ChatResult] = {}
         self._calls_lock = threading.Lock()
 
@@ -262,8 +273,10 @@ class VLMAuthor:
         """Close the HTTP connections."""
         self.client.close()
 
-    def propose(self, image: np.ndarray, frame_index: int) -> list[Proposal]:
+    def propose(self, image: np.ndarray | None, frame_index: int) -> list[Proposal]:
         """One chat call per frame; failures and malformed replies become error proposals."""
+        if image is None:
+            raise ValueError("the vlm author needs the frame's image (needs_image is True)")
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": AUTHOR_SYSTEM_PROMPT},
             {"role": "user", "content": [
@@ -303,15 +316,14 @@ def _vocabulary_author(config: AuthorConfig) -> QuestionAuthor:
 
 def _vlm_author(config: AuthorConfig) -> QuestionAuthor:
     api_key = None
-    if config.vlm_api_key_env:
-        api_key = os.environ.get(config.vlm_api_key_env)
-        if not api_key:
+    if config.vlm.api_key_env:
+        try:
+            api_key = config.vlm.api_key()
+        except EndpointError:
             raise AuthorConfigError(
-                f"vlm_api_key_env names ${config.vlm_api_key_env}, which is unset or empty; "
-                "export it, or set vlm_api_key_env to '' for an endpoint without keys")
-    return VLMAuthor(config.vlm_base_url, config.vlm_model, api_key, config.families,
-                     config.max_proposals_per_frame, config.vlm_timeout_s,
-                     config.vlm_max_retries)
+                f"vlm_api_key_env names ${config.vlm.api_key_env}, which is unset or empty; "
+                "export it, or set vlm_api_key_env to '' for an endpoint without keys") from None
+    return VLMAuthor(config.vlm, api_key, config.families, config.max_proposals_per_frame)
 
 
 AUTHORS: dict[str, Callable[[AuthorConfig], QuestionAuthor]] = {

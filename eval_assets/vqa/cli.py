@@ -14,8 +14,9 @@ The default output is ``$XDG_STATE_HOME`` (or ``~/.local/state``)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -114,7 +115,8 @@ def _print_frames(prepared: PreparedFrames) -> None:
 
 
 def _run(recording: Path, out: Path, selection: tuple[FrameSelectionConfig, Path | None],
-         author: dict[str, object], perception: dict[str, object], allow_pickle: bool) -> None:
+         author: Mapping[str, object], perception: Mapping[str, Any],
+         allow_pickle: bool) -> None:
     """Generate and print the summary; bad input exits 2, an unanswerable recording 1."""
     from eval_assets.errors import InputError
     from eval_assets.perception import PerceptionConfig, PerceptionError
@@ -125,7 +127,7 @@ def _run(recording: Path, out: Path, selection: tuple[FrameSelectionConfig, Path
     frames, selection_file = selection
     try:
         config = AuthorConfig.model_validate(author)
-        models = PerceptionConfig(**perception)  # type: ignore[arg-type]
+        models = PerceptionConfig(**perception)
         # The detector is asked about every name of the author's vocabulary.
         summary = generate_from_recording(
             recording, out, frames, config, models.build_detector(), models.build_segmenter(),

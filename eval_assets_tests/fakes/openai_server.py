@@ -277,93 +277,97 @@ class OpenAICompatibleServer:
         return not self._stop.wait(delay_s) if delay_s > 0 else True
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """The fake's request handler; :func:`_make_handler` binds it to one server."""
+
+    fake: OpenAICompatibleServer
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; with Nagle on, the body waits for the client's
+    # delayed ACK (~40 ms per response on keep-alive connections), which skews timings.
+    disable_nagle_algorithm = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # keep test output clean
+
+    def _send(self, status: int, payload: bytes, content_type: str = "application/json",
+              headers: Mapping[str, str] | None = None) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(payload)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout test): nothing to answer
+
+    def _send_chunked(self, status: int, payload: bytes, content_type: str,
+                      headers: Mapping[str, str]) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Transfer-Encoding", "chunked")
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            for start in range(0, len(payload), 65536):
+                piece = payload[start:start + 65536]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client stopped reading: that is the point
+
+    def _json(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
+        self._send(status, json.dumps(body).encode(), headers=headers)
+
+    def do_GET(self) -> None:
+        self.fake._record(RecordedRequest("GET", self.path, _lower(self.headers.items()), None))
+        if self.path.rstrip("/").endswith("/models"):
+            self._json(200, self.fake._models_body())
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}", "type": "fake"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            body = raw.decode("utf-8", "replace")
+        self.fake._record(RecordedRequest("POST", self.path, _lower(self.headers.items()), body))
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._json(404, {"error": {"message": f"no route {self.path}", "type": "fake"}})
+            return
+        if not isinstance(body, dict):
+            self._json(400, {"error": {"message": "body is not a JSON object",
+                                       "type": "invalid_request_error"}})
+            return
+        behaviour = self.fake._next(body)
+        if not self.fake._wait(behaviour.delay_s):
+            return
+        if isinstance(behaviour, Reply):
+            number = len(self.fake.requests)
+            self._json(200, completion_body(behaviour.content, str(body.get("model", "")),
+                                            number, behaviour.finish_reason,
+                                            behaviour.usage))
+        elif isinstance(behaviour, HttpError):
+            error_body = behaviour.body if behaviour.body is not None else {
+                "error": {"message": f"fake HTTP {behaviour.status}", "type": "fake_error",
+                          "param": None, "code": None}}
+            self._json(behaviour.status, error_body, behaviour.headers)
+        elif behaviour.chunked:
+            self._send_chunked(behaviour.status, behaviour.body, behaviour.content_type,
+                               behaviour.headers)
+        else:
+            self._send(behaviour.status, behaviour.body, behaviour.content_type,
+                       behaviour.headers)
+
+
 def _make_handler(server: OpenAICompatibleServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        # Headers and body go out in two writes; with Nagle on, the body waits for the client's
-        # delayed ACK (~40 ms per response on keep-alive connections), which skews timings.
-        disable_nagle_algorithm = True
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return  # keep test output clean
-
-        def _send(self, status: int, payload: bytes, content_type: str = "application/json",
-                  headers: Mapping[str, str] | None = None) -> None:
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(payload)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
-                self.wfile.flush()
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (timeout test): nothing to answer
-
-        def _send_chunked(self, status: int, payload: bytes, content_type: str,
-                          headers: Mapping[str, str]) -> None:
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Transfer-Encoding", "chunked")
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                for start in range(0, len(payload), 65536):
-                    piece = payload[start:start + 65536]
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
-            except (BrokenPipeError, ConnectionResetError):
-                self.close_connection = True  # the client stopped reading: that is the point
-
-        def _json(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
-            self._send(status, json.dumps(body).encode(), headers=headers)
-
-        def do_GET(self) -> None:
-            server._record(RecordedRequest("GET", self.path, _lower(self.headers.items()), None))
-            if self.path.rstrip("/").endswith("/models"):
-                self._json(200, server._models_body())
-            else:
-                self._json(404, {"error": {"message": f"no route {self.path}", "type": "fake"}})
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            try:
-                body = json.loads(raw) if raw else None
-            except json.JSONDecodeError:
-                body = raw.decode("utf-8", "replace")
-            server._record(RecordedRequest("POST", self.path, _lower(self.headers.items()), body))
-            if not self.path.rstrip("/").endswith("/chat/completions"):
-                self._json(404, {"error": {"message": f"no route {self.path}", "type": "fake"}})
-                return
-            if not isinstance(body, dict):
-                self._json(400, {"error": {"message": "body is not a JSON object",
-                                           "type": "invalid_request_error"}})
-                return
-            behaviour = server._next(body)
-            if not server._wait(behaviour.delay_s):
-                return
-            if isinstance(behaviour, Reply):
-                number = len(server.requests)
-                self._json(200, completion_body(behaviour.content, str(body.get("model", "")),
-                                                number, behaviour.finish_reason,
-                                                behaviour.usage))
-            elif isinstance(behaviour, HttpError):
-                error_body = behaviour.body if behaviour.body is not None else {
-                    "error": {"message": f"fake HTTP {behaviour.status}", "type": "fake_error",
-                              "param": None, "code": None}}
-                self._json(behaviour.status, error_body, behaviour.headers)
-            elif behaviour.chunked:
-                self._send_chunked(behaviour.status, behaviour.body, behaviour.content_type,
-                                   behaviour.headers)
-            else:
-                self._send(behaviour.status, behaviour.body, behaviour.content_type,
-                           behaviour.headers)
-
-    return Handler
+    return type("Handler", (_Handler,), {"fake": server})
 
 
 def _lower(items: Any) -> dict[str, str]:

@@ -73,9 +73,9 @@ def fast_config(server: OpenAICompatibleServer, **overrides: Any) -> JudgeConfig
     settings: dict[str, Any] = {
         "base_url": server.base_url, "model": "judge-model", "api_key_env": KEY_ENV,
         "timeout_s": 5.0, "max_retries": 2, "reply_tries": 5, "backoff_base_s": 0.01,
-        "backoff_max_s": 0.02, "max_workers": 1}
+        "backoff_max_s": 0.02, "max_workers": 1, "max_tokens": 1000, "max_reply_chars": 16000}
     settings.update(overrides)
-    return JudgeConfig(**settings)
+    return JudgeConfig.model_validate(settings)
 
 
 @pytest.fixture
@@ -440,7 +440,7 @@ def test_config_from_yaml(tmp_path: Path) -> None:
                     "metadata_placement: system\ndomain: Robots on patrol.\n")
     config = JudgeConfig.from_yaml(path)
     assert (config.max_workers, config.metadata_placement, config.temperature) == (3, "system", 0)
-    assert config.api_key_env == "CLIENT_API_KEY"
+    assert config.endpoint.api_key_env == "CLIENT_API_KEY"
 
     path.write_text("base_url: u\nmodel: m\napi_key: sk-should-not-be-here\n")
     with pytest.raises(JudgeConfigError, match="'api_key' is not allowed") as info:
@@ -459,7 +459,8 @@ def test_config_serve_is_an_endpoint_of_its_own(tmp_path: Path) -> None:
     path = tmp_path / "judge.yaml"
     path.write_text("serve: random\nmax_workers: 1\n")
     config = JudgeConfig.from_yaml(path)
-    assert (config.serve, config.model, config.base_url) == ("random", "random", None)
+    assert (config.endpoint.serve, config.model, config.endpoint.base_url) == (
+        "random", "random", None)
     assert JudgeConfig.from_yaml(path, avlm_compat=True).scoring_mode == "avlm_compat"
 
     for text, expected in [
@@ -477,7 +478,7 @@ def test_config_serve_is_an_endpoint_of_its_own(tmp_path: Path) -> None:
 
 def test_the_shipped_config_loads_with_the_one_loader() -> None:
     config = JudgeConfig.from_yaml(REPO / "data" / "judge.yaml")
-    assert config.serve == "blind-smollm2" and config.base_url is None
+    assert config.endpoint.serve == "blind-smollm2" and config.endpoint.base_url is None
     assert config.calibration_pairs > 0 and 0 < config.calibration_min_agreement <= 1
     assert not config.avlm_compat
 
@@ -485,7 +486,8 @@ def test_the_shipped_config_loads_with_the_one_loader() -> None:
 def test_open_judge_starts_the_served_model(tmp_path: Path) -> None:
     config = JudgeConfig(serve="random", response_format="judgement_schema")  # type: ignore[arg-type]
     with open_judge(config) as judge:
-        assert judge.config.base_url is not None and judge.config.base_url.startswith("http://")
+        url = judge.config.endpoint.base_url
+        assert url is not None and url.startswith("http://")
         outcome = judge.judge(rows_from_dicts([open_row(0)])[0])
     # The random model builds the schema with a random score: a valid one.
     assert outcome.ok and 1 <= (outcome.score or 0) <= 10

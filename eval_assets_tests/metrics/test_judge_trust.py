@@ -62,9 +62,10 @@ def config_for(url: str, **overrides: Any) -> JudgeConfig:
     """Fast retries; calibration on (the default) unless a test turns it off."""
     settings: dict[str, Any] = {
         "base_url": url, "model": "judge-model", "api_key_env": KEY_ENV, "timeout_s": 5.0,
-        "max_retries": 1, "reply_tries": 1, "backoff_base_s": 0.0, "max_workers": 2}
+        "max_retries": 1, "reply_tries": 1, "backoff_base_s": 0.0, "max_workers": 2,
+        "max_reply_chars": 16000}
     settings.update(overrides)
-    return JudgeConfig(**settings)
+    return JudgeConfig.model_validate(settings)
 
 
 def sample_rows(prediction: str = "A grey room with a red ball.") -> list[dict[str, Any]]:
@@ -285,8 +286,9 @@ def test_calibration_and_rows_report_progress(tmp_path: Path) -> None:
 
 
 def test_a_judge_that_is_a_model_under_test_is_flagged(tmp_path: Path) -> None:
-    specs = [ModelSpec(name="random", serve="random"),
-             ModelSpec(name="gpt", model="gpt-4o", base_url="http://x/v1")]
+    specs = [ModelSpec.model_validate({"name": "random", "serve": "random"}),
+             ModelSpec.model_validate({"name": "gpt", "model": "gpt-4o",
+                                       "base_url": "http://x/v1"})]
     served = JudgeConfig(serve="random")
     assert self_judging_models(served, specs) == ["random"]
     assert self_judging_models(config_for("http://x/v1", model="gpt-4o"), specs) == ["gpt"]
@@ -418,7 +420,7 @@ def test_the_resource_uses_the_one_loader_and_knows_the_models(tmp_path: Path) -
     # The models under test come from the one models file the partitions are built from.
     assert "random" in [spec.name for spec in declared_models()]
     with resource.judge() as (config, client):
-        assert config.base_url is not None and client.config is config
+        assert config.endpoint.base_url is not None and client.config is config
         assert resource.self_judging_models(config) == ["random"]
 
 

@@ -16,12 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from eval_assets.predictions.client import (
-    ClientSettings,
-    OpenAIVLMClient,
-    load_model_specs,
-)
+from eval_assets.predictions.client import ClientSettings, OpenAIVLMClient, open_model
 from eval_assets.predictions.prompts import PROMPT_VERSION
+from eval_assets.schemas.predictions import load_model_specs
 from eval_assets.schemas.vqa import Case
 from eval_assets_tests.fakes.openai_server import (
     HttpError,
@@ -296,7 +293,8 @@ def test_config_hash_changes_with_what_changes_answers_only() -> None:
 def test_declared_models_file_serves_both_baselines() -> None:
     specs = {s.name: s for s in load_model_specs(REPO / "data" / "models.yaml")}
     assert {"random", "blind-smollm2"} <= set(specs)
-    assert specs["random"].serve == "random" and specs["blind-smollm2"].serve == "blind-smollm2"
+    assert specs["random"].endpoint.serve == "random"
+    assert specs["blind-smollm2"].endpoint.serve == "blind-smollm2"
 
 
 def test_models_file_errors_name_the_file_and_entry(tmp_path: Path) -> None:
@@ -311,15 +309,27 @@ def test_models_file_errors_name_the_file_and_entry(tmp_path: Path) -> None:
 
 def test_a_models_file_entry_sets_the_retry_wait_and_reply_limits() -> None:
     from eval_assets.defs.resources import VLMClientResource
-    from eval_assets.predictions.runner import open_endpoint
     from eval_assets.schemas.predictions import ModelSpec
 
-    spec = ModelSpec(name="hosted", base_url="http://127.0.0.1:9/v1", max_retries=1,
-                     retry_after_max_s=30, max_reply_chars=500)
+    spec = ModelSpec.model_validate({"name": "hosted", "base_url": "http://127.0.0.1:9/v1",
+                                     "max_retries": 1, "retry_after_max_s": 30,
+                                     "max_reply_chars": 500})
     resource = VLMClientResource(retry_after_max_s=120, announce_wait_s=3)
-    with open_endpoint(spec, resource.defaults()) as settings:
-        assert (settings.max_retries, settings.retry_after_max_s, settings.max_reply_chars,
-                settings.announce_wait_s) == (1, 30, 500, 3)
-    with open_endpoint(ModelSpec(name="x", base_url="http://127.0.0.1:9/v1"),
-                       resource.defaults()) as settings:
-        assert (settings.retry_after_max_s, settings.max_reply_chars) == (120, None)
+    with open_model(spec, resource.defaults()) as client:
+        endpoint = client.settings.endpoint
+        assert (endpoint.max_retries, endpoint.retry_after_max_s, endpoint.max_reply_chars,
+                endpoint.announce_wait_s) == (1, 30, 500, 3)
+        assert client.settings.model == "hosted"
+    plain = ModelSpec.model_validate({"name": "x", "base_url": "http://127.0.0.1:9/v1"})
+    with open_model(plain, resource.defaults()) as client:
+        endpoint = client.settings.endpoint
+        assert (endpoint.retry_after_max_s, endpoint.max_reply_chars) == (120, None)
+
+
+def test_a_nested_endpoint_mapping_is_read_like_the_flat_fields() -> None:
+    from eval_assets.schemas.predictions import ModelSpec
+
+    flat = ModelSpec.model_validate({"name": "a", "serve": "random", "max_retries": 1})
+    nested = ModelSpec.model_validate({"name": "a", "endpoint": {"serve": "random",
+                                                                 "max_retries": 1}})
+    assert flat == nested and flat.endpoint.model_fields_set == {"serve", "max_retries"}

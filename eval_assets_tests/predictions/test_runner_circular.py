@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_assets.cli import app
-from eval_assets.predictions.client import OpenAIVLMClient
+from eval_assets.predictions.client import open_model
 from eval_assets.predictions.prompts import vqa_messages
-from eval_assets.predictions.runner import open_endpoint, run_predictions
+from eval_assets.predictions.runner import run_predictions
 from eval_assets.schemas.predictions import (
     ModelSpec,
     RotationRecord,
@@ -207,11 +207,11 @@ def test_nothing_private_reaches_the_server_or_the_rotation_files(tmp_path: Path
 def test_the_local_random_model_answers_every_rotation_and_resumes(tmp_path: Path) -> None:
     cases = write_dataset(tmp_path / "ds")
     out = tmp_path / "run"
-    spec = ModelSpec(name="random", serve="random")
-    with open_endpoint(spec) as settings, OpenAIVLMClient(settings) as client:
+    spec = ModelSpec.model_validate({"name": "random", "serve": "random"})
+    with open_model(spec) as client:
         first = run_predictions(tmp_path / "ds", client, out, max_concurrency=4,
                                 describe=False, rotations=True)
-    with open_endpoint(spec) as settings, OpenAIVLMClient(settings) as client:
+    with open_model(spec) as client:
         again = run_predictions(tmp_path / "ds", client, out, max_concurrency=4,
                                 describe=False, rotations=True)
     assert first.calls_made == sum(len(c["choices"]) for c in cases)

@@ -13,9 +13,10 @@ import pytest
 from eval_assets.local_models.random_choice import RandomChoiceModel
 from eval_assets.local_models.server import serve_in_thread
 from eval_assets.local_models.smollm2 import smollm2_gguf_path
-from eval_assets.predictions.client import ClientSettings, OpenAIVLMClient
+from eval_assets.predictions.client import ClientSettings, OpenAIVLMClient, open_model
 from eval_assets.predictions.prompts import description_messages, vqa_messages
-from eval_assets.predictions.runner import open_endpoint, run_predictions
+from eval_assets.predictions.runner import run_predictions
+from eval_assets.schemas.endpoint import Endpoint
 from eval_assets.schemas.predictions import ModelSpec
 from eval_assets.schemas.vqa import Case
 from eval_assets_tests.predictions.helpers import make_dataset, write_png
@@ -78,12 +79,11 @@ def test_server_lists_its_model_and_rejects_bad_requests() -> None:
 
 def test_a_served_model_resumes_across_runs_on_different_ports(tmp_path: Path) -> None:
     dataset = make_dataset(tmp_path / "ds", n_frames=2, cases_per_frame=2)
-    spec = ModelSpec(name="random", serve="random", seed=0)
+    spec = ModelSpec.model_validate({"name": "random", "serve": "random", "seed": 0})
     out = tmp_path / "run"
     results = []
     for _ in range(2):
-        with open_endpoint(spec, {"max_tokens": 8}) as settings, \
-                OpenAIVLMClient(settings) as client:
+        with open_model(spec, Endpoint(max_tokens=8)) as client:
             results.append(run_predictions(dataset.root, client, out, max_concurrency=2))
     assert results[0].calls_made == 6 and results[0].summary.complete
     assert results[1].calls_made == 0

@@ -11,6 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
+from eval_assets.schemas.endpoint import Endpoint
 from eval_assets.vqa.authors import (
     AuthorConfig,
     AuthorConfigError,
@@ -119,7 +120,7 @@ def test_vlm_malformed_reply_and_failed_call_never_abort_the_run(tmp_path: Path)
     good = json.dumps([{"family": "presence", "object_names": ["red ball"]}])
     script = [Reply("I think there is a red ball."), HttpError(500), Reply(good)]
     with OpenAICompatibleServer(script) as srv:
-        author = VLMAuthor(srv.base_url, "m", max_retries=0, timeout_s=10)
+        author = VLMAuthor(Endpoint(base_url=srv.base_url, model="m", max_retries=0, timeout_s=10))
         props = propose_frames(author, frames_dir, frames, max_proposals_per_frame=10)
         assert len(srv.requests) == 3
     assert [(p.frame_index, p.error) for p in props] == [
@@ -133,7 +134,7 @@ def test_vlm_author_10_mb_reply_is_reply_too_large() -> None:
     script = [Reply(huge), RawResponse(200, json.dumps(
         {"choices": [{"message": {"content": huge}}]}).encode(), chunked=True)]
     with OpenAICompatibleServer(script) as srv:
-        author = VLMAuthor(srv.base_url, "m", max_retries=2, timeout_s=10)
+        author = VLMAuthor(Endpoint(base_url=srv.base_url, model="m", max_retries=2, timeout_s=10))
         props = [author.propose(frame_image(0), i) for i in (0, 1)]
         author.close()
         assert len(srv.requests) == 2  # not retried
@@ -148,7 +149,7 @@ def test_vlm_author_records_usage_and_latency_and_retries_500() -> None:
     good = json.dumps([{"family": "presence", "object_names": ["red ball"]}])
     with OpenAICompatibleServer([HttpError(500), Reply(good, delay_s=0.05, usage=usage),
                                  HttpError(400)]) as srv:
-        author = VLMAuthor(srv.base_url, "m", max_retries=2, timeout_s=10)
+        author = VLMAuthor(Endpoint(base_url=srv.base_url, model="m", max_retries=2, timeout_s=10))
         ok = author.propose(frame_image(0), 4)
         failed = author.propose(frame_image(0), 5)
         author.close()
@@ -164,7 +165,7 @@ def test_vlm_author_records_usage_and_latency_and_retries_500() -> None:
 
 def test_vlm_author_retry_after_beyond_the_maximum_fails_at_once() -> None:
     with OpenAICompatibleServer([HttpError(429, {"Retry-After": "100000"})]) as srv:
-        author = VLMAuthor(srv.base_url, "m", max_retries=2, timeout_s=10)
+        author = VLMAuthor(Endpoint(base_url=srv.base_url, model="m", max_retries=2, timeout_s=10))
         start = time.monotonic()
         (prop,) = author.propose(frame_image(0), 0)
         assert time.monotonic() - start < 1.0

@@ -21,7 +21,6 @@ from eval_assets.defs.partitions import (
     recording_model_partitions,
 )
 from eval_assets.defs.resources import ProjectStorage, VLMClientResource
-from eval_assets.predictions.client import OpenAIVLMClient
 from eval_assets.predictions.runner import run_predictions
 from eval_assets.schemas.predictions import RUN_ANSWERS, RUN_ROTATIONS, RUN_SUMMARY
 
@@ -57,10 +56,9 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
     layout = storage.layout()
     out_dir = layout.predictions_dir(recording, model)
     night = context.run.tags.get(NIGHT_TAG)
-    with vlm.endpoint(model) as settings, \
-            OpenAIVLMClient(settings.model_copy(update={"requery": night})) as client:
+    with vlm.open(model, requery=night) as client:
         result = run_predictions(layout.dataset_dir(recording), client, out_dir,
-                                 max_concurrency=settings.max_concurrency,
+                                 max_concurrency=client.settings.max_concurrency,
                                  rotations=vlm.rotations)
     answers = result.summary.answers
     where = f"{model} on {recording}"
