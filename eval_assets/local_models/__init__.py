@@ -8,5 +8,5 @@ Modules: ``base`` (the :class:`LocalModel` protocol), ``response_format`` (the s
 subset), ``random_choice``, ``smollm2`` and ``kv_prefix`` (its KV-cache engine), ``registry``
 (models by name) and ``server`` (``eval-assets serve``, and a server in a thread). Both the models
 under test (:mod:`eval_assets.predictions`) and the judge (:mod:`eval_assets.metrics.judge`) reach
-them through :func:`eval_assets.endpoint.open_endpoint`. Nothing heavy is imported here.
+them through :func:`eval_assets.openai_chat.open_endpoint`. Nothing heavy is imported here.
 """

@@ -1,6 +1,6 @@
 """The judge's resume journal: one fsynced JSON line per judge call, keyed by the exact request.
 
-It is the predictions journal (:class:`eval_assets.predictions.store.Journal`: append-only, one
+It is the resume journal (:class:`eval_assets.journal.Journal`: append-only, one
 whole-line write plus fsync per record, a torn last line repaired on open) holding
 :class:`JudgeCallRecord` s. A record is keyed by the SHA-256 of the request as sent (judge model,
 messages, temperature, max_tokens and response_format: everything that can change the reply) and
