@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from eval_assets.predictions.client import ClientSettings, OpenAIVLMClient
-from eval_assets.predictions.runner import run_predictions
+from eval_assets.model_runs.client import ClientSettings, OpenAIVLMClient
+from eval_assets.model_runs.runner import run_model
 from eval_assets_tests.fakes.openai_server import OpenAICompatibleServer, Reply
-from eval_assets_tests.predictions.helpers import make_dataset
+from eval_assets_tests.model_runs.helpers import make_dataset
 
 
 def measure(level: int, latency: float, seconds: float, work: Path) -> tuple[int, float]:
@@ -31,8 +31,8 @@ def measure(level: int, latency: float, seconds: float, work: Path) -> tuple[int
             OpenAIVLMClient(ClientSettings(base_url=server.base_url, model="fake-model",
                                            max_tokens=8, timeout_s=30)) as client:
         start = time.perf_counter()
-        result = run_predictions(dataset.root, client, work / f"run-{level}",
-                                 max_concurrency=level, describe=False)
+        result = run_model(dataset.root, client, work / f"run-{level}",
+                           max_concurrency=level, describe=False)
         elapsed = time.perf_counter() - start
         assert len(server.requests) == n_cases, "every case must be asked exactly once"
     if not result.summary.complete:

@@ -1,7 +1,7 @@
 """The one client for OpenAI-compatible ``/chat/completions`` endpoints, with one retry policy.
 
 Every caller uses :class:`ChatClient`, opened from its :class:`eval_assets.endpoint.Endpoint`:
-the models under test (:class:`eval_assets.predictions.client.OpenAIVLMClient`), the LLM judge
+the models under test (:class:`eval_assets.model_runs.client.OpenAIVLMClient`), the LLM judge
 (:class:`eval_assets.metrics.judge_client.OpenAIJudge`) and the question author
 (:class:`eval_assets.vqa.authors.VLMAuthor`). A call never raises: it returns a
 :class:`eval_assets.schemas.chat.ChatResult` holding the reply text, or a failure with its category,

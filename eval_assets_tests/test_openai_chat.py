@@ -276,7 +276,7 @@ def test_the_request_is_sent_as_given_with_the_key_as_bearer(
 
 
 def test_importing_the_callers_loads_no_http_library() -> None:
-    code = ("import sys, eval_assets.openai_chat, eval_assets.predictions.client, "
+    code = ("import sys, eval_assets.openai_chat, eval_assets.model_runs.client, "
             "eval_assets.metrics.judge, eval_assets.vqa.authors; "
             "print(sorted(m for m in ('openai', 'httpx', 'httpx2') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

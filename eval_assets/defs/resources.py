@@ -20,9 +20,9 @@ from eval_assets.layout import (
 from eval_assets.metrics.embedders import CosineSimilarity, SentenceTransformerEmbedder
 from eval_assets.metrics.judge import JudgeConfig, OpenAIJudge, open_judge, self_judging_models
 from eval_assets.metrics.vision import SimilarityScorer
+from eval_assets.model_runs.client import ClientSettings, OpenAIVLMClient, open_model
 from eval_assets.perception import PerceptionConfig
 from eval_assets.perception.protocols import Detector, Segmenter
-from eval_assets.predictions.client import ClientSettings, OpenAIVLMClient, open_model
 from eval_assets.schemas.endpoint import Endpoint
 from eval_assets.schemas.predictions import ModelSpec
 from eval_assets.schemas.vqa import FAMILY_NAMES

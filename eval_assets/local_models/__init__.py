@@ -7,6 +7,6 @@ Both honour a flat ``json_schema`` response format, which lets SmolLM2 serve as 
 Modules: ``base`` (the :class:`LocalModel` protocol), ``response_format`` (the structured-output
 subset), ``random_choice``, ``smollm2`` and ``kv_prefix`` (its KV-cache engine), ``registry``
 (models by name) and ``server`` (``eval-assets serve``, and a server in a thread). Both the models
-under test (:mod:`eval_assets.predictions`) and the judge (:mod:`eval_assets.metrics.judge`) reach
+under test (:mod:`eval_assets.model_runs`) and the judge (:mod:`eval_assets.metrics.judge`) reach
 them through :func:`eval_assets.openai_chat.open_endpoint`. Nothing heavy is imported here.
 """

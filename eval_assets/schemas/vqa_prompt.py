@@ -1,6 +1,6 @@
 """The dimOS runner's VQA question text: how a question and its choices are written, and read back.
 
-The client writes it (:mod:`eval_assets.predictions.prompts`); the local models read the choices
+The client writes it (:mod:`eval_assets.model_runs.prompts`); the local models read the choices
 back out of it (:mod:`eval_assets.local_models`). Changing it changes answers: it must come with a
 new ``PROMPT_VERSION``.
 """

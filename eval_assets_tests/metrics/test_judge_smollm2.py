@@ -21,8 +21,8 @@ from eval_assets.benchmark.scoring import avlm_description_rows, write_jsonl
 from eval_assets.cli import app
 from eval_assets.layout import default_annotations_dir
 from eval_assets.metrics.predictions import InferenceLayout
+from eval_assets.model_runs.prompts import DESCRIPTION_PROMPT
 from eval_assets.perception import PerceptionConfig
-from eval_assets.predictions.prompts import DESCRIPTION_PROMPT
 from eval_assets.schemas.predictions import RUN_ANSWERS, RUN_DESCRIPTIONS, DescriptionRecord
 from eval_assets.vqa.authors import AuthorConfig
 from eval_assets.vqa.generate import generate_from_recording

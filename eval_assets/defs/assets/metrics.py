@@ -57,7 +57,7 @@ from eval_assets.metrics.mcq import score_mcq_dir
 from eval_assets.metrics.pope import PopeResult
 from eval_assets.metrics.predictions import InferenceLayout
 from eval_assets.metrics.vqa import VqaReport
-from eval_assets.predictions.prompts import DESCRIPTION_PROMPT
+from eval_assets.model_runs.prompts import DESCRIPTION_PROMPT
 from eval_assets.schemas.results import BenchmarkResult, ChairScores, VisionScores
 from eval_assets.vqa.dataset import dataset_fingerprint
 

@@ -21,7 +21,7 @@ from eval_assets.defs.partitions import (
     recording_model_partitions,
 )
 from eval_assets.defs.resources import ProjectStorage, VLMClientResource
-from eval_assets.predictions.runner import run_predictions
+from eval_assets.model_runs.runner import run_model
 from eval_assets.schemas.predictions import RUN_ANSWERS, RUN_ROTATIONS, RUN_SUMMARY
 
 __all__ = ["model_partitions", "predictions"]
@@ -57,9 +57,9 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
     out_dir = layout.predictions_dir(recording, model)
     night = context.run.tags.get(NIGHT_TAG)
     with vlm.open(model, requery=night) as client:
-        result = run_predictions(layout.dataset_dir(recording), client, out_dir,
-                                 max_concurrency=client.settings.max_concurrency,
-                                 rotations=vlm.rotations)
+        result = run_model(layout.dataset_dir(recording), client, out_dir,
+                           max_concurrency=client.settings.max_concurrency,
+                           rotations=vlm.rotations)
     answers = result.summary.answers
     where = f"{model} on {recording}"
     if answers.success == 0:

@@ -17,7 +17,7 @@ from dagster import (
 from eval_assets.defs.assets.predictions import model_partitions, predictions
 from eval_assets.defs.resources import ProjectStorage, VLMClientResource
 from eval_assets.layout import StorageLayout
-from eval_assets_tests.predictions.helpers import CANARY, make_dataset
+from eval_assets_tests.model_runs.helpers import CANARY, make_dataset
 
 
 def _metadata(result) -> dict:

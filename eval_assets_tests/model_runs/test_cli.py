@@ -14,9 +14,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from eval_assets.cli import app
-from eval_assets.predictions.prompts import vqa_messages
+from eval_assets.model_runs.prompts import vqa_messages
 from eval_assets_tests.fakes.openai_server import HttpError, OpenAICompatibleServer, Reply
-from eval_assets_tests.predictions.helpers import CANARY, make_dataset, write_png
+from eval_assets_tests.model_runs.helpers import CANARY, make_dataset, write_png
 
 runner = CliRunner()
 

@@ -1,4 +1,7 @@
-"""Predictions: run VLMs under test over public datasets through an OpenAI-compatible API.
+"""Model runs: a VLM under test asked every case of a public dataset, into a resumable run folder.
+
+What a run produces is the model's predictions (the ``predictions`` asset, records in
+:mod:`eval_assets.schemas.predictions`); this package is what runs the model.
 
 Modules: ``client`` (the ``VLMClient`` protocol, ``OpenAIVLMClient`` and ``open_model``, which
 opens a models-file entry's endpoint), ``prompts`` (the dimOS runner prompt and the description
@@ -7,8 +10,8 @@ folder) and ``cli``. The local baselines a run may serve are :mod:`eval_assets.l
 Nothing heavy is imported here.
 """
 
-from eval_assets.predictions.client import ClientSettings, OpenAIVLMClient, VLMClient
-from eval_assets.predictions.runner import RunResult, load_public_cases, run_predictions
+from eval_assets.model_runs.client import ClientSettings, OpenAIVLMClient, VLMClient
+from eval_assets.model_runs.runner import RunResult, load_public_cases, run_model
 
 __all__ = [
     "ClientSettings",
@@ -16,5 +19,5 @@ __all__ = [
     "RunResult",
     "VLMClient",
     "load_public_cases",
-    "run_predictions",
+    "run_model",
 ]

@@ -13,13 +13,13 @@ import pytest
 from eval_assets.local_models.random_choice import RandomChoiceModel
 from eval_assets.local_models.server import serve_in_thread
 from eval_assets.local_models.smollm2 import smollm2_gguf_path
-from eval_assets.predictions.client import ClientSettings, OpenAIVLMClient, open_model
-from eval_assets.predictions.prompts import description_messages, vqa_messages
-from eval_assets.predictions.runner import run_predictions
+from eval_assets.model_runs.client import ClientSettings, OpenAIVLMClient, open_model
+from eval_assets.model_runs.prompts import description_messages, vqa_messages
+from eval_assets.model_runs.runner import run_model
 from eval_assets.schemas.endpoint import Endpoint
 from eval_assets.schemas.predictions import ModelSpec
 from eval_assets.schemas.vqa import Case
-from eval_assets_tests.predictions.helpers import make_dataset, write_png
+from eval_assets_tests.model_runs.helpers import make_dataset, write_png
 
 CHOICES = ["under 1 meter", "1 to under 2 meters", "2 to under 3 meters", "3 meters or more"]
 
@@ -84,7 +84,7 @@ def test_a_served_model_resumes_across_runs_on_different_ports(tmp_path: Path) -
     results = []
     for _ in range(2):
         with open_model(spec, Endpoint(max_tokens=8)) as client:
-            results.append(run_predictions(dataset.root, client, out, max_concurrency=2))
+            results.append(run_model(dataset.root, client, out, max_concurrency=2))
     assert results[0].calls_made == 6 and results[0].summary.complete
     assert results[1].calls_made == 0
     config = json.loads((out / "config.json").read_text())

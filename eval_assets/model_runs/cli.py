@@ -1,4 +1,4 @@
-"""Commands of the predictions stage, registered by ``eval_assets.cli``:
+"""Commands that run a model under test, registered by ``eval_assets.cli``:
 
     eval-assets serve --model random|blind-smollm2 [--port 8000] [--seed 0]
     eval-assets vqa run DATASET --model NAME [--base-url URL] [--output DIR] [--circular]
@@ -71,8 +71,8 @@ def vqa_run_command(
 ) -> None:
     """Answer every case of DATASET with one model and write the run folder (no scoring)."""
     from eval_assets.layout import StorageLayout, default_models_file, default_storage_root
-    from eval_assets.predictions.client import open_model
-    from eval_assets.predictions.runner import public_fingerprint, run_predictions
+    from eval_assets.model_runs.client import open_model
+    from eval_assets.model_runs.runner import public_fingerprint, run_model
     from eval_assets.schemas.predictions import ModelSpec, load_model_specs
 
     path = models_file or default_models_file()
@@ -97,9 +97,9 @@ def vqa_run_command(
         f"{dataset.resolve().name}-{public_fingerprint(dataset)[:12]}", spec.name)
     try:
         with open_model(spec, base_url=base_url) as client:
-            result = run_predictions(dataset, client, out,
-                                     max_concurrency=client.settings.max_concurrency,
-                                     describe=describe, rotations=circular)
+            result = run_model(dataset, client, out,
+                               max_concurrency=client.settings.max_concurrency,
+                               describe=describe, rotations=circular)
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from exc

@@ -25,14 +25,14 @@ from pydantic import BaseModel, ValidationError
 from eval_assets import progress
 from eval_assets.atomic import write_text_atomic
 from eval_assets.journal import Journal, exclusive_run_lock
-from eval_assets.predictions.client import VLMClient
-from eval_assets.predictions.prompts import (
+from eval_assets.model_runs.client import VLMClient
+from eval_assets.model_runs.prompts import (
     DESCRIPTION_PROMPT,
     description_content_sha256,
     read_png,
     vqa_content_sha256,
 )
-from eval_assets.predictions.store import answer_key, description_key, rotation_key
+from eval_assets.model_runs.store import answer_key, description_key, rotation_key
 from eval_assets.schemas.predictions import (
     RUN_ANSWERS,
     RUN_ANSWERS_JOURNAL,
@@ -262,7 +262,7 @@ def _schedule(tasks: Iterator[Callable[[], None]], max_concurrency: int) -> None
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def run_predictions(
+def run_model(
     dataset_dir: Path,
     client: VLMClient,
     out_dir: Path,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from eval_assets.predictions.client import ClientSettings, OpenAIVLMClient
-from eval_assets.predictions.runner import load_public_cases, run_predictions
+from eval_assets.model_runs.client import ClientSettings, OpenAIVLMClient
+from eval_assets.model_runs.runner import load_public_cases, run_model
 from eval_assets.schemas.predictions import AnswerRecord, RunConfig, RunSummary
 from eval_assets_tests.fakes.openai_server import (
     HttpError,
@@ -21,7 +21,7 @@ from eval_assets_tests.fakes.openai_server import (
     message_text,
     route_by_text,
 )
-from eval_assets_tests.predictions.helpers import CANARY, TinyDataset, make_dataset, write_png
+from eval_assets_tests.model_runs.helpers import CANARY, TinyDataset, make_dataset, write_png
 
 DESCRIBE = "Describe what you observe in this frame."
 
@@ -51,7 +51,7 @@ def test_run_writes_config_answers_descriptions_and_summary(tmp_path: Path) -> N
     dataset = make_dataset(tmp_path / "ds", n_frames=2, cases_per_frame=3)
     out = tmp_path / "run"
     with OpenAICompatibleServer(default=Reply("yes")) as srv, client_for(srv.base_url) as client:
-        result = run_predictions(dataset.root, client, out, max_concurrency=3)
+        result = run_model(dataset.root, client, out, max_concurrency=3)
         requests = srv.requests
     assert result.calls_made == len(requests) == 6 + 2 and result.skipped == 0
     answers = read_jsonl(out / "answers.jsonl")
@@ -72,7 +72,7 @@ def test_run_writes_config_answers_descriptions_and_summary(tmp_path: Path) -> N
 def test_nothing_private_reaches_the_server(tmp_path: Path) -> None:
     dataset = make_dataset(tmp_path / "ds")
     with OpenAICompatibleServer(default=Reply("no")) as srv, client_for(srv.base_url) as client:
-        run_predictions(dataset.root, client, tmp_path / "run", max_concurrency=2)
+        run_model(dataset.root, client, tmp_path / "run", max_concurrency=2)
         bodies = [json.dumps(r.body) + json.dumps(r.headers) for r in srv.requests]
     assert bodies and all(CANARY not in b for b in bodies)
     assert all("labels" not in b and "audit" not in b for b in bodies)
@@ -84,10 +84,10 @@ def test_rerun_makes_no_calls_and_rewrites_identical_files(tmp_path: Path) -> No
     dataset = make_dataset(tmp_path / "ds")
     out = tmp_path / "run"
     with OpenAICompatibleServer(default=Reply("yes")) as srv, client_for(srv.base_url) as client:
-        run_predictions(dataset.root, client, out, max_concurrency=2)
+        run_model(dataset.root, client, out, max_concurrency=2)
         first = {p.name: p.read_bytes() for p in out.iterdir()}
         n = len(srv.requests)
-        again = run_predictions(dataset.root, client, out, max_concurrency=2)
+        again = run_model(dataset.root, client, out, max_concurrency=2)
         assert len(srv.requests) == n and again.calls_made == 0 and again.skipped == n
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first
 
@@ -98,7 +98,7 @@ def test_changed_content_under_the_same_ids_is_asked_again(tmp_path: Path) -> No
     dataset = make_dataset(tmp_path / "ds", n_frames=3, cases_per_frame=2)
     out = tmp_path / "run"
     with OpenAICompatibleServer(default=Reply("yes")) as srv, client_for(srv.base_url) as client:
-        run_predictions(dataset.root, client, out, max_concurrency=2, describe=True)
+        run_model(dataset.root, client, out, max_concurrency=2, describe=True)
         n = len(srv.requests)
         # New pixels for the first frame, a reworded question for one case of the second frame.
         write_png(dataset.root / dataset.cases[0]["image"], seed=99)
@@ -107,7 +107,7 @@ def test_changed_content_under_the_same_ids_is_asked_again(tmp_path: Path) -> No
         (dataset.root / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
         changed = TinyDataset(root=dataset.root, cases=cases)
 
-        again = run_predictions(dataset.root, client, out, max_concurrency=2, describe=True)
+        again = run_model(dataset.root, client, out, max_concurrency=2, describe=True)
 
         asked = answered_cases(srv.requests[n:], changed)
         described = [r for r in srv.requests[n:] if DESCRIBE in message_text(r.body)]
@@ -134,7 +134,7 @@ def test_failures_are_recorded_and_only_they_are_retried_next_run(tmp_path: Path
 
     with OpenAICompatibleServer(script) as srv, \
             client_for(srv.base_url, max_retries=2) as client:
-        result = run_predictions(dataset.root, client, out, max_concurrency=2, describe=False)
+        result = run_model(dataset.root, client, out, max_concurrency=2, describe=False)
         assert answered_cases(srv.requests, dataset).count(bad) == 3
         assert not result.summary.complete
         assert result.summary.answers.failed == 1
@@ -144,7 +144,7 @@ def test_failures_are_recorded_and_only_they_are_retried_next_run(tmp_path: Path
 
         healthy = True
         n_first = len(srv.requests)
-        result = run_predictions(dataset.root, client, out, max_concurrency=2, describe=False)
+        result = run_model(dataset.root, client, out, max_concurrency=2, describe=False)
         assert answered_cases(srv.requests[n_first:], dataset) == [bad]
     assert result.summary.complete
     answers = {a["case_id"]: a["choice"] for a in read_jsonl(out / "answers.jsonl")}
@@ -156,9 +156,9 @@ def test_a_changed_generation_config_does_not_reuse_answers(tmp_path: Path) -> N
     out = tmp_path / "run"
     with OpenAICompatibleServer(default=Reply("yes")) as srv:
         with client_for(srv.base_url) as client:
-            run_predictions(dataset.root, client, out, max_concurrency=1, describe=False)
+            run_model(dataset.root, client, out, max_concurrency=1, describe=False)
         with client_for(srv.base_url, max_tokens=32) as client:
-            result = run_predictions(dataset.root, client, out, max_concurrency=1, describe=False)
+            result = run_model(dataset.root, client, out, max_concurrency=1, describe=False)
         assert len(srv.requests) == 4 and result.calls_made == 2
     hashes = {a["config_hash"] for a in read_jsonl(out / "answers.jsonl")}
     assert hashes == {result.summary.config_hash}
@@ -178,13 +178,13 @@ def test_ctrl_c_midway_loses_nothing_and_repeats_nothing(tmp_path: Path) -> None
     script = Reply("yes", delay_s=0.05)
     with OpenAICompatibleServer(default=script) as srv:
         with client_for(srv.base_url) as client, pytest.raises(KeyboardInterrupt):
-            run_predictions(dataset.root, client, out, max_concurrency=4, describe=False,
-                            on_record=interrupt_after_three)
+            run_model(dataset.root, client, out, max_concurrency=4, describe=False,
+                      on_record=interrupt_after_three)
         first_run = answered_cases(srv.requests, dataset)
         assert 3 <= len(first_run) < len(dataset.cases)
         with client_for(srv.base_url) as client:
-            result = run_predictions(dataset.root, client, out, max_concurrency=4,
-                                     describe=False)
+            result = run_model(dataset.root, client, out, max_concurrency=4,
+                               describe=False)
         all_calls = answered_cases(srv.requests, dataset)
     # In-flight calls finished and were journalled before the interrupt propagated.
     assert sorted(all_calls) == sorted(c["id"] for c in dataset.cases)
@@ -194,8 +194,8 @@ def test_ctrl_c_midway_loses_nothing_and_repeats_nothing(tmp_path: Path) -> None
 KILL_SCRIPT = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
-    from eval_assets.predictions.client import ClientSettings, OpenAIVLMClient
-    from eval_assets.predictions.runner import run_predictions
+    from eval_assets.model_runs.client import ClientSettings, OpenAIVLMClient
+    from eval_assets.model_runs.runner import run_model
 
     url, dataset, out, k = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
     done = 0
@@ -207,7 +207,7 @@ KILL_SCRIPT = textwrap.dedent("""
             os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no finally blocks
 
     client = OpenAIVLMClient(ClientSettings(base_url=url, model="fake-model", max_tokens=16))
-    run_predictions(dataset, client, out, max_concurrency=4, on_record=on_record)
+    run_model(dataset, client, out, max_concurrency=4, on_record=on_record)
 """)
 
 
@@ -225,7 +225,7 @@ def test_sigkill_midway_then_restart_repeats_no_completed_call(tmp_path: Path) -
         n_first = len(srv.requests)
 
         with client_for(srv.base_url) as client:
-            result = run_predictions(dataset.root, client, out, max_concurrency=4)
+            result = run_model(dataset.root, client, out, max_concurrency=4)
         second_calls = answered_cases(srv.requests[n_first:], dataset)
     assert not done_before & set(second_calls)  # zero repeated calls for completed cases
     assert set(second_calls) | done_before == {c["id"] for c in dataset.cases}
@@ -242,8 +242,8 @@ def test_refill_keeps_max_concurrency_in_flight(tmp_path: Path) -> None:
                            default=Reply("yes", delay_s=0.2))
     with OpenAICompatibleServer(script) as srv, client_for(srv.base_url) as client:
         t0 = time.perf_counter()
-        result = run_predictions(dataset.root, client, tmp_path / "run", max_concurrency=4,
-                                 describe=False)
+        result = run_model(dataset.root, client, tmp_path / "run", max_concurrency=4,
+                           describe=False)
         elapsed = time.perf_counter() - t0
     assert result.summary.complete
     assert 0.95 <= elapsed < 1.4, elapsed
@@ -278,8 +278,8 @@ def test_answer_records_round_trip_through_the_schema(tmp_path: Path) -> None:
     dataset = make_dataset(tmp_path / "ds", n_frames=1, cases_per_frame=1)
     with OpenAICompatibleServer(default=Reply("No, there is none.")) as srv, \
             client_for(srv.base_url) as client:
-        run_predictions(dataset.root, client, tmp_path / "run", max_concurrency=1,
-                        describe=False)
+        run_model(dataset.root, client, tmp_path / "run", max_concurrency=1,
+                  describe=False)
     line = (tmp_path / "run" / "answers.jsonl").read_text().splitlines()[0]
     record = AnswerRecord.model_validate_json(line)
     assert (record.choice, record.extraction_tier) == ("no", "leading")

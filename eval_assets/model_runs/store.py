@@ -1,4 +1,4 @@
-"""Resume keys of the predictions journals: which stored call stands for which request.
+"""Resume keys of the run journals: which stored call stands for which request.
 
 The journal itself (append-only, fsynced, torn-line repair) is :mod:`eval_assets.journal`, shared
 with the LLM judge.

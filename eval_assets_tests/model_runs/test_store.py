@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from eval_assets.journal import Journal, exclusive_run_lock
-from eval_assets.predictions.store import answer_key
+from eval_assets.model_runs.store import answer_key
 from eval_assets.schemas.predictions import AnswerRecord
 
 

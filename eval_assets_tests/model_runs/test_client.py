@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from eval_assets.predictions.client import ClientSettings, OpenAIVLMClient, open_model
-from eval_assets.predictions.prompts import PROMPT_VERSION
+from eval_assets.model_runs.client import ClientSettings, OpenAIVLMClient, open_model
+from eval_assets.model_runs.prompts import PROMPT_VERSION
 from eval_assets.schemas.predictions import load_model_specs
 from eval_assets.schemas.vqa import Case
 from eval_assets_tests.fakes.openai_server import (
@@ -26,7 +26,7 @@ from eval_assets_tests.fakes.openai_server import (
     RawResponse,
     Reply,
 )
-from eval_assets_tests.predictions.helpers import write_png
+from eval_assets_tests.model_runs.helpers import write_png
 
 REPO = Path(__file__).resolve().parents[2]
 CASE = Case(id="frame-000100-chair-presence", image="assets/frame-000100.png",

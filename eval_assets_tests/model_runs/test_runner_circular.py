@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_assets.cli import app
-from eval_assets.predictions.client import open_model
-from eval_assets.predictions.prompts import vqa_messages
-from eval_assets.predictions.runner import run_predictions
+from eval_assets.model_runs.client import open_model
+from eval_assets.model_runs.prompts import vqa_messages
+from eval_assets.model_runs.runner import run_model
 from eval_assets.schemas.predictions import (
     ModelSpec,
     RotationRecord,
@@ -26,8 +26,8 @@ from eval_assets_tests.fakes.openai_server import (
     Reply,
     message_text,
 )
-from eval_assets_tests.predictions.helpers import CANARY, write_png
-from eval_assets_tests.predictions.test_runner import client_for, read_jsonl
+from eval_assets_tests.model_runs.helpers import CANARY, write_png
+from eval_assets_tests.model_runs.test_runner import client_for, read_jsonl
 
 CHOICES = [["yes", "no"], ["left", "center", "right"],
            ["one", "two", "three", "four or more"]]
@@ -75,10 +75,10 @@ def test_rotations_are_asked_exactly_like_cases_and_stored_apart(tmp_path: Path)
     cases = write_dataset(tmp_path / "ds")
     plain, circular = tmp_path / "plain", tmp_path / "circular"
     with OpenAICompatibleServer(first_shown) as srv, client_for(srv.base_url) as client:
-        run_predictions(tmp_path / "ds", client, plain, max_concurrency=3, describe=False)
+        run_model(tmp_path / "ds", client, plain, max_concurrency=3, describe=False)
         n_plain = len(srv.requests)
-        result = run_predictions(tmp_path / "ds", client, circular, max_concurrency=3,
-                                 describe=False, rotations=True)
+        result = run_model(tmp_path / "ds", client, circular, max_concurrency=3,
+                           describe=False, rotations=True)
         requests = srv.requests[n_plain:]
     ks = [len(c["choices"]) for c in cases]
     assert n_plain == len(cases) and len(requests) == result.calls_made == sum(ks)
@@ -114,10 +114,10 @@ def test_rerun_with_rotations_makes_no_calls_and_rewrites_identical_files(tmp_pa
     write_dataset(tmp_path / "ds")
     out = tmp_path / "run"
     with OpenAICompatibleServer(first_shown) as srv, client_for(srv.base_url) as client:
-        run_predictions(tmp_path / "ds", client, out, max_concurrency=2, rotations=True)
+        run_model(tmp_path / "ds", client, out, max_concurrency=2, rotations=True)
         first = {p.name: p.read_bytes() for p in out.iterdir()}
         n = len(srv.requests)
-        again = run_predictions(tmp_path / "ds", client, out, max_concurrency=2, rotations=True)
+        again = run_model(tmp_path / "ds", client, out, max_concurrency=2, rotations=True)
         assert len(srv.requests) == n and again.calls_made == 0 and again.skipped == n
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first
 
@@ -128,15 +128,15 @@ def test_rotations_switched_on_later_ask_only_the_rotations_and_off_removes_them
     extra = sum(len(c["choices"]) - 1 for c in cases)
     out = tmp_path / "run"
     with OpenAICompatibleServer(first_shown) as srv, client_for(srv.base_url) as client:
-        run_predictions(tmp_path / "ds", client, out, max_concurrency=2, describe=False)
-        on = run_predictions(tmp_path / "ds", client, out, max_concurrency=2, describe=False,
-                             rotations=True)
+        run_model(tmp_path / "ds", client, out, max_concurrency=2, describe=False)
+        on = run_model(tmp_path / "ds", client, out, max_concurrency=2, describe=False,
+                       rotations=True)
         assert on.calls_made == extra and on.skipped == len(cases)
-        off = run_predictions(tmp_path / "ds", client, out, max_concurrency=2, describe=False)
+        off = run_model(tmp_path / "ds", client, out, max_concurrency=2, describe=False)
         assert off.calls_made == 0 and not (out / "rotations.jsonl").exists()
         assert off.summary.rotations is None
-        back = run_predictions(tmp_path / "ds", client, out, max_concurrency=2, describe=False,
-                               rotations=True)
+        back = run_model(tmp_path / "ds", client, out, max_concurrency=2, describe=False,
+                         rotations=True)
         assert back.calls_made == 0 and (out / "rotations.jsonl").is_file()
 
 
@@ -146,15 +146,15 @@ def test_a_rotated_order_already_asked_is_reused_by_content(tmp_path: Path) -> N
     cases = write_dataset(tmp_path / "ds", n_frames=1)
     out = tmp_path / "run"
     with OpenAICompatibleServer(first_shown) as srv, client_for(srv.base_url) as client:
-        run_predictions(tmp_path / "ds", client, out, max_concurrency=2, describe=False,
-                        rotations=True)
+        run_model(tmp_path / "ds", client, out, max_concurrency=2, describe=False,
+                  rotations=True)
         n = len(srv.requests)
         moved = [dict(c) for c in cases]
         moved[1]["choices"] = rotate_choices(moved[1]["choices"], 1)  # center, right, left
         (tmp_path / "ds" / "cases.jsonl").write_text(
             "".join(json.dumps(c) + "\n" for c in moved))
-        again = run_predictions(tmp_path / "ds", client, out, max_concurrency=2, describe=False,
-                                rotations=True)
+        again = run_model(tmp_path / "ds", client, out, max_concurrency=2, describe=False,
+                          rotations=True)
         asked = srv.requests[n:]
     # The new published order was rotation 1 (an answer is asked anew: answers are their own
     # record), the new rotation 2 was the old published order; the new rotation 1 was asked.
@@ -180,23 +180,23 @@ def test_failed_rotations_are_recorded_and_only_they_are_retried(tmp_path: Path)
 
     with OpenAICompatibleServer(script) as srv, \
             client_for(srv.base_url, max_retries=0) as client:
-        result = run_predictions(tmp_path / "ds", client, out, max_concurrency=2,
-                                 describe=False, rotations=True)
+        result = run_model(tmp_path / "ds", client, out, max_concurrency=2,
+                           describe=False, rotations=True)
         assert not result.summary.complete and result.summary.answers.failed == 0
         rotated = result.summary.rotations
         assert rotated is not None and rotated.failed == 3
         assert rotated.error_counts == {"server_error": 3}
         healthy = True
-        again = run_predictions(tmp_path / "ds", client, out, max_concurrency=2,
-                                describe=False, rotations=True)
+        again = run_model(tmp_path / "ds", client, out, max_concurrency=2,
+                          describe=False, rotations=True)
     assert again.calls_made == 3 and again.summary.complete
 
 
 def test_nothing_private_reaches_the_server_or_the_rotation_files(tmp_path: Path) -> None:
     write_dataset(tmp_path / "ds")
     with OpenAICompatibleServer(first_shown) as srv, client_for(srv.base_url) as client:
-        run_predictions(tmp_path / "ds", client, tmp_path / "run", max_concurrency=2,
-                        rotations=True)
+        run_model(tmp_path / "ds", client, tmp_path / "run", max_concurrency=2,
+                  rotations=True)
         bodies = [json.dumps(r.body) + json.dumps(r.headers) for r in srv.requests]
     assert len(bodies) == 2 + 3 + 4 + 2 + 3 + 4 + 2  # every rotation, and 2 descriptions
     assert all(CANARY not in b and "audit" not in b and "labels" not in b for b in bodies)
@@ -209,11 +209,11 @@ def test_the_local_random_model_answers_every_rotation_and_resumes(tmp_path: Pat
     out = tmp_path / "run"
     spec = ModelSpec.model_validate({"name": "random", "serve": "random"})
     with open_model(spec) as client:
-        first = run_predictions(tmp_path / "ds", client, out, max_concurrency=4,
-                                describe=False, rotations=True)
+        first = run_model(tmp_path / "ds", client, out, max_concurrency=4,
+                          describe=False, rotations=True)
     with open_model(spec) as client:
-        again = run_predictions(tmp_path / "ds", client, out, max_concurrency=4,
-                                describe=False, rotations=True)
+        again = run_model(tmp_path / "ds", client, out, max_concurrency=4,
+                          describe=False, rotations=True)
     assert first.calls_made == sum(len(c["choices"]) for c in cases)
     assert first.summary.complete and again.calls_made == 0
     rotations = read_jsonl(out / "rotations.jsonl")

@@ -15,12 +15,12 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from eval_assets.choices import match_choice
-from eval_assets.openai_chat import ChatClient, chat_client, open_endpoint
-from eval_assets.predictions.prompts import (
+from eval_assets.model_runs.prompts import (
     PROMPT_VERSION,
     description_messages,
     vqa_messages,
 )
+from eval_assets.openai_chat import ChatClient, chat_client, open_endpoint
 from eval_assets.schemas.chat import ChatResult, Message
 from eval_assets.schemas.endpoint import Endpoint, split_endpoint_fields
 from eval_assets.schemas.predictions import (
