@@ -116,7 +116,8 @@ def pointcloud_frames(context: AssetExecutionContext, storage: ProjectStorage) -
     out_dir = layout.pointcloud_frames_dir(key)
     with Recording.open(storage.recording_file(key), allow_pickle=storage.allow_pickle) as rec:
         clouds = build_pointcloud_frames(rec, frames, out_dir)
-    reasons = Counter(c.reason for c in clouds if c.status == "image_only")
+    # An image-only frame always has its reason (the record checks it).
+    reasons = Counter(c.reason for c in clouds if c.status == "image_only" and c.reason)
     rows = [
         f"| {c.frame_index} | {c.status} | "
         f"{'' if c.lidar_dt is None else f'{c.lidar_dt:+.3f}'} | "
