@@ -34,7 +34,7 @@ from eval_assets_tests.e2e.celery_cluster import celery_cluster, group_members
 
 MODELS = "models:\n  - name: random\n    serve: random\n    seed: 0\n"
 JUDGE = "serve: random\nmodel: random\nmax_workers: 1\nbackoff_base_s: 0\n"
-# The files that test_pipeline.py requires to be identical between two runs.
+# The files that defs/local/test_run.py requires to be identical between two runs.
 DETERMINISTIC = ("datasets/**/*", "assets/vqa_accuracy/**/*.json", "assets/pope_presence/**/*",
                  "assets/mcq_avlm/**/*", "assets/chair_hallucination/**/*",
                  "assets/vision_similarity/**/*", "assets/benchmark_results/**/*")
