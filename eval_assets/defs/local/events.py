@@ -43,17 +43,13 @@ class JobReport:
     steps: int
 
 
-def _ignore(_: object) -> None:
-    return None
-
-
 @dataclass(frozen=True)
 class Listeners:
     """Where a local run reports: each finished step, each finished job run, each stage line."""
 
-    on_step: Callable[[StepReport], None] = _ignore
-    on_job: Callable[[JobReport], None] = _ignore
-    on_stage: Callable[[str], None] = _ignore
+    on_step: Callable[[StepReport], None]
+    on_job: Callable[[JobReport], None]
+    on_stage: Callable[[str], None]
 
 
 def numeric_metadata(event: DagsterEvent) -> dict[str, int | float]:
