@@ -8,7 +8,7 @@ machine, each into a fresh storage root:
 - in process: ``execute_in_process`` on a persistent (SQLite) instance, the code location already
   imported — what ``eval-assets run`` pays per job;
 - daemon: ``launchRun`` over GraphQL on a real ``dagster-webserver`` + ``dagster-daemon`` (the run
-  queue of :data:`eval_assets.pipeline.DAGSTER_YAML`, the default run launcher, which starts one
+  queue of :data:`eval_assets.defs.local.DAGSTER_YAML`, the default run launcher, which starts one
   process per run). Wall time runs from the launch to the moment GraphQL reports SUCCESS; the
   run's own start→end comes from its RUN_START/RUN_SUCCESS events.
 
@@ -112,8 +112,8 @@ def in_process(work: Path, repeat: int) -> list[Timing]:
     from dagster import DagsterEventType, DagsterInstance
 
     from eval_assets.defs.definitions import defs
+    from eval_assets.defs.local import DAGSTER_YAML
     from eval_assets.defs.partitions import recordings_partitions
-    from eval_assets.pipeline import DAGSTER_YAML
 
     home = work / "inproc_home"
     home.mkdir()
@@ -202,7 +202,7 @@ def main() -> int:
     parser.add_argument("--events", action="store_true",
                         help="print each daemon run's event timeline")
     args = parser.parse_args()
-    from eval_assets.pipeline import DAGSTER_YAML
+    from eval_assets.defs.local import DAGSTER_YAML
 
     dagster_yaml = DAGSTER_YAML
     if args.dequeue_interval is not None:

@@ -70,7 +70,7 @@ def run(
         False, "--verbose", "-v", help="Also print Dagster's event stream (always in the log)."),
 ) -> None:
     """Build RECORDING's dataset, benchmark the models on it, and print the report path."""
-    from eval_assets.pipeline import JobReport, StepReport, run_benchmark
+    from eval_assets.defs.local import JobReport, StepReport, run_locally
 
     console = make_console()
     started = time.perf_counter()
@@ -85,7 +85,7 @@ def run(
         console.print(f"[bold]{escape(job.label)}[/]: {job.steps} steps in "
                       f"{format_seconds(job.seconds)}")
 
-    outcome = run_benchmark(recording, storage_root, model or None, verbose=verbose,
+    outcome = run_locally(recording, storage_root, model or None, verbose=verbose,
                             on_step=on_step, on_job=on_job,
                             on_stage=lambda line: console.print(f"[dim]{escape(line)}[/]"))
     console.print(f"done in {format_seconds(time.perf_counter() - started)}; Dagster log: "

@@ -2,7 +2,9 @@
 
 Run outputs go under a storage root (``$EVAL_ASSETS_HOME``, default ``./.eval_assets``), which is
 git-ignored; bundled inputs stay under ``data/``. Each asset writes into its own folder per
-partition so reruns of one recording never touch another's files.
+partition (named by :mod:`eval_assets.asset_names`) so reruns of one recording never touch
+another's files. The names of the files inside those folders are defined below, once each; the
+module that writes a file imports its name from here.
 """
 
 from __future__ import annotations
@@ -11,8 +13,56 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval_assets import asset_names as names
+
 RECORDING_SUFFIX = ".db"
 SELECTION_SUFFIX = ".selection.yaml"
+
+# recording_ingest: the validated inventory.
+INVENTORY_FILE = "inventory.json"
+# rectified_frames: PNGs under images/, their table, what was selected and what was skipped.
+RECTIFIED_TABLE = "frames.parquet"
+SELECTION_FILE = "selection.json"
+SKIPPED_FRAMES_FILE = "skipped_frames.json"
+IMAGES_DIR = "images"
+# pointcloud_frames: one cloud per frame under points/, and their table.
+POINTCLOUD_TABLE = "pointcloud_frames.parquet"
+POINTS_DIR = "points"
+# detections_masks: the detections table, per-frame JSON and masks.
+DETECTIONS_TABLE = "detections.parquet"
+FRAMES_DIR = "frames"
+MASKS_DIR = "masks"
+# question_proposals.
+PROPOSALS_FILE = "proposals.jsonl"
+PROPOSALS_SUMMARY = "summary.json"
+# public_cases and private_labels: a dataset folder in dimOS's layout, and our private audit.
+DATASET_CASES = "cases.jsonl"
+DATASET_LABELS = "labels.jsonl"
+DATASET_ASSETS = "assets"
+DATASET_AUDIT = "audit"
+AUDIT_RUN = "run.json"
+# Our sidecar: one full Label per case (dimOS has no such file and ignores it).
+AUDIT_LABELS = "labels.jsonl"
+AUDIT_FRAME_FILES = ("frame.json", "ground_truth.json", "cases.json", "labels.json")
+# Our per-frame sidecar: what the detector was asked and every detection (masks as RLE).
+AUDIT_FRAME_EVIDENCE = "evidence.json"
+# predictions: a run folder (one per recording × model, or per `eval-assets vqa run`).
+RUN_CONFIG = "config.json"
+RUN_ANSWERS = "answers.jsonl"
+RUN_DESCRIPTIONS = "descriptions.jsonl"
+RUN_ROTATIONS = "rotations.jsonl"
+RUN_SUMMARY = "summary.json"
+RUN_ANSWERS_JOURNAL = "answers.journal.jsonl"
+RUN_DESCRIPTIONS_JOURNAL = "descriptions.journal.jsonl"
+RUN_ROTATIONS_JOURNAL = "rotations.journal.jsonl"
+RUN_LOCK = ".run.lock"
+# benchmark_results, and each night's copy under history/.
+RESULTS_FILE = "results.json"
+# leaderboard.
+LEADERBOARD_PARQUET = "leaderboard.parquet"
+LEADERBOARD_JSON = "leaderboard.json"
+# report.
+REPORT_FILE = "report.html"
 
 
 def default_storage_root() -> Path:
@@ -74,19 +124,19 @@ class StorageLayout:
 
     def ingest_dir(self, recording: str) -> Path:
         """Validated inventory of one recording."""
-        return self.asset_dir("recording_ingest", recording)
+        return self.asset_dir(names.RECORDING_INGEST, recording)
 
     def rectified_frames_dir(self, recording: str) -> Path:
         """Rectified PNG frames and ``frames.parquet`` of one recording."""
-        return self.asset_dir("rectified_frames", recording)
+        return self.asset_dir(names.RECTIFIED_FRAMES, recording)
 
     def pointcloud_frames_dir(self, recording: str) -> Path:
         """Synchronised LiDAR clouds and ``pointcloud_frames.parquet`` of one recording."""
-        return self.asset_dir("pointcloud_frames", recording)
+        return self.asset_dir(names.POINTCLOUD_FRAMES, recording)
 
     def proposals_dir(self, recording: str) -> Path:
         """Question proposals (``proposals.jsonl`` + ``summary.json``) of one recording."""
-        return self.asset_dir("question_proposals", recording)
+        return self.asset_dir(names.QUESTION_PROPOSALS, recording)
 
     def dataset_dir(self, recording: str) -> Path:
         """The published VQA dataset of one recording (public cases and private labels)."""
@@ -94,11 +144,11 @@ class StorageLayout:
 
     def detections_dir(self, recording: str) -> Path:
         """Perception evidence of one recording: ``detections.parquet``, per-frame JSON, masks."""
-        return self.asset_dir("detections_masks", recording)
+        return self.asset_dir(names.DETECTIONS_MASKS, recording)
 
     def predictions_dir(self, recording: str, model: str) -> Path:
         """Run folder of one model on one recording's dataset (journals, answers, summary)."""
-        return self.asset_dir("predictions", recording) / model
+        return self.asset_dir(names.PREDICTIONS, recording) / model
 
     def metric_dir(self, metric: str, recording: str, model: str) -> Path:
         """Output folder of one metric asset for one (recording, model) partition."""
@@ -106,15 +156,15 @@ class StorageLayout:
 
     def results_file(self, recording: str, model: str) -> Path:
         """The combined ``results.json`` (a ``BenchmarkResult``) of one partition."""
-        return self.metric_dir("benchmark_results", recording, model) / "results.json"
+        return self.metric_dir(names.BENCHMARK_RESULTS, recording, model) / RESULTS_FILE
 
     def leaderboard_dir(self) -> Path:
         """Leaderboard over every partition (Parquet + JSON)."""
-        return self.root / "assets" / "leaderboard"
+        return self.root / "assets" / names.LEADERBOARD
 
     def report_file(self) -> Path:
         """The static HTML report."""
-        return self.root / "assets" / "report" / "report.html"
+        return self.root / "assets" / names.REPORT / REPORT_FILE
 
     def history_dir(self) -> Path:
         """Every nightly benchmark's results, one folder per night (``YYYY-MM-DD``)."""
@@ -123,7 +173,11 @@ class StorageLayout:
     def nightly_results_file(self, night: str, recording: str, model: str) -> Path:
         """The ``results.json`` (a ``BenchmarkResult``) of one (recording, model) on one night;
         kept for good, so the report can show each model's score across nights."""
-        return self.history_dir() / night / recording / model / "results.json"
+        return self.history_dir() / night / recording / model / RESULTS_FILE
+
+    def logs_dir(self) -> Path:
+        """The Dagster event log of each ``eval-assets run``, one file per run."""
+        return self.root / "logs"
 
     def content_hashes_file(self) -> Path:
         """Cache of recording content hashes by (path, size, mtime)."""

@@ -9,7 +9,7 @@
   nothing upstream is running or about to run.
 - The automation-condition sensor evaluates them; the nightly schedule re-asks every model.
 
-``eval-assets run`` evaluates the same conditions in process (:mod:`eval_assets.pipeline`).
+``eval-assets run`` evaluates the same conditions in process (:mod:`eval_assets.defs.local`).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from eval_assets.defs.jobs import model_benchmark_job
 from eval_assets.defs.partitions import (
     MODEL_DIM,
     RECORDING_DIM,
+    RECORDINGS,
     model_partitions,
     recordings_partitions,
 )
@@ -87,7 +88,7 @@ def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
     versions already reported.
     """
     reported = _load_cursor(context.cursor)
-    known = set(context.instance.get_dynamic_partitions(recordings_partitions.name))
+    known = set(context.instance.get_dynamic_partitions(RECORDINGS))
     hashes = ContentHashes(storage.layout().content_hashes_file())
     new: list[str] = []
     events = []
@@ -140,7 +141,7 @@ def nightly_benchmark(context: ScheduleEvaluationContext):
     night's results are kept under ``history/<night>/``. Run keys carry the night: a tick
     evaluated twice launches nothing twice.
     """
-    recordings = context.instance.get_dynamic_partitions(recordings_partitions.name)
+    recordings = context.instance.get_dynamic_partitions(RECORDINGS)
     if not recordings:
         return SkipReason("no recordings yet: drop *.db files into the recordings folder")
     night = context.scheduled_execution_time.strftime("%Y-%m-%d")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dagster import AutomationCondition
 
 OWNERS = ["team:robot-evals"]
@@ -33,8 +35,12 @@ RECOMPUTE = (
        & ~AutomationCondition.any_deps_in_progress())
 ).with_label("missing, upstream data changed or code changed")
 
+# Typed as any entity's condition: Dagster types ``since_last_handled`` for conditions on assets or
+# checks, and code_version_changed() is typed for assets only, although both apply to assets here.
+_CHANGED: AutomationCondition[Any] = (
+    AutomationCondition.any_deps_updated() | AutomationCondition.code_version_changed())
+
 SETTLED = (
-    (AutomationCondition.any_deps_updated() | AutomationCondition.code_version_changed())
-    .since_last_handled()
+    _CHANGED.since_last_handled()
     & ~AutomationCondition.any_deps_match(_cell_pending()) & ~AutomationCondition.in_progress()
 ).with_label("once per settled batch: every expected result present or failed")

@@ -39,7 +39,9 @@ def declared_model(name: str) -> ModelSpec:
                      f"{[s.name for s in declared_models()]}")
 
 
-recordings_partitions = DynamicPartitionsDefinition(name="recordings")
+RECORDINGS = "recordings"
+"""The name of the recordings' dynamic partitions, which the sensor and the local runner add to."""
+recordings_partitions = DynamicPartitionsDefinition(name=RECORDINGS)
 
 # Built when the code location loads: editing the models file adds a model partition on reload.
 model_partitions = StaticPartitionsDefinition([spec.name for spec in declared_models()])

@@ -25,12 +25,10 @@ import pyarrow.parquet as pq
 from eval_assets import progress
 from eval_assets.atomic import write_bytes_atomic, write_text_atomic
 from eval_assets.frames import RectifiedFrame, load_rectified_image
+from eval_assets.layout import DETECTIONS_TABLE, FRAMES_DIR, MASKS_DIR
 from eval_assets.perception.protocols import Detector, Segmenter, detect_and_segment
 from eval_assets.schemas.perception import Detection, FrameDetections
 
-DETECTIONS_TABLE = "detections.parquet"
-FRAMES_DIR = "frames"
-MASKS_DIR = "masks"
 # Fixed encoder settings: the PNG bytes depend on them, and outputs must be byte-identical.
 # One bit per pixel: a fifth of the time of an 8-bit mask (most of the evidence stage's cost at
 # 1280x720) and a fifth of the bytes; OpenCV and PIL read it back as 0 / 255.

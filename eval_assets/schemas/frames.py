@@ -3,7 +3,7 @@ synchronised point clouds.
 
 Both tables are Parquet files with a fixed column order and no run-dependent metadata, so the same
 recording gives byte-identical files; the selection and the skipped frames are JSON beside
-``frames.parquet``. File names inside a stage folder are decided here.
+``frames.parquet``. File names inside a stage folder are the layout's (:mod:`eval_assets.layout`).
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from eval_assets.atomic import write_bytes_atomic, write_text_atomic
-
-RECTIFIED_TABLE = "frames.parquet"
-POINTCLOUD_TABLE = "pointcloud_frames.parquet"
-SELECTION_FILE = "selection.json"
-SKIPPED_FRAMES_FILE = "skipped_frames.json"
-IMAGES_DIR = "images"
-POINTS_DIR = "points"
+from eval_assets.layout import (
+    IMAGES_DIR,
+    POINTCLOUD_TABLE,
+    POINTS_DIR,
+    RECTIFIED_TABLE,
+    SELECTION_FILE,
+    SKIPPED_FRAMES_FILE,
+)
 
 DEFAULT_MAX_BAD_FRACTION = 0.2
 """Share of the examined frames that may be bad before frame preparation fails."""

@@ -19,6 +19,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from eval_assets.errors import InputError
 
+# The run folder's file names are the layout's; re-exported for the run's readers and writers.
+from eval_assets.layout import RUN_ANSWERS as RUN_ANSWERS
+from eval_assets.layout import RUN_ANSWERS_JOURNAL as RUN_ANSWERS_JOURNAL
+from eval_assets.layout import RUN_CONFIG as RUN_CONFIG
+from eval_assets.layout import RUN_DESCRIPTIONS as RUN_DESCRIPTIONS
+from eval_assets.layout import RUN_DESCRIPTIONS_JOURNAL as RUN_DESCRIPTIONS_JOURNAL
+from eval_assets.layout import RUN_LOCK as RUN_LOCK
+from eval_assets.layout import RUN_ROTATIONS as RUN_ROTATIONS
+from eval_assets.layout import RUN_ROTATIONS_JOURNAL as RUN_ROTATIONS_JOURNAL
+from eval_assets.layout import RUN_SUMMARY as RUN_SUMMARY
+
 # Failure categories of answers and descriptions, and the token counts, are those of the one chat
 # client (eval_assets.openai_chat), defined with its call result.
 from eval_assets.schemas.chat import RETRYABLE_CATEGORIES as RETRYABLE_CATEGORIES
@@ -262,14 +273,3 @@ def load_model_specs(path: Path) -> list[ModelSpec]:
                                   "serve.")
     return specs
 
-
-# Run folder layout (one folder per recording × model, or per `eval-assets vqa run`).
-RUN_CONFIG = "config.json"
-RUN_ANSWERS = "answers.jsonl"
-RUN_DESCRIPTIONS = "descriptions.jsonl"
-RUN_ROTATIONS = "rotations.jsonl"
-RUN_SUMMARY = "summary.json"
-RUN_ANSWERS_JOURNAL = "answers.journal.jsonl"
-RUN_DESCRIPTIONS_JOURNAL = "descriptions.journal.jsonl"
-RUN_ROTATIONS_JOURNAL = "rotations.journal.jsonl"
-RUN_LOCK = ".run.lock"

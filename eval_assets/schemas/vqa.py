@@ -6,7 +6,7 @@ public ``cases.jsonl`` and it forbids any field beyond ``id``, ``image``, ``ques
 exactly dimOS 0.0.15's ``PublicCase`` and ``PrivateLabel``, so either tool loads the other's
 dataset. Everything else we know about a case (family, frame, object names, evidence) is a
 :class:`Label` in the private audit, which dimOS ignores; the audit's files carry dimOS's keys
-first and ours beside them. File names inside a dataset folder are decided here too.
+first and ours beside them. File names inside a dataset folder are the layout's.
 """
 
 from __future__ import annotations
@@ -16,6 +16,18 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+# The dataset's and the proposals' file names are the layout's; re-exported for their readers.
+from eval_assets.layout import AUDIT_FRAME_EVIDENCE as AUDIT_FRAME_EVIDENCE
+from eval_assets.layout import AUDIT_FRAME_FILES as AUDIT_FRAME_FILES
+from eval_assets.layout import AUDIT_LABELS as AUDIT_LABELS
+from eval_assets.layout import AUDIT_RUN as AUDIT_RUN
+from eval_assets.layout import DATASET_ASSETS as DATASET_ASSETS
+from eval_assets.layout import DATASET_AUDIT as DATASET_AUDIT
+from eval_assets.layout import DATASET_CASES as DATASET_CASES
+from eval_assets.layout import DATASET_LABELS as DATASET_LABELS
+from eval_assets.layout import PROPOSALS_FILE as PROPOSALS_FILE
+from eval_assets.layout import PROPOSALS_SUMMARY as PROPOSALS_SUMMARY
 
 FamilyName = Literal[
     "presence",
@@ -55,22 +67,6 @@ REJECTION_REASONS: tuple[str, ...] = (
     "area_margin_too_small",  # largest mask has less than 1.2x the runner-up's pixels
     "range_intervals_overlap",  # closest reference's [q1, q3] overlaps another's
 )
-
-# Dataset layout (dimOS-compatible).
-DATASET_CASES = "cases.jsonl"
-DATASET_LABELS = "labels.jsonl"
-DATASET_ASSETS = "assets"
-DATASET_AUDIT = "audit"
-AUDIT_RUN = "run.json"
-# Our sidecar: one full Label per case (dimOS has no such file and ignores it).
-AUDIT_LABELS = "labels.jsonl"
-AUDIT_FRAME_FILES = ("frame.json", "ground_truth.json", "cases.json", "labels.json")
-# Our per-frame sidecar: what the detector was asked and every detection (masks as RLE).
-AUDIT_FRAME_EVIDENCE = "evidence.json"
-
-# Proposal stage layout.
-PROPOSALS_FILE = "proposals.jsonl"
-PROPOSALS_SUMMARY = "summary.json"
 
 
 def frame_stem(frame_index: int) -> str:

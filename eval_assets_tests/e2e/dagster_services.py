@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval_assets.pipeline import DAGSTER_YAML
+from eval_assets.defs.local import DAGSTER_YAML
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -28,13 +28,13 @@ from eval_assets.defs.executors import (
     MissingEngineError,
     executor_from_env,
 )
+from eval_assets.defs.local import run_locally
 from eval_assets.layout import StorageLayout, partition_key_for
-from eval_assets.pipeline import run_benchmark
 from eval_assets_tests.e2e.celery_cluster import celery_cluster, group_members
 
 MODELS = "models:\n  - name: random\n    serve: random\n    seed: 0\n"
 JUDGE = "serve: random\nmodel: random\nmax_workers: 1\nbackoff_base_s: 0\n"
-# The files that test_pipeline.py requires to be identical between two runs.
+# The files that defs/local/test_run.py requires to be identical between two runs.
 DETERMINISTIC = ("datasets/**/*", "assets/vqa_accuracy/**/*.json", "assets/pope_presence/**/*",
                  "assets/mcq_avlm/**/*", "assets/chair_hallucination/**/*",
                  "assets/vision_similarity/**/*", "assets/benchmark_results/**/*")
@@ -162,7 +162,7 @@ def test_benchmark_on_a_celery_cluster_is_identical_to_the_in_process_run(
             assert set(in_worker.values()) <= worker_names, in_worker
 
     monkeypatch.setenv("EVAL_ASSETS_EXECUTOR", "in_process")
-    reference = run_benchmark(sample_db, tmp_path / "in_process", models=["random"])
+    reference = run_locally(sample_db, tmp_path / "in_process", models=["random"])
     a, b = _digest(distributed), _digest(reference.layout.root)
     assert a == b and len(a) > 50
     assert StorageLayout(distributed).report_file().is_file()

@@ -17,9 +17,14 @@ from eval_assets.frames import (
     read_rectified_frames,
 )
 from eval_assets.frames.selection import compact_indices
-from eval_assets.layout import selection_file_for
+from eval_assets.layout import (
+    POINTCLOUD_TABLE,
+    RECTIFIED_TABLE,
+    SELECTION_FILE,
+    SKIPPED_FRAMES_FILE,
+    selection_file_for,
+)
 from eval_assets.recording import Recording
-from eval_assets.schemas.frames import SELECTION_FILE, SKIPPED_FRAMES_FILE
 
 
 @asset(key=keys.RECTIFIED_FRAMES, partitions_def=recordings_partitions, group_name="frames",
@@ -68,7 +73,7 @@ def rectified_frames(context: AssetExecutionContext, storage: ProjectStorage) ->
             "skipped_frames": MetadataValue.md(_skipped_table(skipped)),
             "skipped_file": MetadataValue.path(str(out_dir / SKIPPED_FRAMES_FILE)),
             "selection": MetadataValue.path(str(out_dir / SELECTION_FILE)),
-            "table": MetadataValue.path(str(out_dir / "frames.parquet")),
+            "table": MetadataValue.path(str(out_dir / RECTIFIED_TABLE)),
             "folder": MetadataValue.path(str(out_dir)),
             "distortion_model": first.distortion_model,
             "K_rect": MetadataValue.json(first.K_rect),
@@ -111,7 +116,8 @@ def pointcloud_frames(context: AssetExecutionContext, storage: ProjectStorage) -
     out_dir = layout.pointcloud_frames_dir(key)
     with Recording.open(storage.recording_file(key), allow_pickle=storage.allow_pickle) as rec:
         clouds = build_pointcloud_frames(rec, frames, out_dir)
-    reasons = Counter(c.reason for c in clouds if c.status == "image_only")
+    # An image-only frame always has its reason (the record checks it).
+    reasons = Counter(c.reason for c in clouds if c.status == "image_only" and c.reason)
     rows = [
         f"| {c.frame_index} | {c.status} | "
         f"{'' if c.lidar_dt is None else f'{c.lidar_dt:+.3f}'} | "
@@ -126,7 +132,7 @@ def pointcloud_frames(context: AssetExecutionContext, storage: ProjectStorage) -
             "num_with_lidar": sum(c.status == "ok" for c in clouds),
             "num_image_only": sum(c.status == "image_only" for c in clouds),
             "image_only_reasons": MetadataValue.json(dict(sorted(reasons.items(), key=str))),
-            "table": MetadataValue.path(str(out_dir / "pointcloud_frames.parquet")),
+            "table": MetadataValue.path(str(out_dir / POINTCLOUD_TABLE)),
             "preview": MetadataValue.md(preview),
         }
     )

@@ -8,7 +8,7 @@ from eval_assets.defs.automation_conditions import OWNERS, RECOMPUTE
 from eval_assets.defs.partitions import recordings_partitions
 from eval_assets.defs.resources import ProjectStorage
 from eval_assets.frames.selection import load_selection_config
-from eval_assets.layout import selection_file_for
+from eval_assets.layout import INVENTORY_FILE, selection_file_for
 from eval_assets.recording.validate import validate_recording
 
 PROBLEMS_SHOWN = 50
@@ -30,7 +30,7 @@ def recording_ingest(context: AssetExecutionContext, storage: ProjectStorage) ->
     selection_file = selection_file_for(path)
     load_selection_config(selection_file)
     inventory = checked.inventory
-    out = storage.layout().ingest_dir(key) / "inventory.json"
+    out = storage.layout().ingest_dir(key) / INVENTORY_FILE
     write_text_atomic(out, inventory.model_dump_json(indent=2) + "\n")
     table = "\n".join(
         ["| stream | codec | messages | first ts | last ts |", "|---|---|---|---|---|"]

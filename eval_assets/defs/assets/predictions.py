@@ -2,6 +2,8 @@
 
 # No `from __future__ import annotations`: Dagster checks the context annotation at runtime.
 
+from typing import Any
+
 from dagster import (
     AssetDep,
     AssetExecutionContext,
@@ -21,8 +23,8 @@ from eval_assets.defs.partitions import (
     recording_model_partitions,
 )
 from eval_assets.defs.resources import ProjectStorage, VLMClientResource
+from eval_assets.layout import RUN_ANSWERS, RUN_ROTATIONS, RUN_SUMMARY
 from eval_assets.model_runs.runner import run_model
-from eval_assets.schemas.predictions import RUN_ANSWERS, RUN_ROTATIONS, RUN_SUMMARY
 
 __all__ = ["model_partitions", "predictions"]
 
@@ -76,7 +78,7 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
         context.log.warning(
             f"{where}: {failed} failed answers ({errors}); they are kept as failures; "
             f"re-materialize this partition to retry only them")
-    rotation_meta = {} if rotated is None else {
+    rotation_meta: dict[str, Any] = {} if rotated is None else {
         "num_rotations": rotated.success, "num_rotations_failed": rotated.failed,
         "rotations": MetadataValue.path(str(out_dir / RUN_ROTATIONS))}
     return MaterializeResult(metadata={

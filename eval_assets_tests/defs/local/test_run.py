@@ -13,8 +13,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from eval_assets.defs.local import run_locally
 from eval_assets.layout import StorageLayout
-from eval_assets.pipeline import run_benchmark
 from eval_assets.schemas.results import BenchmarkResult
 
 MODELS = "models:\n  - name: random\n    serve: random\n    seed: 0\n"
@@ -58,7 +58,7 @@ def test_whole_chain_on_the_sample_is_complete_and_deterministic(
     assert cli.returncode == 0, cli.stderr
     first_layout = StorageLayout((tmp_path / "first").resolve())
     _check_terminal_output(cli.stdout, cli.stderr, first_layout.report_file())
-    second = run_benchmark(sample_db, tmp_path / "second", models=["random"])
+    second = run_locally(sample_db, tmp_path / "second", models=["random"])
     layouts = [first_layout, second.layout]
     assert all(layout.report_file().is_file() for layout in layouts)
 
@@ -99,7 +99,7 @@ def test_reruns_recompute_exactly_what_changed(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Unchanged: nothing runs. Judge config edited: only what reads it. Recording replaced
     under the same name: its whole chain, and only answers whose content changed are asked."""
-    from eval_assets.pipeline import StepReport
+    from eval_assets.defs.local import StepReport
     from eval_assets.synth import synthesize_sample
 
     (tmp_path / "models.yaml").write_text(MODELS)
@@ -117,7 +117,7 @@ def test_reruns_recompute_exactly_what_changed(tmp_path: Path,
 
     def run() -> tuple[set[str], dict[str, dict]]:
         steps: list[StepReport] = []
-        run_benchmark(rec, tmp_path / "out", models=["random"], on_step=steps.append,
+        run_locally(rec, tmp_path / "out", models=["random"], on_step=steps.append,
                       on_stage=stages.append)
         assert all(s.ok for s in steps)
         return {s.step for s in steps}, {s.step: s.counts for s in steps}

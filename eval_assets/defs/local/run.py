@@ -1,0 +1,252 @@
+"""Run the whole chain for one recording on the persistent local instance: what ``eval-assets
+run`` / ``demo`` and the Python API call.
+
+It launches the same jobs the UI, the sensors and the nightly schedule launch
+(``recording_pipeline`` for the recording, then ``model_benchmark`` for each (recording, model),
+then ``leaderboard_report``) and lets the assets' own automation conditions decide what runs, as
+the automation sensor does under the daemon.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dagster import DagsterInstance, Definitions
+
+from eval_assets.defs import keys
+from eval_assets.defs.assets.sources import (
+    judge_version,
+    model_versions,
+    observation,
+    recording_version,
+)
+from eval_assets.defs.local.conditions import Conditions, read_cursor, write_cursor
+from eval_assets.defs.local.events import (
+    PROGRESS_LOGGER,
+    JobReport,
+    Listeners,
+    StepReport,
+)
+from eval_assets.defs.local.instance import ensure_dagster_home, log_file_for
+from eval_assets.defs.local.launch import Launcher
+from eval_assets.defs.local.plan import (
+    JobAssets,
+    Partition,
+    Plan,
+    Scope,
+    never_materialized,
+    requested,
+)
+from eval_assets.defs.partitions import RECORDINGS, model_partitions
+from eval_assets.defs.resources import JudgeResource
+from eval_assets.errors import InputError
+from eval_assets.frames.selection import load_selection_config
+from eval_assets.layout import (
+    SKIPPED_FRAMES_FILE,
+    StorageLayout,
+    default_storage_root,
+    partition_key_for,
+    selection_file_for,
+)
+from eval_assets.recording.validate import validate_recording
+from eval_assets.recording.watch import ContentHashes
+
+if TYPE_CHECKING:
+    from dagster import AssetKey
+    from dagster._core.definitions.asset_daemon_cursor import AssetDaemonCursor
+
+MAX_PASSES = 12
+"""Evaluations per run at most: the chain is at most 4 runs deep; the bound only stops a loop."""
+
+
+@dataclass(frozen=True)
+class LocalRun:
+    """Where one local run's outputs landed, and the Dagster runs behind it."""
+
+    recording: str
+    models: tuple[str, ...]
+    run_ids: tuple[str, ...]
+    layout: StorageLayout
+    log_file: Path | None = None
+
+    @property
+    def report(self) -> Path:
+        """The HTML report."""
+        return self.layout.report_file()
+
+    @property
+    def leaderboard(self) -> Path:
+        """The leaderboard folder (Parquet + JSON)."""
+        return self.layout.leaderboard_dir()
+
+
+def run_locally(
+    recording: Path,
+    storage_root: Path | None = None,
+    models: Sequence[str] | None = None,
+    *,
+    on_step: Callable[[StepReport], None] = lambda _: None,
+    on_job: Callable[[JobReport], None] = lambda _: None,
+    on_stage: Callable[[str], None] = lambda _: None,
+    verbose: bool = False,
+) -> LocalRun:
+    """Bring ``recording``'s dataset, ``models``' (default: all configured) results on it and
+    the leaderboard and report up to date. Raises the first failing step's own error.
+
+    The recording is validated first (its structure, and its ``<name>.selection.yaml`` if any): a
+    file that fails never becomes a partition. Damaged rows are reported; the frame stage skips
+    them and fails only past the selection's ``max_bad_fraction``. Then the recording (with its
+    selection file), each model's settings and the judge config are observed (content hashes as
+    Dagster data versions) and the assets' own automation conditions decide what runs, exactly
+    as the automation sensor does under the daemon: missing partitions, changed data upstream,
+    changed code versions. Whatever is up to date is skipped and counted. The recording's folder
+    serves as the recordings folder and its stem is the partition key.
+
+    Dagster's event stream goes to the instance and a log file; ``on_step``, ``on_job`` and
+    ``on_stage`` get one line each per finished step, finished run and stage. ``verbose=True``
+    brings Dagster's console logger back.
+    """
+    recording = Path(recording).resolve()
+    _validate(recording, on_stage)
+    scope = Scope.of(partition_key_for(recording), _chosen_models(models))
+    layout = StorageLayout(storage_root.resolve() if storage_root else default_storage_root())
+    ensure_dagster_home(layout)
+    log_file = log_file_for(layout)
+    listeners = Listeners(on_step, on_job, on_stage)
+    with DagsterInstance.get() as instance:
+        run_ids = _bring_up_to_date(instance, recording, layout, scope, listeners,
+                                    _run_config(recording.parent, layout, verbose), log_file)
+    return LocalRun(recording=scope.recording, models=scope.models, run_ids=run_ids,
+                    layout=layout, log_file=log_file)
+
+
+def _validate(recording: Path, on_stage: Callable[[str], None]) -> None:
+    """Check the recording and its selection file as the recordings sensor does; say so."""
+    started = time.perf_counter()
+    checked = validate_recording(recording)
+    selection_file = selection_file_for(recording)
+    load_selection_config(selection_file)
+    on_stage(f"validated {recording.name}: {checked.inventory.image_count} images, "
+             f"{len(checked.inventory.streams)} streams, selection "
+             f"{selection_file.name if selection_file.is_file() else 'by default policy'} "
+             f"({time.perf_counter() - started:.1f} s)")
+    if checked.problems:
+        on_stage(f"  {checked.summary()}: such frames are skipped (listed in the rectified "
+                 f"frames' {SKIPPED_FRAMES_FILE})")
+
+
+def _chosen_models(models: Sequence[str] | None) -> tuple[str, ...]:
+    """``models``, or every declared model; an undeclared name is an input error."""
+    known = model_partitions.get_partition_keys()
+    chosen = tuple(models) if models else tuple(known)
+    unknown = sorted(set(chosen) - set(known))
+    if unknown:
+        raise InputError(f"models {unknown} are not declared in the models file; known: {known}. "
+                         "Fix: add them to data/models.yaml (or $EVAL_ASSETS_MODELS) or pass one "
+                         "of the known names to --model.")
+    return chosen
+
+
+def _run_config(recordings_dir: Path, layout: StorageLayout, verbose: bool) -> dict[str, Any]:
+    """Every run's config: this recording's folder and storage root, and the loggers."""
+    console_level = "DEBUG" if verbose else "CRITICAL"
+    return {
+        "resources": {"storage": {"config": {
+            "recordings_dir": str(recordings_dir), "storage_root": str(layout.root)}}},
+        "loggers": {"console": {"config": {"log_level": console_level}}, PROGRESS_LOGGER: {}},
+    }
+
+
+def _bring_up_to_date(instance: DagsterInstance, recording: Path, layout: StorageLayout,
+                      scope: Scope, listeners: Listeners, run_config: dict[str, Any],
+                      log_file: Path) -> tuple[str, ...]:
+    """Observe the inputs, materialize what the conditions ask for, then what they cannot see;
+    store the cursor. Returns the ids of the runs launched."""
+    defs = _code_location()
+    # Resolved inside the instance's context: Dagster reads its definitions state storage from
+    # the instance entered last, and a disposed one from an earlier call would fail.
+    graph = defs.resolve_asset_graph()
+    jobs = JobAssets.resolve(graph)
+    conditions = Conditions(defs, instance)
+    cursor_file = layout.automation_cursor_file()
+    cursor = read_cursor(cursor_file)
+    if cursor is None:
+        # Conditions never fire on their first evaluation: take it before anything changes.
+        cursor = conditions.evaluate().cursor
+    _observe(instance, recording, layout, scope)
+    launcher = Launcher(defs, instance, graph, jobs, scope, run_config, log_file, listeners)
+    cursor = _follow_conditions(conditions, cursor, launcher)
+    launcher.execute(never_materialized(instance, jobs, scope))
+    if _board_due(instance, jobs.board, launcher.executed):
+        launcher.execute(Plan(unpartitioned=set(jobs.board)))
+    if launcher.executed:
+        # One more evaluation takes in this command's own materializations. Without it the
+        # next command would see them as new, and a change it brings in the same window
+        # (an edited judge config, say) would count as already handled and be skipped.
+        cursor = conditions.evaluate(cursor).cursor
+    write_cursor(cursor_file, cursor)
+    listeners.on_stage(_summary(jobs, scope, launcher.executed))
+    return tuple(launcher.run_ids)
+
+
+def _code_location() -> Definitions:
+    # Imported when a run starts, not with this module: the code location chooses its executor
+    # from $EVAL_ASSETS_EXECUTOR when it loads, and callers set it before they call.
+    from eval_assets.defs.definitions import defs
+
+    return defs
+
+
+def _observe(instance: DagsterInstance, recording: Path, layout: StorageLayout,
+             scope: Scope) -> None:
+    """Register the recording as a partition and report the data versions of the recording, the
+    chosen models' settings and the judge config, as the recordings sensor does."""
+    if not instance.has_dynamic_partition(RECORDINGS, scope.recording):
+        instance.add_dynamic_partitions(RECORDINGS, [scope.recording])
+    hashes = ContentHashes(layout.content_hashes_file())
+    events = [observation(keys.RECORDING_FILE, recording_version(hashes, recording),
+                          scope.recording)]
+    events += [observation(keys.MODEL_CONFIG, version, model)
+               for model, version in model_versions().items() if model in scope.models]
+    events.append(observation(keys.JUDGE_CONFIG, judge_version(JudgeResource())))
+    for event in events:
+        instance.report_runless_asset_event(event)
+
+
+def _follow_conditions(conditions: Conditions, cursor: AssetDaemonCursor,
+                       launcher: Launcher) -> AssetDaemonCursor:
+    """Evaluate and execute until the conditions ask for nothing more of this run's scope."""
+    for _ in range(MAX_PASSES):
+        result = conditions.evaluate(cursor)
+        plan = requested(result, launcher.graph, launcher.scope)
+        if plan.empty():
+            break
+        launcher.execute(plan)
+        cursor = result.cursor
+    return cursor
+
+
+def _board_due(instance: DagsterInstance, board: frozenset[AssetKey],
+               executed: set[tuple[AssetKey, Partition]]) -> bool:
+    """Whether the leaderboard and report must be rebuilt now.
+
+    This command's batch is the models it was given: models not asked for are not coming, so the
+    board is rebuilt if anything changed, rather than when every declared model has a result
+    (what the daemon waits for), unless this run already rebuilt it.
+    """
+    changed = any(partition is not None for _, partition in executed)
+    never_built = any(not instance.get_latest_materialization_event(k) for k in board)
+    return (changed or never_built) and not board <= {k for k, p in executed if p is None}
+
+
+def _summary(jobs: JobAssets, scope: Scope, executed: set[tuple[AssetKey, Partition]]) -> str:
+    total = jobs.total(scope)
+    owned = scope.partitions()
+    done_now = sum(1 for _, partition in executed if partition in owned)
+    return (f"up to date, skipped: {total - done_now} of {total} asset partitions "
+            f"(recording {scope.recording}, models {', '.join(scope.models)}, leaderboard, "
+            "report)")
