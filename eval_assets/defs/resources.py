@@ -206,9 +206,9 @@ class ScoringResource(ConfigurableResource):
 
     annotations_dir: str = ""
     embedder: str = "all-mpnet-base-v2"
-    hallucination_threshold: float = Field(0.75, ge=0.0, le=1.0)
+    hallucination_threshold: float = Field(default=0.75, ge=0.0, le=1.0)
     max_parse_failure_rate: float = Field(
-        0.2, ge=0.0, le=1.0, description="above it the parse-failure check warns")
+        default=0.2, ge=0.0, le=1.0, description="above it the parse-failure check warns")
 
     def annotations_path(self) -> Path:
         """Where ``<recording>.jsonl`` human annotations are read from."""
