@@ -24,12 +24,15 @@ PRIVATE_LABELS = AssetKey("private_labels")
 
 # Per (recording, model).
 PREDICTIONS = AssetKey("predictions")
+# The metric assets: one per eval_assets.scoring.METRICS entry, named by it.
 VQA_ACCURACY = AssetKey("vqa_accuracy")
+CIRCULAR_EVAL = AssetKey("circular_eval")
 POPE_PRESENCE = AssetKey("pope_presence")
 MCQ_AVLM = AssetKey("mcq_avlm")
 DESCRIPTION_JUDGE = AssetKey("description_judge")
 VISION_SIMILARITY = AssetKey("vision_similarity")
 CHAIR_HALLUCINATION = AssetKey("chair_hallucination")
+NUMERIC_ACCURACY = AssetKey("numeric_accuracy")
 BENCHMARK_RESULTS = AssetKey("benchmark_results")
 
 # Across every partition.
