@@ -261,7 +261,7 @@ def _judge_note(result: Mapping[str, Any]) -> JudgeNote:
     score = result.get("score")
     failed = bool(result.get("error")) or not score
     return JudgeNote(
-        score=None if failed else int(score),
+        score=None if failed or score is None else int(score),
         reasoning=str(result.get("reasoning") or ""),
         error=None if not failed else str(result.get("error") or "the judge gave no score"),
         error_category=result.get("error_category") if failed else None,

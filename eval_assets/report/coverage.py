@@ -17,6 +17,7 @@ and if no case is common to all of them there is no ranking at all.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -221,18 +222,17 @@ def build_coverage(results: Sequence[CellScores], recordings: Iterable[str] | No
                 cells.append(CoverageCell(recording=rec, model=model, status="missing",
                                           current_sha256=current, reason="no result"))
                 continue
-            common = {"recording": rec, "model": model, "n_cases": len(report_of(r).rows),
-                      "dataset_sha256": r.dataset_sha256, "current_sha256": current}
+            cell = partial(CoverageCell, recording=rec, model=model,
+                           n_cases=len(report_of(r).rows), dataset_sha256=r.dataset_sha256,
+                           current_sha256=current)
             if (rec, model) in stale_marked:
-                cells.append(CoverageCell(**common, status="stale",
-                                          reason="marked stale by the caller"))
+                cells.append(cell(status="stale", reason="marked stale by the caller"))
             elif current is not None and r.dataset_sha256 != current:
-                cells.append(CoverageCell(
-                    **common, status="stale",
-                    reason=f"dataset {short_sha(r.dataset_sha256)}, current "
-                           f"{short_sha(current)}"))
+                cells.append(cell(status="stale",
+                                  reason=f"dataset {short_sha(r.dataset_sha256)}, current "
+                                         f"{short_sha(current)}"))
             else:
-                cells.append(CoverageCell(**common, status="ok"))
+                cells.append(cell(status="ok"))
                 ok.append(r)
     grid = {(rec, model) for rec in recs for model in mods}
     unexpected = sorted(k for k in by_cell if k not in grid)

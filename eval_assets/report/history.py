@@ -147,8 +147,10 @@ def night_scores(history: Sequence[NightResult]) -> list[NightScore]:
         trend = set.intersection(*(set(rows[(night, model)]) for night in ran))
         for night in ran:
             mine = rows[(night, model)]
-            for case_set, keys in (("night_common", night_common[night]),
-                                   ("model_trend", trend), ("answered", set(mine))):
+            sets: tuple[tuple[NightCaseSet, set[CaseKey]], ...] = (
+                ("night_common", night_common[night]), ("model_trend", trend),
+                ("answered", set(mine)))
+            for case_set, keys in sets:
                 out.append(_score(night, model, case_set, [mine[k] for k in sorted(keys)],
                                   models_of[night]))
     return out

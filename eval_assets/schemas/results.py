@@ -10,7 +10,7 @@ model and parses its entry with :meth:`CellScores.outcome`.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
@@ -67,7 +67,7 @@ class CellScores(BaseModel):
             cached = (NotMeasured(reason="not scored for this cell") if document is None
                       else parse_outcome(document, model))
             self._parsed[name] = cached
-        return cached  # type: ignore[return-value]
+        return cast("R | NotMeasured", cached)
 
     def result(self, name: str, model: type[R]) -> R | None:
         """The metric's result, or None when it was not measured."""

@@ -43,7 +43,8 @@ from eval_assets.scoring.vqa import VQA, prediction_counts, report_of
 from eval_assets.vqa.dataset import dataset_fingerprint
 
 GROUP = "metrics"
-INPUTS = [keys.PREDICTIONS, AssetDep(keys.PRIVATE_LABELS, partition_mapping=per_recording)]
+INPUTS: list[AssetKey | AssetDep] = [
+    keys.PREDICTIONS, AssetDep(keys.PRIVATE_LABELS, partition_mapping=per_recording)]
 VQA_FILE = VQA.file  # the blocking check of vqa_accuracy reads it
 RESULTS_VERSION = "4"  # results.json: identity, counts and scores keyed by metric name
 

@@ -50,8 +50,9 @@ def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> Mate
     if not results:
         raise RuntimeError("no benchmark_results found: materialize predictions and metrics for "
                            "at least one (recording, model) partition first")
-    table, parquet, json_path = publish_leaderboard(storage.layout(), results,
-                                                    **_expected(context))
+    expected = _expected(context)
+    table, parquet, json_path = publish_leaderboard(
+        storage.layout(), results, recordings=expected["recordings"], models=expected["models"])
     columns = ["model", "case_set", "recording", "vqa_accuracy", "vqa_ci_low", "vqa_ci_high",
                "n_cases"]
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
@@ -82,7 +83,9 @@ def report(context: AssetExecutionContext, storage: ProjectStorage) -> Materiali
     """The static HTML report: headline, paired comparisons, charts, metric sections, and every
     case browsable by model, family, recording and outcome (one overlay per frame)."""
     results = _results(context, storage)
-    path = publish_report(storage.layout(), results, **_expected(context))
+    expected = _expected(context)
+    path = publish_report(storage.layout(), results, recordings=expected["recordings"],
+                          models=expected["models"])
     context.log.info(f"report: {path}")
     return MaterializeResult(metadata={"path": MetadataValue.path(str(path)),
                                        "partitions": len(results)})
