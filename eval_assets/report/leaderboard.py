@@ -16,7 +16,7 @@ an average of percentages weights a 3-case recording like a 300-case one. A quan
 empty denominator is NaN in the table and null in the JSON, never 0.
 
 CircularEval and position bias (``circular_*``, ``rotation_*``, ``position_bias_*`` columns) are
-pooled the same way, from the per-case rows of each result's ``circular`` report, and restricted
+pooled the same way, from the per-case rows of each cell's CircularEval, and restricted
 to the row's case set like accuracy; a result without rotations contributes its cases to
 ``circular_not_asked`` only. With no rotations at all they are null.
 """

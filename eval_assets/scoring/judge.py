@@ -38,6 +38,7 @@ from eval_assets.scoring.spec import (
     ordered,
     who,
 )
+from eval_assets.scoring.vision import VISION  # its not-measured record means "no annotations"
 
 NAME = "description_judge"
 DESCRIPTION_CLASS = "frame_description"
@@ -282,8 +283,6 @@ def _table(cells: Sequence[CellScores]) -> ReportTable:
 
 
 def _not_computed(cells: Sequence[CellScores]) -> list[tuple[str, str]]:
-    from eval_assets.scoring.vision import VISION  # the vision metric says "no annotations"
-
     missing_gt = {c.model: j.failure_counts.get("missing_gt", 0) for c, j in JUDGE.results(cells)}
     unannotated = any(VISION.result(c) is None for c in cells)
     if not (any(missing_gt.values()) or (missing_gt and unannotated)):
