@@ -155,7 +155,7 @@ class StorageLayout:
         return self.asset_dir(metric, recording) / model
 
     def results_file(self, recording: str, model: str) -> Path:
-        """The combined ``results.json`` (a ``BenchmarkResult``) of one partition."""
+        """The combined ``results.json`` (a ``CellScores``) of one partition."""
         return self.metric_dir(names.BENCHMARK_RESULTS, recording, model) / RESULTS_FILE
 
     def leaderboard_dir(self) -> Path:
@@ -171,7 +171,7 @@ class StorageLayout:
         return self.root / "history"
 
     def nightly_results_file(self, night: str, recording: str, model: str) -> Path:
-        """The ``results.json`` (a ``BenchmarkResult``) of one (recording, model) on one night;
+        """The ``results.json`` (a ``CellScores``) of one (recording, model) on one night;
         kept for good, so the report can show each model's score across nights."""
         return self.history_dir() / night / recording / model / RESULTS_FILE
 

@@ -1,8 +1,9 @@
 """Every asset key of the code location, imported everywhere else in the Dagster layer.
 
-Each key wraps a name the core defines (:mod:`eval_assets.asset_names`), which is also the asset's
-folder under the storage root (:class:`eval_assets.layout.StorageLayout`), so renaming an asset is
-a change in one place.
+Each key wraps a name the core defines: :mod:`eval_assets.asset_names`, or for a metric its
+spec's ``name`` in :data:`eval_assets.scoring.METRICS`. That name is also the asset's folder under
+the storage root (:class:`eval_assets.layout.StorageLayout`), so renaming an asset is a change in
+one place.
 """
 
 from __future__ import annotations
@@ -10,6 +11,15 @@ from __future__ import annotations
 from dagster import AssetKey
 
 from eval_assets import asset_names as names
+from eval_assets import scoring
+from eval_assets.scoring.chair import CHAIR
+from eval_assets.scoring.circular import CIRCULAR
+from eval_assets.scoring.judge import JUDGE
+from eval_assets.scoring.mcq import MCQ
+from eval_assets.scoring.numeric import NUMERIC
+from eval_assets.scoring.pope import POPE
+from eval_assets.scoring.vision import VISION
+from eval_assets.scoring.vqa import VQA
 
 # Observed inputs: files outside Dagster whose content is their data version.
 RECORDING_FILE = AssetKey(names.RECORDING_FILE)
@@ -27,12 +37,16 @@ PRIVATE_LABELS = AssetKey(names.PRIVATE_LABELS)
 
 # Per (recording, model).
 PREDICTIONS = AssetKey(names.PREDICTIONS)
-VQA_ACCURACY = AssetKey("vqa_accuracy")
-POPE_PRESENCE = AssetKey("pope_presence")
-MCQ_AVLM = AssetKey("mcq_avlm")
-DESCRIPTION_JUDGE = AssetKey("description_judge")
-VISION_SIMILARITY = AssetKey("vision_similarity")
-CHAIR_HALLUCINATION = AssetKey("chair_hallucination")
+# The metric assets, named by their specs (eval_assets.scoring.METRICS): one per spec.
+METRICS: dict[str, AssetKey] = {spec.name: AssetKey(spec.name) for spec in scoring.METRICS}
+VQA_ACCURACY = METRICS[VQA.name]
+CIRCULAR_EVAL = METRICS[CIRCULAR.name]
+POPE_PRESENCE = METRICS[POPE.name]
+MCQ_AVLM = METRICS[MCQ.name]
+DESCRIPTION_JUDGE = METRICS[JUDGE.name]
+VISION_SIMILARITY = METRICS[VISION.name]
+CHAIR_HALLUCINATION = METRICS[CHAIR.name]
+NUMERIC_ACCURACY = METRICS[NUMERIC.name]
 BENCHMARK_RESULTS = AssetKey(names.BENCHMARK_RESULTS)
 
 # Across every partition.

@@ -20,6 +20,7 @@ __all__ = [
     "parse_pope_answer",
     "pope_label",
     "pope_metrics",
+    "pope_rates",
 ]
 
 _NEGATIONS = ("No", "not", "no")
@@ -66,6 +67,29 @@ def _ratio(num: float, den: float, name: str, empty: list[str]) -> float | None:
     return num / den
 
 
+def pope_rates(tp: int, fp: int, tn: int, fn: int) -> dict[str, float | None]:
+    """Accuracy, precision, recall, F1 and yes-ratio from the confusion counts; a quantity with
+    an empty denominator is None (n/a). F1 is None when precision or recall is, and 0.0 when
+    both are 0. One rule for a cell, a pooled leaderboard row and the report."""
+    return _rates(tp, fp, tn, fn, [])
+
+
+def _rates(tp: int, fp: int, tn: int, fn: int, empty: list[str]) -> dict[str, float | None]:
+    n = tp + fp + tn + fn
+    precision = _ratio(tp, tp + fp, "precision (no 'yes' predictions)", empty)
+    recall = _ratio(tp, tp + fn, "recall (no 'yes' labels)", empty)
+    if precision is None or recall is None:
+        f1 = None
+        empty.append("f1 (precision or recall undefined)")
+    else:
+        # Both defined and both 0 means every positive was missed: F1 is 0, not undefined.
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    accuracy = _ratio(tp + tn, n, "accuracy (no answers)", empty)
+    yes_ratio = _ratio(tp + fp, n, "yes_ratio (no answers)", empty)
+    return {"accuracy": accuracy, "precision": precision, "recall": recall, "f1": f1,
+            "yes_ratio": yes_ratio}
+
+
 def pope_metrics(answers: Sequence[str], labels: Sequence[str]) -> PopeResult:
     """Accuracy, precision, recall, F1 and yes-ratio of raw answers against yes/no labels.
 
@@ -86,16 +110,7 @@ def pope_metrics(answers: Sequence[str], labels: Sequence[str]) -> PopeResult:
     fn = sum(1 for p, g in pairs if p == 0 and g == 1)
     n = len(pairs)
     empty: list[str] = []
-    precision = _ratio(tp, tp + fp, "precision (no 'yes' predictions)", empty)
-    recall = _ratio(tp, tp + fn, "recall (no 'yes' labels)", empty)
-    if precision is None or recall is None:
-        f1 = None
-        empty.append("f1 (precision or recall undefined)")
-    else:
-        # Both defined and both 0 means every positive was missed: F1 is 0, not undefined.
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    accuracy = _ratio(tp + tn, n, "accuracy (no answers)", empty)
-    yes_ratio = _ratio(preds.count(1), n, "yes_ratio (no answers)", empty)
+    rates = _rates(tp, fp, tn, fn, empty)
     if empty:
         warnings.warn(
             f"POPE over {n} answers: zero denominator for {', '.join(empty)}; reported as None "
@@ -104,11 +119,7 @@ def pope_metrics(answers: Sequence[str], labels: Sequence[str]) -> PopeResult:
             stacklevel=2,
         )
     return PopeResult(
-        accuracy=accuracy,
-        precision=precision,
-        recall=recall,
-        f1=f1,
-        yes_ratio=yes_ratio,
+        **rates,
         tp=tp,
         fp=fp,
         tn=tn,

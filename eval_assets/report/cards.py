@@ -261,7 +261,7 @@ def _judge_note(result: Mapping[str, Any]) -> JudgeNote:
     score = result.get("score")
     failed = bool(result.get("error")) or not score
     return JudgeNote(
-        score=None if failed else int(score),
+        score=None if failed or score is None else int(score),
         reasoning=str(result.get("reasoning") or ""),
         error=None if not failed else str(result.get("error") or "the judge gave no score"),
         error_category=result.get("error_category") if failed else None,
@@ -292,6 +292,62 @@ def _prompt_of(result: Mapping[str, Any]) -> str:
              and str(t.get("from", t.get("role", ""))).lower() in ("human", "user")]
     # AVLM rows mark where the image goes with an "<image>" token; it is not part of the text.
     return _turn_text(users[-1]).replace("<image>", "").strip() if users else ""
+
+
+def _call_error(record: AnswerRecord | None, row: VqaRowResult) -> str | None:
+    """Why a call has no answer: no record of a failed call, or the record's error."""
+    if record is None and row.status == "failed_call":
+        return "no answer record"
+    if record is not None and record.status == "failed":
+        return f"{record.error_category}: {record.error_message or ''}".rstrip(": ")
+    return None
+
+
+def _vqa_card(recording: str, model: str, case: Case, label: Label | None, frame_index: int,
+              row: VqaRowResult, record: AnswerRecord | None,
+              judge: Mapping[str, Any] | None) -> CaseCard:
+    """One model's card on one case: its scored row, its raw reply and its judge note."""
+    return CaseCard(
+        kind="vqa", recording=recording, model=model, case_id=case.id,
+        frame_index=frame_index, family=row.family, question=case.question,
+        choices=list(case.choices), gold=row.answer,
+        raw_response=record.raw_response if record is not None else None,
+        predicted_choice=row.predicted_choice, tier=row.tier, status=row.status,
+        error=_call_error(record, row),
+        latency_s=record.latency_s if record is not None else None,
+        evidence=dict(label.evidence) if label else {},
+        object_names=list(label.object_names) if label else [],
+        judge=_judge_note(judge) if judge is not None else None)
+
+
+def _open_ended_cards(judged: Mapping[str, Mapping[str, Mapping[str, Any]]], recording: str,
+                      limit_per_model: int | None) -> list[CaseCard]:
+    """A card per judged frame description (frame ids), up to ``max(1, limit // 4)`` frames."""
+    frames: dict[str, int] = {}
+    for model in sorted(judged):
+        for item_id in judged[model]:
+            match = _FRAME_ID.match(item_id)
+            if match is not None:
+                frames.setdefault(item_id, int(match.group(1)))
+    items = list(frames.items())
+    if limit_per_model is not None:
+        items = items[:max(1, limit_per_model // 4) if limit_per_model else 0]
+    cards = []
+    for item_id, frame_index in items:
+        for model in sorted(judged):
+            result = judged[model].get(item_id)
+            if result is None:
+                continue
+            note_j = _judge_note(result)
+            cards.append(CaseCard(
+                kind="open_ended", recording=recording, model=model, case_id=item_id,
+                frame_index=frame_index, family="description", question=_prompt_of(result),
+                choices=[], gold=None if result.get("gt") is None else str(result["gt"]),
+                raw_response=None if result.get("pred") is None else str(result["pred"]),
+                predicted_choice=None, tier=None,
+                status="judged" if note_j.score is not None else "judge_failed",
+                error=note_j.error, evidence={}, judge=note_j))
+    return cards
 
 
 def build_case_cards(
@@ -345,49 +401,11 @@ def build_case_cards(
         frame_index = label.frame_index if label else row0.frame_index
         for model in sorted(rows):
             row = rows[model].get(case_id)
-            if row is None:
-                continue
-            record = record_by.get(model, {}).get(case_id)
-            error = None
-            if record is None and row.status == "failed_call":
-                error = "no answer record"
-            elif record is not None and record.status == "failed":
-                error = f"{record.error_category}: {record.error_message or ''}".rstrip(": ")
-            judge = judged.get(model, {}).get(case_id)
-            cards.append(CaseCard(
-                kind="vqa", recording=recording, model=model, case_id=case_id,
-                frame_index=frame_index, family=row.family, question=case.question,
-                choices=list(case.choices), gold=row.answer,
-                raw_response=record.raw_response if record is not None else None,
-                predicted_choice=row.predicted_choice, tier=row.tier, status=row.status,
-                error=error,
-                latency_s=record.latency_s if record is not None else None,
-                evidence=dict(label.evidence) if label else {},
-                object_names=list(label.object_names) if label else [],
-                judge=_judge_note(judge) if judge is not None else None))
-    frames: dict[str, int] = {}
-    for model in sorted(judged):
-        for item_id in judged[model]:
-            match = _FRAME_ID.match(item_id)
-            if match is not None:
-                frames.setdefault(item_id, int(match.group(1)))
-    items = list(frames.items())
-    if limit_per_model is not None:
-        items = items[:max(1, limit_per_model // 4) if limit_per_model else 0]
-    for item_id, frame_index in items:
-        for model in sorted(judged):
-            result = judged[model].get(item_id)
-            if result is None:
-                continue
-            note_j = _judge_note(result)
-            cards.append(CaseCard(
-                kind="open_ended", recording=recording, model=model, case_id=item_id,
-                frame_index=frame_index, family="description", question=_prompt_of(result),
-                choices=[], gold=None if result.get("gt") is None else str(result["gt"]),
-                raw_response=None if result.get("pred") is None else str(result["pred"]),
-                predicted_choice=None, tier=None,
-                status="judged" if note_j.score is not None else "judge_failed",
-                error=note_j.error, evidence={}, judge=note_j))
+            if row is not None:
+                cards.append(_vqa_card(
+                    recording, model, case, label, frame_index, row,
+                    record_by.get(model, {}).get(case_id), judged.get(model, {}).get(case_id)))
+    cards += _open_ended_cards(judged, recording, limit_per_model)
     return cards
 
 

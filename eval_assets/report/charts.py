@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -51,7 +52,8 @@ _WIDTH_IN = 9.0
 # Okabe-Ito: distinguishable for the common colour-vision deficiencies.
 _MODEL_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
                   "#000000")
-_STYLE = {
+# Typed loosely: matplotlib types rc_context keys as a Literal of every rc name.
+_STYLE: dict[Any, Any] = {
     "font.family": "DejaVu Sans",
     "font.size": 10,
     "axes.titlesize": 12,
@@ -184,7 +186,11 @@ def _grouped(leaderboard: pd.DataFrame, groups: Sequence[str],
         any_low = False
         for k, model in enumerate(models):
             offs = x - 0.4 + width * (k + 0.5)
-            acc, low, high, chance, count = [], [], [], [], []
+            acc: list[float] = []
+            low: list[float] = []
+            high: list[float] = []
+            chance: list[float] = []
+            count: list[float] = []
             for g in groups:
                 idx = rows_for[model].get(g)
                 for out, col in zip((acc, low, high, chance, count), cols, strict=True):

@@ -17,12 +17,14 @@ and if no case is common to all of them there is no ranking at all.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from eval_assets.metrics.vqa import VqaRowResult
-from eval_assets.schemas.results import BenchmarkResult
+from eval_assets.schemas.results import CellScores
+from eval_assets.scoring.vqa import report_of
 
 __all__ = [
     "CaseKey",
@@ -41,7 +43,7 @@ CaseKey = tuple[str, str, str]
 _SHA_CHARS = 12  # enough to tell dataset versions apart in prose
 
 
-def case_key(result: BenchmarkResult, row: VqaRowResult) -> CaseKey:
+def case_key(result: CellScores, row: VqaRowResult) -> CaseKey:
     """The identity of one scored case across models: (recording, dataset, case id)."""
     return (result.recording, result.dataset_sha256, row.case_id)
 
@@ -53,7 +55,7 @@ def short_sha(sha: str | None) -> str:
     return sha[:_SHA_CHARS] + ("\u2026" if len(sha) > _SHA_CHARS else "")
 
 
-def check_results(results: Sequence[BenchmarkResult], reserved: str | None = None) -> None:
+def check_results(results: Sequence[CellScores], reserved: str | None = None) -> None:
     """Raise ``ValueError`` when two results share a (recording, model) pair, or a recording is
     named ``reserved`` (the leaderboard's pooled-row label)."""
     seen: dict[tuple[str, str], int] = {}
@@ -62,7 +64,7 @@ def check_results(results: Sequence[BenchmarkResult], reserved: str | None = Non
         if key in seen:
             raise ValueError(
                 f"results #{seen[key]} and #{i} are both for recording {r.recording!r} and model "
-                f"{r.model!r}; pass one BenchmarkResult per (recording, model)")
+                f"{r.model!r}; pass one CellScores per (recording, model)")
         if reserved is not None and r.recording == reserved:
             raise ValueError(
                 f"result #{i}: recording name {reserved!r} is reserved for pooled rows; "
@@ -126,7 +128,7 @@ class Coverage(BaseModel):
         return next((c for c in self.cells if c.recording == recording and c.model == model),
                     None)
 
-    def usable(self, result: BenchmarkResult) -> bool:
+    def usable(self, result: CellScores) -> bool:
         """Whether ``result`` is the ``ok`` result of its cell (same dataset it was checked on)."""
         cell = self.cell(result.recording, result.model)
         return (cell is not None and cell.status == "ok"
@@ -190,7 +192,7 @@ def _plural(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
-def build_coverage(results: Sequence[BenchmarkResult], recordings: Iterable[str] | None = None,
+def build_coverage(results: Sequence[CellScores], recordings: Iterable[str] | None = None,
                    models: Iterable[str] | None = None,
                    current_fingerprints: Mapping[str, str] | None = None,
                    stale_cells: Collection[tuple[str, str]] = ()) -> Coverage:
@@ -211,7 +213,7 @@ def build_coverage(results: Sequence[BenchmarkResult], recordings: Iterable[str]
     fingerprints = dict(current_fingerprints or {})
     stale_marked = {(str(rec), str(model)) for rec, model in stale_cells}
     cells: list[CoverageCell] = []
-    ok: list[BenchmarkResult] = []
+    ok: list[CellScores] = []
     for rec in recs:
         current = fingerprints.get(rec)
         for model in mods:
@@ -220,18 +222,17 @@ def build_coverage(results: Sequence[BenchmarkResult], recordings: Iterable[str]
                 cells.append(CoverageCell(recording=rec, model=model, status="missing",
                                           current_sha256=current, reason="no result"))
                 continue
-            common = {"recording": rec, "model": model, "n_cases": len(r.vqa.rows),
-                      "dataset_sha256": r.dataset_sha256, "current_sha256": current}
+            cell = partial(CoverageCell, recording=rec, model=model,
+                           n_cases=len(report_of(r).rows), dataset_sha256=r.dataset_sha256,
+                           current_sha256=current)
             if (rec, model) in stale_marked:
-                cells.append(CoverageCell(**common, status="stale",
-                                          reason="marked stale by the caller"))
+                cells.append(cell(status="stale", reason="marked stale by the caller"))
             elif current is not None and r.dataset_sha256 != current:
-                cells.append(CoverageCell(
-                    **common, status="stale",
-                    reason=f"dataset {short_sha(r.dataset_sha256)}, current "
-                           f"{short_sha(current)}"))
+                cells.append(cell(status="stale",
+                                  reason=f"dataset {short_sha(r.dataset_sha256)}, current "
+                                         f"{short_sha(current)}"))
             else:
-                cells.append(CoverageCell(**common, status="ok"))
+                cells.append(cell(status="ok"))
                 ok.append(r)
     grid = {(rec, model) for rec in recs for model in mods}
     unexpected = sorted(k for k in by_cell if k not in grid)
@@ -239,7 +240,7 @@ def build_coverage(results: Sequence[BenchmarkResult], recordings: Iterable[str]
     frames: dict[CaseKey, tuple[str, int]] = {}
     for r in ok:
         mine = keys.setdefault(r.model, set())
-        for row in r.vqa.rows:
+        for row in report_of(r).rows:
             mine.add(case_key(r, row))
             frames[case_key(r, row)] = (r.recording, row.frame_index)
     ranked = sorted(keys)

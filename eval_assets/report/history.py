@@ -1,7 +1,7 @@
 """Nightly history: every night's results, kept, and each model's accuracy across nights.
 
 The nightly schedule re-queries every configured model (hosted models drift) and keeps each
-night's ``BenchmarkResult`` at ``<history>/<YYYY-MM-DD>/<recording>/<model>/results.json``
+night's ``CellScores`` at ``<history>/<YYYY-MM-DD>/<recording>/<model>/results.json``
 (``StorageLayout.nightly_results_file``). A score across nights means something only on a fixed
 case set, so each (night, model) is scored on three explicit case sets:
 
@@ -26,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from eval_assets.metrics.stats import clustered_wilson
 from eval_assets.metrics.vqa import VqaRowResult, frame_keys
 from eval_assets.report.coverage import CaseKey, case_key
-from eval_assets.schemas.results import BenchmarkResult
+from eval_assets.schemas.results import CellScores
+from eval_assets.scoring.vqa import report_of
 
 __all__ = [
     "HISTORY_CASE_SETS",
@@ -48,7 +49,7 @@ class NightResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     night: str
-    result: BenchmarkResult
+    result: CellScores
 
 
 class NightScore(BaseModel):
@@ -83,7 +84,7 @@ def load_history(history_dir: Path) -> list[NightResult]:
 
     Folders whose name is not a ``YYYY-MM-DD`` date are skipped (a night being written uses a
     temporary name). A missing ``history_dir`` is an empty history. Raises ``ValueError`` naming
-    the file when a ``results.json`` is not a valid ``BenchmarkResult``, or when one night holds
+    the file when a ``results.json`` is not a valid ``CellScores``, or when one night holds
     two results for the same (recording, model).
     """
     history_dir = Path(history_dir)
@@ -95,9 +96,9 @@ def load_history(history_dir: Path) -> list[NightResult]:
         seen: dict[tuple[str, str], Path] = {}
         for path in sorted(night_dir.glob(f"*/*/{_RESULTS_FILE}")):
             try:
-                result = BenchmarkResult.model_validate_json(path.read_bytes())
+                result = CellScores.model_validate_json(path.read_bytes())
             except ValidationError as exc:
-                raise ValueError(f"{path}: not a BenchmarkResult: {exc}") from exc
+                raise ValueError(f"{path}: not a CellScores: {exc}") from exc
             key = (result.recording, result.model)
             if key in seen:
                 raise ValueError(f"{path} and {seen[key]} are both recording {key[0]!r}, "
@@ -134,7 +135,7 @@ def night_scores(history: Sequence[NightResult]) -> list[NightScore]:
                              f"{r.recording!r} and model {r.model!r}")
         seen.add((item.night, r.recording, r.model))
         rows.setdefault((item.night, r.model), {}).update(
-            (case_key(r, x), x) for x in r.vqa.rows)
+            (case_key(r, x), x) for x in report_of(r).rows)
     nights = sorted({night for night, _ in rows})
     models_of = {night: sorted(m for n, m in rows if n == night) for night in nights}
     night_common: dict[str, set[CaseKey]] = {
@@ -146,8 +147,10 @@ def night_scores(history: Sequence[NightResult]) -> list[NightScore]:
         trend = set.intersection(*(set(rows[(night, model)]) for night in ran))
         for night in ran:
             mine = rows[(night, model)]
-            for case_set, keys in (("night_common", night_common[night]),
-                                   ("model_trend", trend), ("answered", set(mine))):
+            sets: tuple[tuple[NightCaseSet, set[CaseKey]], ...] = (
+                ("night_common", night_common[night]), ("model_trend", trend),
+                ("answered", set(mine)))
+            for case_set, keys in sets:
                 out.append(_score(night, model, case_set, [mine[k] for k in sorted(keys)],
                                   models_of[night]))
     return out

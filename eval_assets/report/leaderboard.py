@@ -16,7 +16,7 @@ an average of percentages weights a 3-case recording like a 300-case one. A quan
 empty denominator is NaN in the table and null in the JSON, never 0.
 
 CircularEval and position bias (``circular_*``, ``rotation_*``, ``position_bias_*`` columns) are
-pooled the same way, from the per-case rows of each result's ``circular`` report, and restricted
+pooled the same way, from the per-case rows of each cell's CircularEval, and restricted
 to the row's case set like accuracy; a result without rotations contributes its cases to
 ``circular_not_asked`` only. With no rotations at all they are null.
 """
@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eval_assets.atomic import write_bytes_atomic, write_text_atomic
-from eval_assets.metrics.circular import CircularGroupStats, CircularRow, circular_group_stats
+from eval_assets.metrics.circular import CircularGroupStats
 from eval_assets.metrics.stats import (
     ALPHA,
     BOOTSTRAP_REPLICATES,
@@ -55,8 +55,18 @@ from eval_assets.report.coverage import (
     case_key,
     check_results,
 )
-from eval_assets.schemas.results import BenchmarkResult
+from eval_assets.schemas.results import CellScores
 from eval_assets.schemas.vqa import FAMILY_NAMES
+from eval_assets.scoring import METRICS
+from eval_assets.scoring.circular import (
+    CIRCULAR,
+    CircularPool,
+    circular_columns,
+    pool_circular,
+)
+from eval_assets.scoring.circular import FAMILY_STATS as CIRCULAR_FAMILY_STATS
+from eval_assets.scoring.mcq import mcq_measured
+from eval_assets.scoring.vqa import report_of
 
 __all__ = [
     "ALL_RECORDINGS",
@@ -130,103 +140,26 @@ METHODS: dict[str, Any] = {
                                      "divided by the frame design effect of the paired "
                                      "difference",
     "empty_denominator": "null (n/a), never 0",
-    "mcq": "AVLM MCQ columns are null unless every case was prompted with lettered (A) ... "
-           "choices (mcq_lettered_cases); the AVLM strict score of a choice-text prompt "
-           "measures the prompt format, not the model",
-    "circular_eval": "each case of k choices is also asked with its choices rotated by 1 .. "
-                     "k-1 (rotation r shows choices[r:] + choices[:r]); circular_n counts the "
-                     "cases whose every rotation was asked (a failed call or unparseable reply "
-                     "counts as wrong), circular_not_asked those left out because a rotation "
-                     "was never asked. circular_accuracy = cases answered correctly under every "
-                     "rotation / circular_n, with the frame-clustered 95% interval; "
-                     "circular_chance = mean of k^-k (a random guesser). rotation_accuracy = "
-                     "correct answers / all rotation answers of those cases (k per case), same "
-                     "interval; original_accuracy: rotation 0 alone on the same cases",
-    "position_bias": "over the rotation answers of the circular_n cases that named a choice "
-                     "(position_bias_n): the share choosing each displayed position against "
-                     "the share of those prompts whose gold answer is there (rotations balance "
-                     "gold over positions); position_bias_gap = the largest absolute difference "
-                     "of the two shares, at position_bias_position (1 = shown first); "
-                     "position_bias_chi2 / _df / _p: Pearson chi-square goodness of fit of the "
-                     "chosen positions against the gold positions (treats answers as "
-                     "independent); null when no answer named a choice or fewer than 2 "
-                     "positions hold a gold answer",
+    # Each metric's own method lines, in METRICS order.
+    **{key: text for spec in METRICS for key, text in spec.methods},
     "alpha": ALPHA,
     "power": POWER,
     "min_reliable_n": MIN_RELIABLE_N,
 }
 
-# Fixed column order; the per-family columns follow, families in FAMILY_NAMES order.
-BASE_COLUMNS: tuple[str, ...] = (
-    "recording",
-    "model",
-    "case_set",
-    "comparable",
-    "vqa_accuracy",
-    "vqa_ci_low",
-    "vqa_ci_high",
-    "n_cases",
-    "n_frames",
-    "design_effect",
-    "correct",
-    "parse_failures",
-    "failed_calls",
-    "parse_failure_rate",
-    "chance",
-    "circular_accuracy",
-    "circular_ci_low",
-    "circular_ci_high",
-    "circular_n",
-    "circular_not_asked",
-    "circular_chance",
-    "rotation_accuracy",
-    "rotation_ci_low",
-    "rotation_ci_high",
-    "rotation_n_answers",
-    "original_accuracy",
-    "position_bias_gap",
-    "position_bias_position",
-    "position_bias_chi2",
-    "position_bias_df",
-    "position_bias_p",
-    "position_bias_n",
-    "pope_f1",
-    "pope_accuracy",
-    "pope_precision",
-    "pope_recall",
-    "pope_yes_ratio",
-    "pope_n",
-    "mcq_lettered_cases",
-    "mcq_pct_correct",
-    "mcq_lenient_pct_correct",
-    "mcq_total",
-    "judge_mean_score",
-    "judge_success",
-    "judge_failed",
-    "vision_mean_similarity",
-    "vision_hallucination_rate",
-    "vision_n_frames",
-    "chair_i",
-    "chair_s",
-    "chair_n_captions",
-)
+# Fixed column order: the row's identity, then each metric's columns in METRICS order; the
+# per-family columns follow, families in FAMILY_NAMES order.
+IDENTITY_COLUMNS: tuple[str, ...] = ("recording", "model", "case_set", "comparable")
+BASE_COLUMNS: tuple[str, ...] = IDENTITY_COLUMNS + tuple(
+    c.name for spec in METRICS for c in spec.columns)
 FAMILY_STATS: tuple[str, ...] = ("accuracy", "n", "ci_low", "ci_high", "chance")
-# Per family, after FAMILY_STATS: CircularEval accuracy and its n (null without rotations).
-CIRCULAR_FAMILY_STATS: tuple[str, ...] = ("circular", "circular_n")
-_INT_COLUMNS = {"n_cases", "n_frames", "correct", "parse_failures", "failed_calls"}
-# Counts of the per-result metrics: nullable (pandas Int64), null in 'common' rows.
-_OTHER_INT_COLUMNS = {
-    "pope_n", "mcq_lettered_cases", "mcq_total", "judge_success", "judge_failed",
-    "vision_n_frames", "chair_n_captions",
-}
-# CircularEval counts: nullable (Int64), null when no result of the row asked rotations.
-_CIRCULAR_INT_COLUMNS = {
-    "circular_n", "circular_not_asked", "rotation_n_answers", "position_bias_position",
-    "position_bias_df", "position_bias_n",
-}
-_OTHER_COLUMNS = BASE_COLUMNS[BASE_COLUMNS.index("pope_f1"):]
-CIRCULAR_COLUMNS = BASE_COLUMNS[BASE_COLUMNS.index("circular_accuracy"):
-                                BASE_COLUMNS.index("pope_f1")]
+_INT_COLUMNS = {c.name for spec in METRICS for c in spec.columns if c.integer and not c.nullable}
+# Nullable counts (pandas Int64): null in 'common' rows, or when nothing was measured.
+_NULLABLE_INT_COLUMNS = {c.name for spec in METRICS for c in spec.columns
+                         if c.integer and c.nullable}
+# Metrics stored per cell, not per case: pooled from a row's cells, null in 'common' rows.
+_PER_CELL = tuple(spec for spec in METRICS if spec.pool is not None)
+CIRCULAR_COLUMNS = tuple(c.name for c in CIRCULAR.columns)
 
 
 def family_column(family: str, stat: str) -> str:
@@ -280,153 +213,26 @@ def _nan_if_none(value: float | None) -> float:
     return math.nan if value is None else float(value)
 
 
-def _pope_columns(results: Sequence[BenchmarkResult]) -> dict[str, float]:
-    popes = [r.pope for r in results if r.pope is not None]
-    tp, fp = sum(p.tp for p in popes), sum(p.fp for p in popes)
-    tn, fn = sum(p.tn for p in popes), sum(p.fn for p in popes)
-    n = tp + fp + tn + fn
-    # Same rule as metrics/pope.py: an empty denominator is n/a (NaN here, null in JSON).
-    precision = tp / (tp + fp) if tp + fp else math.nan
-    recall = tp / (tp + fn) if tp + fn else math.nan
-    if math.isnan(precision) or math.isnan(recall):
-        f1 = math.nan
-    else:
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"pope_f1": f1, "pope_accuracy": (tp + tn) / n if n else math.nan,
-            "pope_precision": precision, "pope_recall": recall,
-            "pope_yes_ratio": (tp + fp) / n if n else math.nan, "pope_n": n}
-
-
-def mcq_measured(result: BenchmarkResult) -> bool:
-    """Whether the AVLM MCQ score of ``result`` measures the model: MCQ rows were scored and
-    every case was prompted with lettered choices (else the strict "(X)" rule only measures the
-    prompt format)."""
-    rows = result.vqa.rows
-    return (int(result.mcq.get("total_mcq_questions", 0) or 0) > 0 and bool(rows)
-            and all(r.lettered for r in rows))
-
-
-def _mcq_columns(results: Sequence[BenchmarkResult]) -> dict[str, float]:
-    lettered = sum(1 for r in results for row in r.vqa.rows if row.lettered)
-    counted = [r for r in results if mcq_measured(r)]
-    total = sum(int(r.mcq["total_mcq_questions"]) for r in counted)
-    if not total:
-        return {"mcq_lettered_cases": lettered, "mcq_pct_correct": math.nan,
-                "mcq_lenient_pct_correct": math.nan, "mcq_total": 0}
-    correct = sum(int(r.mcq.get("num_correct", 0)) for r in counted)
-    lenient = math.nan
-    if all(r.mcq_lenient_pct_correct is not None for r in counted):
-        # Lenient shares strict's denominator (metrics/mcq.py), so pct * total is a count.
-        lenient_correct = sum(
-            round(float(r.mcq_lenient_pct_correct) * int(r.mcq["total_mcq_questions"]))
-            for r in counted
-        )
-        lenient = lenient_correct / total
-    return {"mcq_lettered_cases": lettered, "mcq_pct_correct": correct / total,
-            "mcq_lenient_pct_correct": lenient, "mcq_total": total}
-
-
-def _judge_columns(results: Sequence[BenchmarkResult]) -> dict[str, float]:
-    judges = [r.judge for r in results if r.judge is not None]
-    success = sum(j.num_success for j in judges)
-    failed = sum(j.num_failed for j in judges)
-    # mean_score is sum / num_success, so weighting by num_success recovers the pooled mean.
-    scored = [j for j in judges if j.num_success and j.mean_score is not None]
-    mean = (math.fsum(float(j.mean_score) * j.num_success for j in scored)
-            / sum(j.num_success for j in scored)) if scored else math.nan
-    return {"judge_mean_score": mean, "judge_success": success, "judge_failed": failed}
-
-
-def _vision_columns(results: Sequence[BenchmarkResult]) -> dict[str, float]:
-    visions = [r.vision for r in results if r.vision is not None]
-    frames = sum(v.n_frames for v in visions)
-    if not frames:
-        return {"vision_mean_similarity": math.nan, "vision_hallucination_rate": math.nan,
-                "vision_n_frames": 0}
-    with_mean = [v for v in visions if v.n_frames and v.mean_similarity is not None]
-    mean = (math.fsum(float(v.mean_similarity) * v.n_frames for v in with_mean)
-            / sum(v.n_frames for v in with_mean)) if with_mean else math.nan
-    return {
-        "vision_mean_similarity": mean,
-        "vision_hallucination_rate": sum(v.n_hallucinations for v in visions) / frames,
-        "vision_n_frames": frames,
-    }
-
-
-def _chair_columns(results: Sequence[BenchmarkResult]) -> dict[str, float]:
-    chairs = [r.chair for r in results if r.chair is not None]
-    captions = sum(c.n_captions for c in chairs)
-    if not chairs:
-        return {"chair_i": math.nan, "chair_s": math.nan, "chair_n_captions": 0}
-    if len(chairs) == 1:
-        c = chairs[0]
-        return {"chair_i": c.chair_i, "chair_s": c.chair_s, "chair_n_captions": c.n_captions}
-    # CHAIR_s is a per-caption rate, so rate * captions is a count; CHAIR_i needs mention counts,
-    # which ChairScores does not keep, so it is not pooled rather than averaged wrongly.
-    bad = sum(round(c.chair_s * c.n_captions) for c in chairs)
-    return {"chair_i": math.nan, "chair_s": bad / captions if captions else math.nan,
-            "chair_n_captions": captions}
-
-
-def _circular_columns(stats: CircularGroupStats | None) -> dict[str, Any]:
-    """The CircularEval columns of one row; all null (counts NA) without rotations."""
-    if stats is None:
-        return {c: (pd.NA if c in _CIRCULAR_INT_COLUMNS else math.nan) for c in CIRCULAR_COLUMNS}
-    bias = stats.bias
-
-    def na(value: Any, integer: bool = False) -> Any:
-        return (pd.NA if integer else math.nan) if value is None else value
-
-    return {
-        "circular_accuracy": na(stats.accuracy), "circular_ci_low": na(stats.ci_low),
-        "circular_ci_high": na(stats.ci_high), "circular_n": stats.n,
-        "circular_not_asked": stats.not_asked, "circular_chance": na(stats.chance),
-        "rotation_accuracy": na(stats.rotation_accuracy),
-        "rotation_ci_low": na(stats.rotation_ci_low),
-        "rotation_ci_high": na(stats.rotation_ci_high), "rotation_n_answers": stats.n_answers,
-        "original_accuracy": na(stats.original_accuracy),
-        "position_bias_gap": na(bias.max_gap),
-        "position_bias_position": na(bias.max_gap_position, True),
-        "position_bias_chi2": na(bias.chi2), "position_bias_df": na(bias.df, True),
-        "position_bias_p": na(bias.p_value), "position_bias_n": bias.n,
-    }
-
-
-def _circular_pool(parts: Sequence[_Part]) -> tuple[CircularGroupStats | None,
-                                                    dict[str, CircularGroupStats]]:
-    """CircularEval of the cases of ``parts`` (overall, by family); None when no result of
-    them asked rotations. Cases of a result without rotations count as not asked."""
-    rows: list[CircularRow] = []
-    unasked: dict[str, int] = {}
-    measured = False
-    for r, part in parts:
-        wanted = {x.case_id for x in part}
-        if r.circular is None:
-            for x in part:
-                unasked[x.family] = unasked.get(x.family, 0) + 1
-            continue
-        measured = True
-        rows += [c for c in r.circular.rows if c.case_id in wanted]
-    if not measured:
-        return None, {}
-
-    def stats(subset: list[CircularRow], family: str | None) -> CircularGroupStats:
-        extra = sum(unasked.values()) if family is None else unasked.get(family, 0)
-        s = circular_group_stats(subset)
-        return s.model_copy(update={"not_asked": s.not_asked + extra}) if extra else s
-
-    families = sorted({c.family for c in rows} | set(unasked))
-    return stats(rows, None), {f: stats([c for c in rows if c.family == f], f)
-                               for f in families}
+def _per_cell_columns(group: Sequence[CellScores] | None) -> dict[str, Any]:
+    """The columns of the metrics stored per cell, pooled over ``group``; null without one."""
+    row: dict[str, Any] = {}
+    for spec in _PER_CELL:
+        assert spec.pool is not None
+        values = spec.pool(group) if group is not None else {}
+        for column in spec.columns:
+            value = values.get(column.name)
+            row[column.name] = (value if value is not None
+                                else pd.NA if column.integer else math.nan)
+    return row
 
 
 def _row(recording: str, model: str, case_set: str, comparable: bool, overall: PooledVqa,
-         by_family: dict[str, PooledVqa], group: Sequence[BenchmarkResult] | None,
+         by_family: dict[str, PooledVqa], group: Sequence[CellScores] | None,
          families: Sequence[str],
-         circular: tuple[CircularGroupStats | None, dict[str, CircularGroupStats]] = (None, {}),
+         circular: CircularPool = (None, {}),
          ) -> dict[str, Any]:
-    """One leaderboard row; ``group`` None leaves the per-result metric columns null;
-    ``circular`` is ``_circular_pool`` of the row's cases."""
+    """One leaderboard row; ``group`` None leaves the per-cell metric columns null;
+    ``circular`` is ``pool_circular`` of the row's cases."""
     row: dict[str, Any] = {
         "recording": recording,
         "model": model,
@@ -443,13 +249,9 @@ def _row(recording: str, model: str, case_set: str, comparable: bool, overall: P
         "failed_calls": overall.failed_calls,
         "parse_failure_rate": overall.parse_failure_rate,
         "chance": overall.chance,
-        **_circular_columns(circular[0]),
+        **circular_columns(circular[0]),
+        **_per_cell_columns(group),
     }
-    if group is None:
-        row.update({c: (pd.NA if c in _OTHER_INT_COLUMNS else math.nan) for c in _OTHER_COLUMNS})
-    else:
-        row.update({**_pope_columns(group), **_mcq_columns(group), **_judge_columns(group),
-                    **_vision_columns(group), **_chair_columns(group)})
     for family in families:
         stats = by_family.get(family)
         for stat in FAMILY_STATS:
@@ -462,20 +264,20 @@ def _row(recording: str, model: str, case_set: str, comparable: bool, overall: P
     return row
 
 
-def _ordered_families(results: Sequence[BenchmarkResult]) -> list[str]:
-    seen = {f for r in results for f in r.vqa.by_family}
+def _ordered_families(results: Sequence[CellScores]) -> list[str]:
+    seen = {f for r in results for f in report_of(r).by_family}
     known = [f for f in FAMILY_NAMES if f in seen]
     return known + sorted(seen - set(known))
 
 
 # Rows of one model in one scope: each result with the rows of it that are in the case set.
-_Part = tuple[BenchmarkResult, list[VqaRowResult]]
+_Part = tuple[CellScores, list[VqaRowResult]]
 
 
 def _subset_chance(parts: Sequence[_Part]) -> float:
     """Mean chance over the rows of ``parts``, each row at its (result, family) group's chance."""
     chances = [group.chance for r, rows in parts for x in rows
-               if (group := r.vqa.by_family.get(x.family)) is not None
+               if (group := report_of(r).by_family.get(x.family)) is not None
                and group.chance is not None]
     return math.fsum(chances) / len(chances) if chances else math.nan
 
@@ -485,7 +287,7 @@ def _pool(parts: Sequence[_Part], families: Sequence[str], whole: bool
     """Overall and per-family statistics of ``parts``; ``whole``: each part is all of its
     result's rows (so the stored group chance is exact)."""
     rows = [x for _, part in parts for x in part]
-    overall = pool_vqa([r.vqa.overall for r, _ in parts], rows,
+    overall = pool_vqa([report_of(r).overall for r, _ in parts], rows,
                        None if whole else _subset_chance(parts))
     by_family = {}
     for f in families:
@@ -493,13 +295,14 @@ def _pool(parts: Sequence[_Part], families: Sequence[str], whole: bool
         fam = [(r, part) for r, part in fam if part]
         if not fam:  # a family the scope has no case of gets NaN columns and n = 0
             continue
-        by_family[f] = pool_vqa([r.vqa.by_family[f] for r, _ in fam if f in r.vqa.by_family],
+        groups = [report_of(r).by_family for r, _ in fam]
+        by_family[f] = pool_vqa([g[f] for g in groups if f in g],
                                 [x for _, part in fam for x in part],
                                 None if whole else _subset_chance(fam))
     return overall, by_family
 
 
-def build_leaderboard(results: Sequence[BenchmarkResult], *,
+def build_leaderboard(results: Sequence[CellScores], *,
                       coverage: Coverage | None = None) -> pd.DataFrame:
     """The leaderboard of ``results``: per model, ``common`` rows then ``answered`` rows.
 
@@ -523,34 +326,34 @@ def build_leaderboard(results: Sequence[BenchmarkResult], *,
     rows: list[dict[str, Any]] = []
     for model in sorted({r.model for r in usable}):
         group = sorted((r for r in usable if r.model == model), key=lambda r: r.recording)
-        keys = {r.recording: {case_key(r, x) for x in r.vqa.rows} for r in group}
+        keys = {r.recording: {case_key(r, x) for x in report_of(r).rows} for r in group}
         if common and model in coverage.ranked_models:
-            parts = [(r, [x for x in r.vqa.rows if case_key(r, x) in common]) for r in group]
+            parts = [(r, [x for x in report_of(r).rows if case_key(r, x) in common]) for r in group]
             parts = [(r, part) for r, part in parts if part]
             rows.append(_row(ALL_RECORDINGS, model, COMMON, True,
                              *_pool(parts, families, whole=False), None, families,
-                             _circular_pool(parts)))
+                             pool_circular(parts)))
             for part in parts:
                 rows.append(_row(part[0].recording, model, COMMON, True,
                                  *_pool([part], families, whole=False), None, families,
-                                 _circular_pool([part])))
+                                 pool_circular([part])))
         everything = set().union(*keys.values())
-        whole = [(r, list(r.vqa.rows)) for r in group]
+        whole = [(r, list(report_of(r).rows)) for r in group]
         rows.append(_row(ALL_RECORDINGS, model, ANSWERED, bool(common) and everything == common,
                          *_pool(whole, families, whole=True), group, families,
-                         _circular_pool(whole)))
+                         pool_circular(whole)))
         for r in group:
             mine = {k for k in common if k[0] == r.recording}
             rows.append(_row(r.recording, model, ANSWERED, bool(mine) and keys[r.recording] == mine,
-                             *_pool([(r, list(r.vqa.rows))], families, whole=True), [r],
-                             families, _circular_pool([(r, list(r.vqa.rows))])))
+                             *_pool([(r, list(report_of(r).rows))], families, whole=True), [r],
+                             families, pool_circular([(r, list(report_of(r).rows))])))
     columns = list(BASE_COLUMNS) + [family_column(f, s) for f in families
                                     for s in (*FAMILY_STATS, *CIRCULAR_FAMILY_STATS)]
     df = pd.DataFrame(rows, columns=columns)
     for column in columns[4:]:  # recording, model, case_set keep pandas' default string dtype
         if column in _INT_COLUMNS or column.endswith("__n"):
             df[column] = df[column].astype(np.int64)
-        elif column in _OTHER_INT_COLUMNS | _CIRCULAR_INT_COLUMNS or column.endswith(
+        elif column in _NULLABLE_INT_COLUMNS or column.endswith(
                 "__circular_n"):
             df[column] = df[column].astype("Int64")
         else:
@@ -559,7 +362,7 @@ def build_leaderboard(results: Sequence[BenchmarkResult], *,
     return df.reset_index(drop=True)
 
 
-def circular_by_model(results: Sequence[BenchmarkResult], *, coverage: Coverage | None = None,
+def circular_by_model(results: Sequence[CellScores], *, coverage: Coverage | None = None,
                       ) -> dict[str, tuple[str, CircularGroupStats, dict[str, CircularGroupStats]]]:
     """Each model's pooled CircularEval (overall, by family) for the report: on the common
     cases when the model is ranked, else on every case it answered (the case set is returned
@@ -573,9 +376,9 @@ def circular_by_model(results: Sequence[BenchmarkResult], *, coverage: Coverage 
     for model in sorted({r.model for r in usable}):
         group = sorted((r for r in usable if r.model == model), key=lambda r: r.recording)
         case_set = COMMON if common and model in coverage.ranked_models else ANSWERED
-        parts = [(r, [x for x in r.vqa.rows
+        parts = [(r, [x for x in report_of(r).rows
                       if case_set == ANSWERED or case_key(r, x) in common]) for r in group]
-        overall, by_family = _circular_pool([(r, part) for r, part in parts if part])
+        overall, by_family = pool_circular([(r, part) for r, part in parts if part])
         if overall is not None:
             out[model] = (case_set, overall, by_family)
     return out
@@ -619,7 +422,7 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def paired_comparisons(results: Sequence[BenchmarkResult], *,
+def paired_comparisons(results: Sequence[CellScores], *,
                        coverage: Coverage | None = None) -> list[PairedComparison]:
     """Every pair of models (a < b by name), compared on the cases both have rows for.
 
@@ -633,7 +436,7 @@ def paired_comparisons(results: Sequence[BenchmarkResult], *,
     by_model: dict[str, dict[CaseKey, VqaRowResult]] = {}
     for r in sorted(results, key=lambda r: (r.model, r.recording)):
         rows = by_model.setdefault(r.model, {})
-        for row in r.vqa.rows:
+        for row in report_of(r).rows:
             rows[case_key(r, row)] = row
     models = sorted(by_model)
     out = []

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from eval_assets.benchmark.inputs import load_run
 from eval_assets.layout import StorageLayout
 from eval_assets.metrics.predictions import InferenceLayout
 from eval_assets.report.cards import build_case_cards, build_frame_images
@@ -24,7 +23,9 @@ from eval_assets.report.history import load_history
 from eval_assets.report.html import render_report, write_report
 from eval_assets.report.leaderboard import build_leaderboard, paired_comparisons, write_leaderboard
 from eval_assets.schemas.report import CaseCard, FrameImage
-from eval_assets.schemas.results import BenchmarkResult
+from eval_assets.schemas.results import CellScores
+from eval_assets.scoring.inputs import load_run
+from eval_assets.scoring.vqa import report_of
 from eval_assets.vqa.dataset import dataset_fingerprint
 
 __all__ = [
@@ -40,7 +41,7 @@ __all__ = [
 REPORT_TITLE = "eval_assets benchmark report"
 
 
-def report_cards(layout: StorageLayout, results: Sequence[BenchmarkResult]
+def report_cards(layout: StorageLayout, results: Sequence[CellScores]
                  ) -> tuple[list[CaseCard], list[FrameImage]]:
     """A card for every case and model in ``results``, and one overlay per frame they refer to."""
     cards: list[CaseCard] = []
@@ -55,7 +56,7 @@ def report_cards(layout: StorageLayout, results: Sequence[BenchmarkResult]
             if path.judge_predictions.is_file():
                 judged[r.model] = json.loads(path.judge_predictions.read_text("utf-8"))["results"]
         dataset = layout.dataset_dir(recording)
-        these = build_case_cards(dataset, answers, {r.model: r.vqa.rows for r in mine},
+        these = build_case_cards(dataset, answers, {r.model: report_of(r).rows for r in mine},
                                  judge_results=judged, recording=recording)
         cards += these
         frames += build_frame_images(
@@ -75,7 +76,7 @@ def dataset_fingerprints(layout: StorageLayout, recordings: Iterable[str]) -> di
     return out
 
 
-def report_coverage(layout: StorageLayout, results: Sequence[BenchmarkResult], *,
+def report_coverage(layout: StorageLayout, results: Sequence[CellScores], *,
                     recordings: Sequence[str] | None = None,
                     models: Sequence[str] | None = None,
                     current_fingerprints: Mapping[str, str] | None = None,
@@ -88,7 +89,7 @@ def report_coverage(layout: StorageLayout, results: Sequence[BenchmarkResult], *
     return build_coverage(results, recordings, models, current_fingerprints, stale_cells)
 
 
-def publish_leaderboard(layout: StorageLayout, results: Sequence[BenchmarkResult], *,
+def publish_leaderboard(layout: StorageLayout, results: Sequence[CellScores], *,
                         recordings: Sequence[str] | None = None,
                         models: Sequence[str] | None = None,
                         current_fingerprints: Mapping[str, str] | None = None,
@@ -106,7 +107,7 @@ def publish_leaderboard(layout: StorageLayout, results: Sequence[BenchmarkResult
     return table, parquet, json_path
 
 
-def publish_report(layout: StorageLayout, results: Sequence[BenchmarkResult], *,
+def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
                    recordings: Sequence[str] | None = None,
                    models: Sequence[str] | None = None,
                    current_fingerprints: Mapping[str, str] | None = None,

@@ -1,15 +1,20 @@
-"""Per-(recording, model) benchmark results: what the metric assets write and the report reads."""
+"""Per-(recording, model) scores: what the ``benchmark_results`` asset writes and the leaderboard
+and the report read (``results.json``).
+
+One :class:`CellScores` per (recording, model) cell: its identity, how the model-under-test calls
+went, and ``scores`` keyed by metric name, in the shape of inspect_ai's ``EvalScore.metrics``:
+each value is that metric's result document, or a :class:`NotMeasured` record with its reason.
+This module knows no metric: each metric's spec (:mod:`eval_assets.scoring`) owns its result
+model and parses its entry with :meth:`CellScores.outcome`.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from eval_assets.metrics.circular import CircularReport
-from eval_assets.metrics.judge_calibration import CalibrationReport
-from eval_assets.metrics.pope import PopeResult
-from eval_assets.metrics.vqa import VqaReport
+R = TypeVar("R", bound=BaseModel)
 
 
 class PredictionCounts(BaseModel):
@@ -25,71 +30,23 @@ class PredictionCounts(BaseModel):
     descriptions_failed: int
 
 
-class VisionScores(BaseModel):
-    """VisionSimilarity + VisionHallucination of the model's descriptions vs human annotations."""
+class NotMeasured(BaseModel):
+    """A metric that was not measured on a cell, and why; never a filled-in number."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    embedder: str
-    n_frames: int
-    mean_similarity: float | None
-    min_similarity: float | None
-    max_similarity: float | None
-    threshold: float
-    hallucination_rate: float
-    n_hallucinations: int
-    similarity_summary: str
-    hallucination_summary: str
+    reason: str
 
 
-class ChairScores(BaseModel):
-    """CHAIR of the descriptions; ``ground_truth_source`` says which objects counted as present."""
-
-    model_config = ConfigDict(frozen=True)
-
-    chair_i: float
-    chair_s: float
-    hallucinated_objects: list[str]
-    n_captions: int
-    ground_truth_source: Literal["annotations", "audit"]
+def parse_outcome(document: Any, model: type[R]) -> R | NotMeasured:
+    """A metric's stored document as its result model, or the not-measured record it is."""
+    if isinstance(document, dict) and set(document) == {"reason"}:
+        return NotMeasured.model_validate(document)
+    return model.model_validate(document)
 
 
-class JudgeScores(BaseModel):
-    """The LLM judge summary (``llm_judge_results.json``) plus which judge produced it.
-
-    ``status`` is ``scored``, ``nothing scored`` or ``withheld: judge failed calibration
-    (agreement X%)``; when withheld (``withheld``), no row was judged, ``num_withheld`` rows were
-    skipped and every score field is null. ``failure_counts`` are the failed rows by category
-    (all in ``num_failed``, none in the mean). ``self_judging`` flags a judge that is also a
-    model under test (``self_judging_models``). ``scoring_mode`` is ``strict`` or
-    ``avlm_compat``; in the latter ``coerced_rows`` scores were coerced, ``coercions`` by kind.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    judge_model: str
-    total_judged: int
-    num_success: int
-    num_failed: int
-    mean_score: float | None
-    median_score: float | None
-    min_score: float | None
-    max_score: float | None
-    score_distribution: dict[str, int]
-    status: str = "scored"
-    withheld: bool = False
-    num_withheld: int = 0
-    failure_counts: dict[str, int] = Field(default_factory=dict)
-    self_judging: bool = False
-    self_judging_models: list[str] = Field(default_factory=list)
-    scoring_mode: Literal["strict", "avlm_compat"] = "strict"
-    coerced_rows: int = 0
-    coercions: dict[str, int] = Field(default_factory=dict)
-    calibration: CalibrationReport | None = None
-
-
-class BenchmarkResult(BaseModel):
-    """Everything measured for one model on one recording; one ``results.json`` per partition."""
+class CellScores(BaseModel):
+    """Everything measured for one model on one recording; one ``results.json`` per cell."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -97,12 +54,22 @@ class BenchmarkResult(BaseModel):
     model: str
     dataset_sha256: str
     predictions: PredictionCounts
-    vqa: VqaReport
-    pope: PopeResult | None
-    mcq: dict[str, Any]
-    mcq_lenient_pct_correct: float | None
-    judge: JudgeScores | None
-    vision: VisionScores | None
-    chair: ChairScores | None
-    circular: CircularReport | None = Field(
-        default=None, description="CircularEval and position bias; None: no rotations asked")
+    scores: dict[str, dict[str, Any]]
+    # Parsed entries of ``scores`` by metric name: a report reads each many times.
+    _parsed: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
+
+    def outcome(self, name: str, model: type[R]) -> R | NotMeasured:
+        """The metric ``name``'s result as ``model``, or its not-measured record (also when the
+        cell has no entry for it: a cell scored before the metric existed)."""
+        cached = self._parsed.get(name)
+        if cached is None:
+            document = self.scores.get(name)
+            cached = (NotMeasured(reason="not scored for this cell") if document is None
+                      else parse_outcome(document, model))
+            self._parsed[name] = cached
+        return cast("R | NotMeasured", cached)
+
+    def result(self, name: str, model: type[R]) -> R | None:
+        """The metric's result, or None when it was not measured."""
+        outcome = self.outcome(name, model)
+        return None if isinstance(outcome, NotMeasured) else outcome

@@ -16,14 +16,15 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_assets.atomic import write_text_atomic
-from eval_assets.benchmark.inputs import load_annotations, load_private_dataset, load_run
-from eval_assets.benchmark.scoring import avlm_description_rows, write_jsonl
 from eval_assets.cli import app
 from eval_assets.layout import default_annotations_dir
 from eval_assets.metrics.predictions import InferenceLayout
 from eval_assets.model_runs.prompts import DESCRIPTION_PROMPT
 from eval_assets.perception import PerceptionConfig
 from eval_assets.schemas.predictions import RUN_ANSWERS, RUN_DESCRIPTIONS, DescriptionRecord
+from eval_assets.scoring.inputs import load_annotations, load_private_dataset, load_run
+from eval_assets.scoring.judge import avlm_description_rows
+from eval_assets.scoring.mcq import write_jsonl
 from eval_assets.vqa.authors import AuthorConfig
 from eval_assets.vqa.generate import generate_from_recording
 

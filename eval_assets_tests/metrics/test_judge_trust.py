@@ -425,7 +425,7 @@ def test_the_resource_uses_the_one_loader_and_knows_the_models(tmp_path: Path) -
 
 
 def test_benchmark_result_carries_the_trust_fields(tmp_path: Path) -> None:
-    from eval_assets.benchmark.scoring import judge_scores
+    from eval_assets.scoring.judge import judge_scores
 
     with OpenAICompatibleServer(rubric_judge(lambda gt, pred: 10)) as srv:
         report = judge_dir(write_rows(tmp_path / "a", sample_rows()), config_for(srv.base_url),

@@ -11,6 +11,7 @@ from eval_assets.metrics.pope import (
     parse_pope_answer,
     pope_label,
     pope_metrics,
+    pope_rates,
 )
 
 
@@ -89,3 +90,17 @@ def test_f1_is_zero_when_both_rates_are_defined_and_zero() -> None:
 def test_length_mismatch_is_rejected() -> None:
     with pytest.raises(ValueError, match="2 answers and 1 labels"):
         pope_metrics(["yes", "no"], ["yes"])
+
+
+def test_rates_from_counts_are_the_metrics_rates() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ZeroDenominatorWarning)
+        for answers, labels in [(["yes", "no", "yes", "no"], ["yes", "yes", "no", "no"]),
+                                (["no", "no"], ["no", "yes"]), (["yes"], ["no"])]:
+            r = pope_metrics(answers, labels)
+            assert pope_rates(r.tp, r.fp, r.tn, r.fn) == {
+                "accuracy": r.accuracy, "precision": r.precision, "recall": r.recall,
+                "f1": r.f1, "yes_ratio": r.yes_ratio}
+    assert pope_rates(0, 0, 0, 0) == dict.fromkeys(
+        ("accuracy", "precision", "recall", "f1", "yes_ratio"))
+    assert pope_rates(0, 1, 0, 1)["f1"] == 0.0

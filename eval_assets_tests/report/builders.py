@@ -12,6 +12,7 @@ import cv2
 import numpy as np
 
 from eval_assets.frames.pointclouds import encode_points
+from eval_assets.metrics.circular import CircularReport
 from eval_assets.metrics.judge import summarize_judge_results
 from eval_assets.metrics.pope import ZeroDenominatorWarning, pope_metrics
 from eval_assets.metrics.vqa import vqa_accuracy
@@ -19,13 +20,7 @@ from eval_assets.perception.evidence_io import write_detections_table, write_fra
 from eval_assets.schemas.frames import PointCloudFrame, points_relpath, write_pointcloud_frames
 from eval_assets.schemas.perception import Detection, FrameDetections
 from eval_assets.schemas.predictions import AnswerRecord
-from eval_assets.schemas.results import (
-    BenchmarkResult,
-    ChairScores,
-    JudgeScores,
-    PredictionCounts,
-    VisionScores,
-)
+from eval_assets.schemas.results import CellScores, NotMeasured, PredictionCounts
 from eval_assets.schemas.vqa import (
     Case,
     DetectionAudit,
@@ -38,6 +33,13 @@ from eval_assets.schemas.vqa import (
     dumps_document,
     dumps_line,
 )
+from eval_assets.scoring.chair import CHAIR, ChairScores
+from eval_assets.scoring.circular import CIRCULAR
+from eval_assets.scoring.judge import JUDGE, JudgeScores
+from eval_assets.scoring.mcq import MCQ, McqScores
+from eval_assets.scoring.pope import POPE
+from eval_assets.scoring.vision import VISION, VisionScores
+from eval_assets.scoring.vqa import VQA
 from eval_assets.vqa.dataset import mask_rle
 
 YES_NO = ["yes", "no"]
@@ -59,9 +61,10 @@ def row(case_id: str, family: str, answer: str, prediction: str | None, recordin
 def result(recording: str, model: str, rows: Sequence[dict[str, Any]], *,
            mcq: dict[str, Any] | None = None, lenient: float | None = None,
            judge: JudgeScores | None = None, vision: VisionScores | None = None,
-           chair: ChairScores | None = None, sha: str = "0" * 64) -> BenchmarkResult:
-    """A BenchmarkResult whose VQA and POPE parts come from the real metric functions;
-    ``sha`` is the dataset fingerprint it answered."""
+           chair: ChairScores | None = None, circular: CircularReport | None = None,
+           sha: str = "0" * 64) -> CellScores:
+    """A cell's scores whose VQA and POPE parts come from the real metric functions (a metric
+    given as None is a not-measured record); ``sha`` is the dataset fingerprint it answered."""
     vqa = vqa_accuracy(rows)
     presence = [r for r in rows if r["family"] == "presence" and r["prediction"] is not None]
     with warnings.catch_warnings():
@@ -70,13 +73,17 @@ def result(recording: str, model: str, rows: Sequence[dict[str, Any]], *,
         pope = (pope_metrics([r["prediction"] for r in presence],
                              [r["answer"] for r in presence]) if presence else None)
     failed = sum(1 for r in rows if r["prediction"] is None)
-    return BenchmarkResult(
+    outcomes = {VQA.name: vqa, CIRCULAR.name: circular, POPE.name: pope,
+                MCQ.name: McqScores(strict=mcq or {}, lenient_pct_correct=lenient),
+                JUDGE.name: judge, VISION.name: vision, CHAIR.name: chair}
+    return CellScores(
         recording=recording, model=model, dataset_sha256=sha,
         predictions=PredictionCounts(cases=len(rows), succeeded=len(rows) - failed,
                                      failed=failed, parse_failures=vqa.overall.parse_failures,
                                      descriptions=0, descriptions_failed=0),
-        vqa=vqa, pope=pope, mcq=mcq or {}, mcq_lenient_pct_correct=lenient, judge=judge,
-        vision=vision, chair=chair)
+        scores={name: (NotMeasured(reason="not in this fixture") if outcome is None
+                       else outcome).model_dump(mode="json")
+                for name, outcome in outcomes.items()})
 
 
 def judge_scores(results: Sequence[dict[str, Any]], model: str = "judge-1") -> JudgeScores:

@@ -21,7 +21,8 @@ from eval_assets.report.leaderboard import (
     leaderboard_json,
 )
 from eval_assets.schemas.predictions import rotate_choices
-from eval_assets.schemas.results import BenchmarkResult
+from eval_assets.schemas.results import CellScores
+from eval_assets.scoring.circular import CIRCULAR
 from eval_assets_tests.report.builders import THIRDS, YES_NO, result, row
 
 SPECS = [("presence", YES_NO), ("horizontal_direction", THIRDS)]
@@ -39,7 +40,7 @@ def cases(recording: str, n_frames: int) -> list[dict]:
 
 
 def scored(recording: str, model: str, n_frames: int, policy: str,
-           rotations: bool = True) -> BenchmarkResult:
+           rotations: bool = True) -> CellScores:
     """A result whose model answers by ``policy``: "first" (first choice shown) or "content"
     (the gold answer); with its CircularEval when ``rotations``."""
     specs = cases(recording, n_frames)
@@ -49,13 +50,12 @@ def scored(recording: str, model: str, n_frames: int, policy: str,
 
     rows = [row(s["case_id"], s["family"], s["answer"], reply(s, s["choices"]), recording,
                 s["choices"], s["frame_index"]) for s in specs]
-    base = result(recording, model, rows)
     if not rotations:
-        return base
+        return result(recording, model, rows)
     circular = circular_eval([CircularCase(**s, replies={
         r: reply(s, rotate_choices(s["choices"], r)) for r in range(len(s["choices"]))})
         for s in specs])
-    return base.model_copy(update={"circular": circular})
+    return result(recording, model, rows, circular=circular)
 
 
 def pooled(df: pd.DataFrame, model: str, case_set: str = COMMON) -> pd.Series:
@@ -78,7 +78,7 @@ def test_leaderboard_has_circular_columns_pooled_from_case_rows() -> None:
     assert oracle["circular_accuracy"] == 1.0 and oracle["position_bias_gap"] == 0.0
     assert oracle["circular_chance"] == pytest.approx((2 ** -2 + 3 ** -3) / 2)
     # Pooled rows are recomputed from the pooled case rows, not averaged.
-    rows = [c for r in results if r.model == "biased" for c in r.circular.rows]
+    rows = [c for r in results if r.model == "biased" for c in CIRCULAR.result(r).rows]
     direct = circular_group_stats(rows)
     assert (biased["circular_ci_low"], biased["circular_ci_high"]) == (direct.ci_low,
                                                                       direct.ci_high)

@@ -13,13 +13,13 @@ from eval_assets.report.charts import history_chart
 from eval_assets.report.history import load_history, night_scores
 from eval_assets.report.html import NO_NIGHTS, render_report
 from eval_assets.report.leaderboard import build_leaderboard
-from eval_assets.schemas.results import BenchmarkResult
+from eval_assets.schemas.results import CellScores
 from eval_assets_tests.report.builders import result, row
 
 NIGHTS = ("2025-03-01", "2025-03-02")
 
 
-def answers(model: str, n: int, right: int) -> BenchmarkResult:
+def answers(model: str, n: int, right: int) -> CellScores:
     """``model`` on cases c0..c<n-1> of "rec", one per frame, the first ``right`` correct."""
     return result("rec", model, [row(f"c{i}", "presence", "yes", "yes" if i < right else "no",
                                      "rec", frame_index=i) for i in range(n)])

@@ -20,7 +20,7 @@ from eval_assets.report.cards import build_case_cards, build_frame_images
 from eval_assets.report.coverage import build_coverage
 from eval_assets.report.html import MCQ_NOT_MEASURED, render_report, write_report
 from eval_assets.report.leaderboard import build_leaderboard
-from eval_assets.schemas.results import ChairScores
+from eval_assets.scoring.chair import ChairScores
 from eval_assets_tests.report.builders import (
     THIRDS,
     YES_NO,

@@ -13,12 +13,12 @@ from dagster import (
     asset,
 )
 
-from eval_assets.benchmark.collect import load_results
 from eval_assets.defs import keys
 from eval_assets.defs.automation_conditions import OWNERS, SETTLED
 from eval_assets.defs.partitions import model_partitions, recordings_partitions
 from eval_assets.defs.resources import ProjectStorage
 from eval_assets.report.publish import publish_leaderboard, publish_report
+from eval_assets.scoring.collect import load_results
 
 GROUP = "report"
 
@@ -42,7 +42,7 @@ def _results(context: AssetExecutionContext, storage: ProjectStorage):
 
 @asset(key=keys.LEADERBOARD, group_name=GROUP,
        deps=[AssetDep(keys.BENCHMARK_RESULTS, partition_mapping=AllPartitionMapping())],
-       code_version="4", automation_condition=SETTLED, kinds={"parquet", "json"}, owners=OWNERS)
+       code_version="5", automation_condition=SETTLED, kinds={"parquet", "json"}, owners=OWNERS)
 def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """Every model × recording with results, plus pooled all-recordings rows (Parquet + JSON),
     and a paired comparison (McNemar, clustered difference interval, MDD) of every two models."""
@@ -50,8 +50,9 @@ def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> Mate
     if not results:
         raise RuntimeError("no benchmark_results found: materialize predictions and metrics for "
                            "at least one (recording, model) partition first")
-    table, parquet, json_path = publish_leaderboard(storage.layout(), results,
-                                                    **_expected(context))
+    expected = _expected(context)
+    table, parquet, json_path = publish_leaderboard(
+        storage.layout(), results, recordings=expected["recordings"], models=expected["models"])
     columns = ["model", "case_set", "recording", "vqa_accuracy", "vqa_ci_low", "vqa_ci_high",
                "n_cases"]
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
@@ -69,7 +70,7 @@ def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> Mate
 _EVERY = AllPartitionMapping()
 
 
-@asset(key=keys.REPORT, group_name=GROUP, code_version="4", automation_condition=SETTLED,
+@asset(key=keys.REPORT, group_name=GROUP, code_version="5", automation_condition=SETTLED,
        deps=[keys.LEADERBOARD,
              *(AssetDep(k, partition_mapping=_EVERY) for k in (
                  # It reads every cell's results too: so it waits for whatever the
@@ -82,7 +83,9 @@ def report(context: AssetExecutionContext, storage: ProjectStorage) -> Materiali
     """The static HTML report: headline, paired comparisons, charts, metric sections, and every
     case browsable by model, family, recording and outcome (one overlay per frame)."""
     results = _results(context, storage)
-    path = publish_report(storage.layout(), results, **_expected(context))
+    expected = _expected(context)
+    path = publish_report(storage.layout(), results, recordings=expected["recordings"],
+                          models=expected["models"])
     context.log.info(f"report: {path}")
     return MaterializeResult(metadata={"path": MetadataValue.path(str(path)),
                                        "partitions": len(results)})

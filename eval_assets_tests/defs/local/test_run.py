@@ -15,7 +15,12 @@ import pytest
 
 from eval_assets.defs.local import run_locally
 from eval_assets.layout import StorageLayout
-from eval_assets.schemas.results import BenchmarkResult
+from eval_assets.schemas.results import CellScores
+from eval_assets.scoring.chair import CHAIR
+from eval_assets.scoring.judge import JUDGE as JUDGE_METRIC
+from eval_assets.scoring.pope import POPE
+from eval_assets.scoring.vision import VISION
+from eval_assets.scoring.vqa import report_of
 
 MODELS = "models:\n  - name: random\n    serve: random\n    seed: 0\n"
 JUDGE = "serve: random\nmodel: random\nmax_workers: 1\nbackoff_base_s: 0\n"
@@ -63,17 +68,19 @@ def test_whole_chain_on_the_sample_is_complete_and_deterministic(
     assert all(layout.report_file().is_file() for layout in layouts)
 
     first, second_assets = (layout.root / "assets" for layout in layouts)
-    result = BenchmarkResult.model_validate_json(
+    result = CellScores.model_validate_json(
         layouts[0].results_file("sample", "random").read_text())
-    assert result.vqa.overall.n == result.predictions.cases > 100
+    assert report_of(result).overall.n == result.predictions.cases > 100
     assert result.predictions.failed == 0
-    assert 0.0 < result.vqa.overall.accuracy < 1.0
-    assert result.pope is not None and result.pope.n > 0
-    assert result.vision is not None and result.vision.n_frames == 6
-    assert result.chair is not None and result.chair.ground_truth_source == "annotations"
+    assert 0.0 < report_of(result).overall.accuracy < 1.0
+    pope, vision, chair = POPE.result(result), VISION.result(result), CHAIR.result(result)
+    assert pope is not None and pope.n > 0
+    assert vision is not None and vision.n_frames == 6
+    assert chair is not None and chair.ground_truth_source == "annotations"
     # The random judge never replies with JSON: every row is a recorded failure, none a score.
-    assert result.judge is not None
-    assert result.judge.num_success == 0 and result.judge.mean_score is None
+    judge = JUDGE_METRIC.result(result)
+    assert judge is not None
+    assert judge.num_success == 0 and judge.mean_score is None
 
     table = pq.read_table(layouts[0].leaderboard_dir() / "leaderboard.parquet").to_pandas()
     assert set(table["model"]) == {"random"}
@@ -158,4 +165,4 @@ def test_reruns_recompute_exactly_what_changed(tmp_path: Path,
     calls = result.asset_materializations_for_node("predictions")[0].metadata["calls_made"]
     assert calls.value > 0
     nightly = layout.nightly_results_file("2026-12-03", "rec", "random")
-    assert BenchmarkResult.model_validate_json(nightly.read_text()).model == "random"
+    assert CellScores.model_validate_json(nightly.read_text()).model == "random"

@@ -7,19 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from eval_assets.benchmark.inputs import load_private_dataset, load_run
-from eval_assets.benchmark.scoring import (
-    avlm_description_rows,
-    avlm_mcq_rows,
-    prediction_counts,
-    score_chair,
-    score_pope,
-    score_vqa,
-)
 from eval_assets.metrics.mcq import score_mcq
+from eval_assets.metrics.pope import PopeResult
 from eval_assets.metrics.predictions import rows_from_dicts
 from eval_assets.schemas.annotations import FrameAnnotation
-from eval_assets_tests.benchmark.conftest import answer, description, labels_of, write_run
+from eval_assets.schemas.results import NotMeasured
+from eval_assets.scoring.chair import ChairScores, score_chair
+from eval_assets.scoring.inputs import load_private_dataset, load_run
+from eval_assets.scoring.judge import avlm_description_rows
+from eval_assets.scoring.mcq import avlm_mcq_rows
+from eval_assets.scoring.pope import score_pope
+from eval_assets.scoring.vqa import prediction_counts, score_vqa
+from eval_assets_tests.scoring.conftest import answer, description, labels_of, write_run
 
 
 @pytest.fixture
@@ -67,8 +66,10 @@ def test_pope_scores_only_answered_presence_cases(scored) -> None:
     presence = [lab for lab in labels if lab.family == "presence"]
     answered = [lab for lab in presence
                 if lab.id in run.answers and run.answers[lab.id].status == "success"]
+    assert score_pope(data, run.__class__({}, run.descriptions)) == NotMeasured(
+        reason="no presence answers")
     result = score_pope(data, run)
-    assert result is not None and result.n == len(answered)
+    assert isinstance(result, PopeResult) and result.n == len(answered)
     assert {lab.answer for lab in presence} == {"yes", "no"}
 
 
@@ -107,12 +108,12 @@ def test_chair_records_its_ground_truth_source(scored) -> None:
     annotations = {0: FrameAnnotation(frame_index=0, description="x", coco_objects=["sports ball"]),
                    8: FrameAnnotation(frame_index=8, description="y", coco_objects=["sports ball"])}
     from_annotations = score_chair(data, run, annotations)
-    assert from_annotations is not None
+    assert isinstance(from_annotations, ChairScores)
     assert from_annotations.ground_truth_source == "annotations"
     assert from_annotations.hallucinated_objects == ["dog"]
     assert from_annotations.n_captions == 2
     from_audit = score_chair(data, run, None)
-    assert from_audit is not None and from_audit.ground_truth_source == "audit"
+    assert isinstance(from_audit, ChairScores) and from_audit.ground_truth_source == "audit"
     # The detector found balls in frame 0, so "ball" is grounded; "dog" is not.
     assert from_audit.hallucinated_objects == ["dog"]
 
@@ -128,7 +129,7 @@ def test_labels_for_unknown_cases_are_rejected(sample_dataset: Path, tmp_path: P
 
 
 def test_judge_summary_without_scores_has_no_numbers() -> None:
-    from eval_assets.benchmark.scoring import judge_scores
+    from eval_assets.scoring.judge import judge_scores
 
     avlm = {"total_judged": 3, "num_success": 0, "num_failed": 3, "mean_score": 0,
             "median_score": 0, "min_score": 0, "max_score": 0,

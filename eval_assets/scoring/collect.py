@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from eval_assets.layout import StorageLayout
-from eval_assets.schemas.results import BenchmarkResult
+from eval_assets.schemas.results import CellScores
 
 
 def load_results(layout: StorageLayout, recordings: Sequence[str],
-                 models: Sequence[str]) -> list[BenchmarkResult]:
+                 models: Sequence[str]) -> list[CellScores]:
     """The ``results.json`` of every (recording, model) that has one, sorted by model, recording."""
     results = []
     for model in sorted(models):
         for recording in sorted(recordings):
             path = layout.results_file(recording, model)
             if path.is_file():
-                results.append(BenchmarkResult.model_validate_json(path.read_text("utf-8")))
+                results.append(CellScores.model_validate_json(path.read_text("utf-8")))
     return results

@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 
 from eval_assets.atomic import write_text_atomic
-from eval_assets.benchmark.inputs import load_private_dataset, load_run
-from eval_assets.benchmark.scoring import load_rotations, score_circular
+from eval_assets.metrics.circular import CircularReport
 from eval_assets.schemas.predictions import RUN_ROTATIONS, RotationRecord, rotate_choices
-from eval_assets_tests.benchmark.conftest import answer, write_run
+from eval_assets.schemas.results import NotMeasured
+from eval_assets.scoring.circular import load_rotations, score_circular
+from eval_assets.scoring.inputs import load_private_dataset, load_run
+from eval_assets_tests.scoring.conftest import answer, write_run
 
 
 def rotation(case_id: str, r: int, choices: list[str], text: str | None) -> RotationRecord:
@@ -42,7 +44,7 @@ def test_a_first_choice_model_scores_zero_and_a_content_model_one(sample_dataset
                                                                    tmp_path: Path) -> None:
     data, run_dir = run_with(sample_dataset, tmp_path / "first", lambda shown, gold: shown[0])
     report = score_circular(data, load_run(run_dir), load_rotations(run_dir), "sample")
-    assert report is not None
+    assert isinstance(report, CircularReport)
     n = len(data.labels)
     answers = sum(len(lab.choices) for lab in data.labels)
     assert report.overall.n == n > 20 and report.overall.accuracy == 0.0
@@ -54,7 +56,7 @@ def test_a_first_choice_model_scores_zero_and_a_content_model_one(sample_dataset
 
     data, run_dir = run_with(sample_dataset, tmp_path / "content", lambda shown, gold: gold)
     report = score_circular(data, load_run(run_dir), load_rotations(run_dir), "sample")
-    assert report is not None and report.overall.accuracy == 1.0
+    assert isinstance(report, CircularReport) and report.overall.accuracy == 1.0
     assert report.overall.bias.max_gap == 0.0
 
 
@@ -75,7 +77,7 @@ def test_missing_stale_and_failed_rotations(sample_dataset: Path, tmp_path: Path
         kept.append(rec)
     write_rotations(run_dir, kept)
     report = score_circular(data, load_run(run_dir), load_rotations(run_dir), "sample")
-    assert report is not None
+    assert isinstance(report, CircularReport)
     o = report.overall
     assert o.not_asked == 2 and o.n == len(data.labels) - 2  # dropped and stale are left out
     assert o.robust == o.n - 1 and o.failed_calls == 1  # the failed rotation is a miss
@@ -88,4 +90,5 @@ def test_a_run_without_rotations_is_not_measured(sample_dataset: Path, tmp_path:
     run_dir = write_run(tmp_path / "run", [answer(lab.id, lab.answer) for lab in data.labels],
                         [])
     assert load_rotations(run_dir) is None
-    assert score_circular(data, load_run(run_dir), None, "sample") is None
+    assert score_circular(data, load_run(run_dir), None, "sample") == NotMeasured(
+        reason="no rotations asked")

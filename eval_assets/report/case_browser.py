@@ -1,0 +1,139 @@
+"""The report's case browser: every case of every model as one JSON blob, each frame's overlay as
+one JPEG data: URI, filtered and paged by the inline script (``static/report.js``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from eval_assets.report.markup import (
+    esc,
+    section,
+)
+from eval_assets.report.overlays import DEFAULT_DEPTH_RANGE, depth_colours
+from eval_assets.schemas.report import CaseCard, FrameImage, frame_key
+
+CASES_PER_PAGE = 20
+
+
+_RAW_LIMIT = 2000  # characters of a raw reply shown before it is cut (the rest is counted)
+
+
+_BADGES = {
+    "correct": "correct",
+    "incorrect": "wrong",
+    "parse_failure": "parse failure",
+    "failed_call": "failed call",
+    "judged": "judged",
+    "judge_failed": "judge failed",
+}
+
+
+def _ramp() -> str:
+    lo, hi = DEFAULT_DEPTH_RANGE
+    stops = depth_colours(np.linspace(lo, hi, 9))
+    css = ", ".join(f"rgb({r},{g},{b}) {i * 12.5:g}%" for i, (r, g, b) in enumerate(stops))
+    return (f'<span>LiDAR range: {lo:g} m<span class="ramp" style="background:'
+            f'linear-gradient(to right, {css})"></span>{hi:g}+ m</span>')
+
+
+def _script_json(value: Any) -> str:
+    """JSON safe inside a ``<script>`` element: no ``<``, ``>`` or ``&`` can end it early."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _raw(text: str | None) -> tuple[str | None, int]:
+    if text is None or len(text) <= _RAW_LIMIT:
+        return text, 0
+    return text[:_RAW_LIMIT], len(text) - _RAW_LIMIT
+
+
+def _answer_json(card: CaseCard) -> dict[str, Any]:
+    raw, cut = _raw(card.raw_response)
+    judge = None
+    if card.judge is not None:
+        j = card.judge
+        judge = {"score": j.score, "reasoning": j.reasoning, "error": j.error,
+                 "category": j.error_category, "model": j.judge_model}
+    return {"model": card.model, "status": card.status, "choice": card.predicted_choice,
+            "tier": card.tier, "raw": raw, "cut": cut, "error": card.error,
+            "latency": card.latency_s, "judge": judge}
+
+
+def _case_data(cards: Sequence[CaseCard]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, str], list[CaseCard]] = {}
+    for card in cards:
+        groups.setdefault((card.recording, card.case_id), []).append(card)
+    out = []
+    for group in groups.values():
+        first = group[0]
+        out.append({
+            "id": first.case_id, "recording": first.recording, "frame": first.frame_index,
+            "frame_key": frame_key(first.recording, first.frame_index), "kind": first.kind,
+            "family": first.family, "question": first.question, "choices": first.choices,
+            "gold": first.gold, "objects": first.object_names,
+            "evidence": first.evidence or None,
+            "answers": [_answer_json(c) for c in sorted(group, key=lambda c: c.model)],
+        })
+    return out
+
+
+def _jpeg_uri(jpeg: bytes) -> str:
+    return "data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii")
+
+
+def _options(name: str, label: str, values: Sequence[tuple[str, str]]) -> str:
+    opts = "".join(f'<option value="{esc(v)}">{esc(text)}</option>' for v, text in values)
+    return (f'<label>{esc(label)}<select id="f-{name}"><option value="">all</option>{opts}'
+            "</select></label>")
+
+
+def cases_section(cards: Sequence[CaseCard], frames: Sequence[FrameImage]) -> str:
+    lead = ("Every case, with the ground truth drawn on the frame the model saw: each "
+            "detection's box (label: median LiDAR range, or detector score) and mask outline "
+            "(outlines only, so object colours stay as the model saw them), and LiDAR points "
+            "projected with the rectified intrinsics. Each model's raw reply is shown as "
+            "received. Filter by model, family, recording and outcome; the filter is kept in "
+            "the address (#cases?model=\u2026&amp;outcome=\u2026), so a view can be linked.")
+    if not cards:
+        return section("cases", "Cases", lead, '<p class="empty">No case cards.</p>')
+    badges = "".join(f'<span class="badge b-{k}">{esc(v)}</span> ' for k, v in _BADGES.items())
+    legend = f'<div class="legend">{_ramp()}<span>{badges}</span></div>'
+    cases = _case_data(cards)
+    counts: dict[str, int] = {}
+    for card in cards:
+        counts[card.status] = counts.get(card.status, 0) + 1
+    models = sorted({c.model for c in cards})
+    families = sorted({c.family for c in cards})
+    recordings = sorted({c.recording for c in cards})
+    filters = "".join([
+        _options("model", "Model", [(m, m) for m in models]),
+        _options("family", "Family", [(f, f.replace("_", " ")) for f in families]),
+        _options("recording", "Recording", [(r, r) for r in recordings]),
+        _options("outcome", "Outcome", [(k, f"{v} ({counts[k]:,} in all)")
+                                        for k, v in _BADGES.items() if k in counts]),
+    ])
+    pager = ('<div class="pager"><button type="button" data-step="-1">\u2190 previous'
+             '</button><span class="page-info"></span><button type="button" data-step="1">'
+             "next \u2192</button></div>")
+    data = {"page_size": CASES_PER_PAGE, "labels": _BADGES, "cases": cases}
+    frame_data = {
+        f.key: {"src": _jpeg_uri(f.overlay_jpeg), "plain": _jpeg_uri(f.plain_jpeg),
+                "w": f.width, "h": f.height, "note": f.note}
+        for f in sorted(frames, key=lambda f: (f.recording, f.frame_index))
+    }
+    body = (legend + f'<div id="case-browser"><div class="filters">{filters}</div>'
+            f'<p id="case-count" class="summary"></p>{pager}<div id="case-list"></div>{pager}'
+            "</div><noscript><p class=\"notice\">The case browser needs JavaScript (inline, "
+            "nothing is fetched).</p></noscript>"
+            f'<script type="application/json" id="case-data">{_script_json(data)}</script>'
+            f'<script type="application/json" id="frame-data">{_script_json(frame_data)}'
+            "</script>")
+    return section("cases", f"Cases ({len(cases):,})", lead, body)

@@ -1,0 +1,286 @@
+"""The report's ranking sections: headline, coverage matrix, paired comparisons, families and
+recordings. They read the leaderboard table (VQA accuracy pooled per case over case sets).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from eval_assets.metrics.stats import MIN_RELIABLE_N, PairedComparison
+from eval_assets.report.coverage import Coverage, short_sha
+from eval_assets.report.leaderboard import (
+    ALL_RECORDINGS,
+    ANSWERED,
+    COMMON,
+    family_column,
+    leaderboard_families,
+    ranked_rows,
+)
+from eval_assets.report.markup import (
+    INTERVAL_NOTE,
+    NA,
+    acc_cell,
+    chart,
+    charts,
+    count,
+    esc,
+    low_n,
+    meter,
+    missing,
+    p_text,
+    pct,
+    section,
+    table,
+)
+
+
+def _deff(estimate: Any) -> str:
+    """The design effect the interval used (the estimate floored at 1), the estimate on hover."""
+    if missing(estimate):
+        return '<span class="na" title="not estimable; taken as 1">1 (n/a)</span>'
+    used = max(1.0, float(estimate))
+    return f'<span title="estimated {float(estimate):.2f}, floored at 1">{used:.2f}</span>'
+
+
+def _coverage_box(coverage: Coverage, link: bool = True) -> str:
+    """What the ranking is on, in a warning box when anything is missing, stale or left out."""
+    if coverage.needs_warning:
+        more = ' <a href="#coverage">Coverage matrix</a>.' if link else ""
+        return (f'<div class="warnbox" role="note"><b>Not every result is in the ranking.</b> '
+                f"{esc(coverage.summary())}{more}</div>")
+    return f'<p class="summary">{esc(coverage.summary())}</p>'
+
+
+def _answered(leaderboard: pd.DataFrame, coverage: Coverage) -> str:
+    """Each model on every case it answered, when that is not the common set: not a ranking."""
+    pooled = leaderboard[(leaderboard["recording"] == ALL_RECORDINGS)
+                         & (leaderboard["case_set"] == ANSWERED)]
+    if pooled.empty or bool(pooled["comparable"].all()):
+        return ""
+    headers = [("Model", False), ("Accuracy [95% CI]", False), ("n answered", True),
+               ("Outside the common set", True), ("Comparable", False)]
+    rows = []
+    for r in pooled.sort_values("model", kind="stable").itertuples(index=False):
+        outside = int(r.n_cases) - coverage.n_common if r.model in coverage.ranked_models \
+            and coverage.ranked else int(r.n_cases)
+        rows.append([f'<span class="model">{esc(r.model)}</span>',
+                     acc_cell(r.vqa_accuracy, r.vqa_ci_low, r.vqa_ci_high, r.n_cases),
+                     count(r.n_cases), count(outside),
+                     "yes" if r.comparable else
+                     '<span class="flag">not comparable: different cases</span>'])
+    return ("<h3>Every case each model answered: not a ranking</h3>"
+            '<p class="summary">Each model on all of its usable cases. Where these case sets '
+            "differ, a higher number can mean easier questions rather than a better model: "
+            "compare models only in the table above.</p>" + table(headers, rows))
+
+
+def headline_section(leaderboard: pd.DataFrame, coverage: Coverage) -> str:
+    if leaderboard.empty:
+        return section("headline", "Headline: VQA accuracy", "",
+                        '<p class="empty">No results.</p>' + _coverage_box(coverage))
+    pooled = ranked_rows(leaderboard)
+    box = _coverage_box(coverage)
+    if pooled.empty:
+        body = (box + '<p class="empty">No ranking: no case is common to every model, so no '
+                "two models can be compared on the same questions.</p>"
+                + _answered(leaderboard, coverage))
+        return section("headline", "Headline: VQA accuracy", "", body)
+    headers = [("#", True), ("Model", False), ("Accuracy [95% CI]", False), ("", False),
+               ("n (common)", True), ("Frames", True), ("Design effect", True),
+               ("Correct", True), ("Parse failures", True), ("Failed calls", True),
+               ("Chance", True), ("Over chance", True)]
+    rows, classes = [], []
+    for rank, r in enumerate(pooled.itertuples(index=False), start=1):
+        lift = (r.vqa_accuracy - r.chance) if not missing(r.vqa_accuracy) else math.nan
+        lift_s = NA if missing(lift) else f"{lift * 100:+.1f} pts"
+        rows.append([
+            str(rank), f'<span class="model">{esc(r.model)}</span>',
+            acc_cell(r.vqa_accuracy, r.vqa_ci_low, r.vqa_ci_high, r.n_cases),
+            meter(r.vqa_accuracy, r.vqa_ci_low, r.vqa_ci_high, r.chance, r.n_cases),
+            count(r.n_cases), count(r.n_frames), _deff(r.design_effect), count(r.correct),
+            count(r.parse_failures), count(r.failed_calls), pct(r.chance), lift_s,
+        ])
+        classes.append("lown" if low_n(r.n_cases) else "")
+    n = int(pooled["n_cases"].iloc[0])
+    lead = (f"Every ranked model on the same {n:,} common cases (the cases each of them "
+            "answered; a case is a recording, dataset version and case id), pooled over "
+            "recordings: accuracy = correct / n, where n counts parse failures and failed calls "
+            f"as wrong. {INTERVAL_NOTE} Design effect n/a: not estimable (fewer than 2 frames, "
+            "or accuracy 0 or 1), taken as 1. Chance: the mean of 1 / number of choices over "
+            "the cases. Bar: accuracy; black brackets: interval; red dashes: chance. Rows over "
+            f"fewer than {MIN_RELIABLE_N} cases are faded and marked.")
+    body = (box + table(headers, rows, classes)
+            + chart(charts().headline_chart, leaderboard,
+                     "Bar chart of VQA accuracy per model on the common cases")
+            + _answered(leaderboard, coverage))
+    return section("headline", f"Headline: VQA accuracy on {n:,} common cases", lead, body)
+
+
+def coverage_section(coverage: Coverage) -> str:
+    """The coverage matrix: recordings x models, each cell ok (n cases), missing or stale."""
+    lead = ("Every expected recording (rows) and configured model (columns). <b>ok</b>: a "
+            "result on the current dataset, with its number of scored cases (and the most any "
+            "model answered on that dataset, when fewer); <b>missing</b>: no result yet; "
+            "<b>stale</b>: a result for another version of the recording's dataset, or marked "
+            "stale. Missing and stale cells are in no number of this report. <b>Common</b>: the "
+            "recording's cases in the ranking.")
+    if not coverage.cells:
+        return section("coverage", "Coverage", lead,
+                        '<p class="empty">No expected recording or model.</p>')
+    headers = [("Recording", False)] + [(m, False) for m in coverage.models] + [
+        ("Common", True)]
+    rows = []
+    for rec in coverage.recordings:
+        cells = [c for c in coverage.cells if c.recording == rec]
+        most = {sha: max(c.n_cases for c in cells if c.status == "ok"
+                         and c.dataset_sha256 == sha)
+                for sha in {c.dataset_sha256 for c in cells if c.status == "ok"}}
+        row = [f"<b>{esc(rec)}</b>"]
+        for c in cells:
+            if c.status == "ok":
+                top = most[c.dataset_sha256]
+                of = f" of {top:,}" if c.n_cases < top else ""
+                text = f"ok ({c.n_cases:,}{of} case{'' if c.n_cases == 1 and not of else 's'})"
+            elif c.status == "stale":
+                text = f'stale <span class="ci">({esc(c.reason)})</span>'
+            else:
+                text = "missing"
+            row.append(f'<span title="dataset {esc(short_sha(c.dataset_sha256))}" '
+                       f'class="cov-{c.status}">{text}</span>')
+        row.append(count(coverage.common_by_recording.get(rec, 0)))
+        rows.append(row)
+    return section("coverage", "Coverage", lead, _coverage_box(coverage, link=False)
+                    + table(headers, rows))
+
+
+def _signed_pts(value: Any) -> str:
+    return NA if missing(value) else f"{float(value) * 100:+.1f}"
+
+
+def comparisons_section(comparisons: Sequence[PairedComparison]) -> str:
+    lead = ("Every two models on the cases both answered (failed calls and parse failures count "
+            "as wrong). <b>McNemar p</b>: exact two-sided test on the discordant cases (only "
+            "one model right); it treats cases as independent. <b>Difference</b>: accuracy of "
+            "the first minus the second, in points, with a 95% paired cluster-bootstrap "
+            "interval (frames resampled, fixed seed). <b>Significant</b> when p &lt; 0.05 "
+            "<i>and</i> the interval excludes 0. <b>MDD</b>: the smallest true difference these "
+            "cases would detect with 80% power at alpha 0.05 (Connor's formula with the "
+            "observed discordance, n divided by the frame design effect); a difference smaller "
+            "than the MDD going undetected says little.")
+    if not comparisons:
+        return section("comparisons", "Is one model better than another?", lead,
+                        '<p class="empty">Fewer than two models: nothing to compare.</p>')
+    headers = [("Models (first vs second)", False), ("Common cases / frames", True),
+               ("Accuracy", True), ("Only first / only second right", True),
+               ("Difference [95% CI], pts", True), ("McNemar p", True), ("MDD, pts", True),
+               ("Verdict", False)]
+    rows, notes = [], []
+    for c in comparisons:
+        pair = (f'<span class="model">{esc(c.model_a)}</span> vs '
+                f'<span class="model">{esc(c.model_b)}</span>')
+        if c.n_common == 0:
+            rows.append([pair, "0", NA, NA, NA, NA, NA,
+                         '<span class="verdict-no">no common cases</span>'])
+            continue
+        accs = f"{pct(c.accuracy_a)} / {pct(c.accuracy_b)}"
+        diff = (f"{_signed_pts(c.difference)} <span class=\"ci\">"
+                f"[{_signed_pts(c.difference_ci_low)}, {_signed_pts(c.difference_ci_high)}]"
+                "</span>")
+        mdd = NA if c.mdd is None else f"{c.mdd * 100:.1f}"
+        if c.mdd is not None and c.mdd_discordance_assumed:
+            mdd += "*"
+        if c.significant and c.better is not None:
+            verdict = (f'<span class="verdict-yes">{esc(c.better)} is significantly better'
+                       "</span>")
+        elif c.mdd is not None and c.difference is not None and abs(c.difference) < c.mdd:
+            verdict = ('<span class="verdict-no">no significant difference; the observed '
+                       "difference is below what these cases can detect</span>")
+        else:
+            verdict = '<span class="verdict-no">no significant difference</span>'
+        rows.append([pair, f"{count(c.n_common)} / {count(c.n_frames)}", accs,
+                     f"{count(c.a_only)} / {count(c.b_only)}", diff, p_text(c.mcnemar_p), mdd,
+                     verdict])
+    if any(c.mdd_discordance_assumed for c in comparisons):
+        notes.append('<p class="summary">* Fewer discordant cases were observed than such a '
+                     "difference needs, so the MDD assumes the least possible discordance: it "
+                     "is a lower bound.</p>")
+    return section("comparisons", "Is one model better than another?", lead,
+                    table(headers, rows) + "".join(notes))
+
+
+def families_section(leaderboard: pd.DataFrame) -> str:
+    pooled = leaderboard[(leaderboard["recording"] == ALL_RECORDINGS)
+                         & (leaderboard["case_set"] == COMMON)]
+    families = leaderboard_families(leaderboard)
+    if not families or pooled.empty:
+        why = ("No VQA cases were scored." if not families or leaderboard.empty else
+               "No ranking (no case is common to every model), so no family comparison.")
+        return section("families", "By question family", "", f'<p class="empty">{why}</p>')
+    models = list(pooled["model"])
+    headers = [("Family", False), ("Chance", True)] + [(m, False) for m in models]
+    rows = []
+    for family in families:
+        ns = pooled[family_column(family, "n")]
+        with_cases = pooled[ns > 0]
+        chance = (with_cases[family_column(family, "chance")].iloc[0]
+                  if not with_cases.empty else math.nan)
+        cells = [f"<b>{esc(family.replace('_', ' '))}</b>", pct(chance)]
+        for _, sel in pooled.iterrows():
+            n = int(sel[family_column(family, "n")])
+            if n == 0:
+                cells.append(NA)
+                continue
+            cell = (acc_cell(sel[family_column(family, "accuracy")],
+                              sel[family_column(family, "ci_low")],
+                              sel[family_column(family, "ci_high")], n)
+                    + f' <span class="ci">n={n}</span>')
+            cells.append(f'<span class="lown">{cell}</span>' if low_n(n) else cell)
+        rows.append(cells)
+    lead = ("The common cases (those every ranked model answered), pooled over recordings. "
+            "Dashed marks in the chart are each family's chance level; "
+            "a family near chance is one the models have not learned from the image. "
+            f"{INTERVAL_NOTE} Families with fewer than {MIN_RELIABLE_N} cases are faded, "
+            f"hatched and marked n&lt;{MIN_RELIABLE_N}: read them as anecdotes.")
+    body = chart(charts().family_chart, leaderboard,
+                  "Grouped bar chart of accuracy per family") + table(headers, rows)
+    return section("families", "By question family", lead, body)
+
+
+def recordings_section(leaderboard: pd.DataFrame) -> str:
+    per = leaderboard[leaderboard["recording"] != ALL_RECORDINGS]
+    answered = per[per["case_set"] == ANSWERED].sort_values(["recording", "model"],
+                                                           kind="stable")
+    if answered.empty:
+        return section("recordings", "By recording", "",
+                        '<p class="empty">No per-recording rows.</p>')
+    common = {(r.recording, r.model): r
+              for r in per[per["case_set"] == COMMON].itertuples(index=False)}
+    headers = [("Recording", False), ("Model", False), ("On common cases [95% CI]", False),
+               ("n common", True), ("All answered [95% CI]", False), ("n answered", True),
+               ("Frames", True), ("Parse failures", True), ("Failed calls", True),
+               ("Chance", True)]
+    rows, classes = [], []
+    for r in answered.itertuples(index=False):
+        c = common.get((r.recording, r.model))
+        on_common = (acc_cell(c.vqa_accuracy, c.vqa_ci_low, c.vqa_ci_high, c.n_cases)
+                     if c is not None else '<span class="na">not in the ranking</span>')
+        all_cell = acc_cell(r.vqa_accuracy, r.vqa_ci_low, r.vqa_ci_high, r.n_cases)
+        if not r.comparable:
+            all_cell += ' <span class="flag">not comparable</span>'
+        rows.append([esc(r.recording), f'<span class="model">{esc(r.model)}</span>', on_common,
+                     count(c.n_cases) if c is not None else count(0), all_cell, count(r.n_cases),
+                     count(r.n_frames), count(r.parse_failures), count(r.failed_calls),
+                     pct(r.chance)])
+        classes.append("lown" if low_n(r.n_cases) else "")
+    lead = ("The chart and the first accuracy column are on the common cases, the same for "
+            "every ranked model. The second is on every case the model answered on that "
+            "recording; <i>not comparable</i> marks a case set that differs from the common "
+            "one.")
+    body = chart(charts().recording_chart, leaderboard,
+                  "Grouped bar chart of accuracy per recording on the common cases") \
+        + table(headers, rows, classes)
+    return section("recordings", "By recording", lead, body)

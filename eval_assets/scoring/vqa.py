@@ -1,0 +1,85 @@
+"""VQA choice accuracy: overall and per family, Wilson 95% intervals, parse failures, chance.
+
+The leaderboard ranks models on it and pools it per case (restricted to the common case set),
+so its columns are filled by the leaderboard's pooling, and the report shows it with the ranking.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eval_assets.metrics.vqa import VqaReport, VqaRow, vqa_accuracy
+from eval_assets.schemas.results import CellScores, PredictionCounts
+from eval_assets.scoring.inputs import ModelRun, PrivateDataset
+from eval_assets.scoring.spec import Column, Markdown, MetricSpec, ScoringInputs
+
+NAME = "vqa_accuracy"
+
+
+def vqa_rows(data: PrivateDataset, run: ModelRun, recording: str) -> list[VqaRow]:
+    """One row per labelled case; a case the model never answered counts as a failed call."""
+    rows = []
+    for label in data.labels:
+        answer = run.answers.get(label.id)
+        prediction = answer.raw_response if answer and answer.status == "success" else None
+        rows.append(VqaRow(case_id=label.id, family=label.family, recording=recording,
+                           frame_index=label.frame_index, choices=label.choices,
+                           answer=label.answer, prediction=prediction))
+    return rows
+
+
+def score_vqa(data: PrivateDataset, run: ModelRun, recording: str) -> VqaReport:
+    """Accuracy overall / per family with Wilson intervals; failures stay in the denominator."""
+    return vqa_accuracy(vqa_rows(data, run, recording))
+
+
+def prediction_counts(data: PrivateDataset, run: ModelRun, report: VqaReport) -> PredictionCounts:
+    """How many calls succeeded or failed, answers and descriptions alike."""
+    described = list(run.descriptions.values())
+    return PredictionCounts(
+        cases=len(data.labels),
+        succeeded=sum(1 for r in run.answers.values() if r.status == "success"),
+        failed=report.overall.failed_calls,
+        parse_failures=report.overall.parse_failures,
+        descriptions=sum(1 for r in described if r.status == "success"),
+        descriptions_failed=sum(1 for r in described if r.status != "success"),
+    )
+
+
+def _num(value: float | None) -> str:
+    """Three decimals, or n/a for an empty denominator."""
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _metadata(report: VqaReport) -> dict[str, Any]:
+    rows = [f"| {family} | {s.n} | {_num(s.accuracy)} | [{_num(s.ci_low)}, {_num(s.ci_high)}] | "
+            f"{s.parse_failures} | {_num(s.chance)} |" for family, s in report.by_family.items()]
+    table = "\n".join(["| family | n | accuracy | 95% CI | parse failures | chance |",
+                       "|---|---|---|---|---|---|", *rows])
+    overall = report.overall
+    return {"accuracy": overall.accuracy, "ci_low": overall.ci_low, "ci_high": overall.ci_high,
+            "n": overall.n, "parse_failure_rate": overall.parse_failure_rate,
+            "failed_calls": overall.failed_calls, "by_family": Markdown(table)}
+
+
+def report_of(cell: CellScores) -> VqaReport:
+    """The cell's VQA report: every cell has one (the ranking is built on it)."""
+    outcome = VQA.result(cell)
+    if outcome is None:
+        raise ValueError(f"results of {cell.model!r} on {cell.recording!r} have no "
+                         f"{NAME!r} score: every cell must have one")
+    return outcome
+
+
+def _score(inputs: ScoringInputs) -> VqaReport:
+    return score_vqa(inputs.data, inputs.run, inputs.recording)
+
+
+_COUNT = {"n_cases", "n_frames", "correct", "parse_failures", "failed_calls"}
+VQA: MetricSpec[VqaReport] = MetricSpec(
+    name=NAME, description=__doc__ or "", file="vqa.json", version="3", result_model=VqaReport,
+    score=_score, metadata=_metadata, label="VQA accuracy",
+    columns=tuple(Column(c, integer=c in _COUNT, nullable=False) for c in (
+        "vqa_accuracy", "vqa_ci_low", "vqa_ci_high", "n_cases", "n_frames", "design_effect",
+        "correct", "parse_failures", "failed_calls", "parse_failure_rate", "chance")),
+)
