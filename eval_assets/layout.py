@@ -56,6 +56,13 @@ RUN_ANSWERS_JOURNAL = "answers.journal.jsonl"
 RUN_DESCRIPTIONS_JOURNAL = "descriptions.journal.jsonl"
 RUN_ROTATIONS_JOURNAL = "rotations.journal.jsonl"
 RUN_LOCK = ".run.lock"
+# mcq_avlm and description_judge: an AVLM inference folder, in AVLM's own names so that AVLM's
+# tools read it: the rows scored, then each scorer's outputs in its sub-folder.
+AVLM_PREDICTIONS = "predictions.jsonl"
+AVLM_MCQ_RESULTS = "mcq/mcq_results.json"
+AVLM_MCQ_LENIENT_RESULTS = "mcq/mcq_lenient_results.json"
+AVLM_JUDGE_PREDICTIONS = "llm_judge/llm_judge_predictions.json"
+AVLM_JUDGE_RESULTS = "llm_judge/llm_judge_results.json"
 # benchmark_results, and each night's copy under history/.
 RESULTS_FILE = "results.json"
 # leaderboard.

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import typer
 
-from eval_assets.metrics.predictions import PredictionsError
+from eval_assets.metrics.avlm_rows import PredictionsError
 
 if TYPE_CHECKING:
     from eval_assets.metrics.judge import JudgeReport

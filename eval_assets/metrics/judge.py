@@ -1,6 +1,6 @@
 """LLM-as-judge for open-ended answers, compatible with NVIDIA AVLM ``avlm/evals/qa_llm_judge/``.
 
-Rows with ``evaluation_type == "open_ended"`` (schema: :mod:`eval_assets.metrics.predictions`) are
+Rows with ``evaluation_type == "open_ended"`` (schema: :mod:`eval_assets.metrics.avlm_rows`) are
 scored 1-10 by any OpenAI-compatible chat endpoint with the AVLM rubric
 (:mod:`eval_assets.metrics.judge_prompt`). How a reply is read, and both score rules, are in
 :mod:`eval_assets.metrics.judge_reply`.
@@ -65,6 +65,13 @@ from typing import Any
 
 from eval_assets import progress
 from eval_assets.journal import exclusive_run_lock
+from eval_assets.layout import AVLM_JUDGE_PREDICTIONS, AVLM_JUDGE_RESULTS, AVLM_PREDICTIONS
+from eval_assets.metrics.avlm_rows import (
+    PredictionRow,
+    ScoringWarning,
+    read_predictions,
+    write_json_atomic,
+)
 from eval_assets.metrics.judge_calibration import CalibrationReport, calibrate
 from eval_assets.metrics.judge_client import Judge as Judge
 from eval_assets.metrics.judge_client import OpenAIJudge as OpenAIJudge
@@ -86,13 +93,6 @@ from eval_assets.metrics.judge_results import judge_predictions_document, judge_
 from eval_assets.metrics.judge_results import judge_statistics as judge_statistics
 from eval_assets.metrics.judge_results import score_distribution as score_distribution
 from eval_assets.metrics.judge_results import summarize_judge_results as summarize_judge_results
-from eval_assets.metrics.predictions import (
-    InferenceLayout,
-    PredictionRow,
-    ScoringWarning,
-    read_predictions,
-    write_json_atomic,
-)
 from eval_assets.schemas.predictions import ModelSpec
 
 log = logging.getLogger(__name__)
@@ -205,9 +205,10 @@ def judge_dir(inference_dir: Path, config: JudgeConfig, *, judge: Judge | None =
     ``llm_judge/judge.journal.jsonl``, so a rerun repeats only calls that were in flight. A judge
     that fails calibration judges no row: the results say ``withheld`` and hold no score.
     """
-    layout = InferenceLayout(Path(inference_dir))
-    rows = open_ended_rows(read_predictions(layout.predictions), limit)
-    out_dir = layout.judge_predictions.parent
+    folder = Path(inference_dir)
+    predictions_path, results_path = folder / AVLM_JUDGE_PREDICTIONS, folder / AVLM_JUDGE_RESULTS
+    rows = open_ended_rows(read_predictions(folder / AVLM_PREDICTIONS), limit)
+    out_dir = predictions_path.parent
     journal_path = out_dir / JOURNAL_FILE
     with contextlib.ExitStack() as stack:
         # The judge first: a missing key must fail before anything is written.
@@ -259,14 +260,14 @@ def judge_dir(inference_dir: Path, config: JudgeConfig, *, judge: Judge | None =
     })
     if config.avlm_compat:
         summary["avlm_coercions"] = document["avlm_coercions"]
-    write_json_atomic(layout.judge_predictions, document)
-    write_json_atomic(layout.judge_results, summary)
+    write_json_atomic(predictions_path, document)
+    write_json_atomic(results_path, summary)
     stats = document["statistics"]
     log.info("judge %s: %s; %d rows, %d scored, %d failed %s; calibration %s in %.1f s; %d calls "
              "made, %d replayed from the journal", active.name, status, len(rows),
              stats["successful_evaluations"], stats["failed_evaluations"],
              document["error_counts_by_category"], calibration.status, calibrated - started,
              calls_made, calls_replayed)
-    return JudgeReport(document, summary, layout.judge_predictions, layout.judge_results,
+    return JudgeReport(document, summary, predictions_path, results_path,
                        calibration, journal_path if client else None, calls_made,
                        calls_replayed, calibrated - started, finished - calibrated)

@@ -28,8 +28,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from eval_assets import progress
+from eval_assets.metrics.avlm_rows import PredictionRow
 from eval_assets.metrics.judge_reply import JudgeOutcome
-from eval_assets.metrics.predictions import PredictionRow
 
 CorruptionKind = Literal["wrong_colour", "wrong_count", "invented_object", "swapped_left_right"]
 CORRUPTION_KINDS: tuple[CorruptionKind, ...] = (

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from eval_assets.journal import Journal
+from eval_assets.metrics.avlm_rows import PredictionRow
 from eval_assets.metrics.judge_config import (
     SCORE_ONLY_FORMAT,
     SCORE_ONLY_GUIDANCE,
@@ -33,7 +34,6 @@ from eval_assets.metrics.judge_journal import (
 )
 from eval_assets.metrics.judge_prompt import build_messages
 from eval_assets.metrics.judge_reply import JudgeOutcome, ReplyProblem, read_reply
-from eval_assets.metrics.predictions import PredictionRow
 from eval_assets.openai_chat import (
     ChatClient,
     backoff_delay,

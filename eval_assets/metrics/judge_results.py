@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from eval_assets.metrics.avlm_rows import PredictionRow
 from eval_assets.metrics.judge_calibration import CalibrationReport
 from eval_assets.metrics.judge_reply import JudgeOutcome
-from eval_assets.metrics.predictions import PredictionRow
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ rejects may still be read as a bare letter (``"C"``, ``"c."``), an answer line (
 ``"The answer is C"``) or the exact text of one choice; every row's tier is recorded. Ground truth
 is always read strictly so both tiers share one denominator, and lenient ⊇ strict.
 
-Row schema: see :mod:`eval_assets.metrics.predictions`.
+Row schema: see :mod:`eval_assets.metrics.avlm_rows`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from eval_assets.metrics.predictions import (
-    InferenceLayout,
+from eval_assets.layout import AVLM_MCQ_LENIENT_RESULTS, AVLM_MCQ_RESULTS, AVLM_PREDICTIONS
+from eval_assets.metrics.avlm_rows import (
     PredictionRow,
     ScoringWarning,
     read_predictions,
@@ -279,13 +279,14 @@ class McqReport:
 
 def score_mcq_dir(inference_dir: Path) -> McqReport:
     """Score ``INFERENCE_DIR/predictions.jsonl``; write the strict and the lenient MCQ files."""
-    layout = InferenceLayout(Path(inference_dir))
-    rows = read_predictions(layout.predictions)
+    folder = Path(inference_dir)
+    rows = read_predictions(folder / AVLM_PREDICTIONS)
     strict = score_mcq(rows)
     with warnings.catch_warnings():
         # The strict pass already warned about every skipped row.
         warnings.simplefilter("ignore", ScoringWarning)
         lenient = score_mcq_lenient(rows)
-    write_json_atomic(layout.mcq_results, strict)
-    write_json_atomic(layout.mcq_lenient_results, lenient)
-    return McqReport(strict, lenient, layout.mcq_results, layout.mcq_lenient_results)
+    strict_path, lenient_path = folder / AVLM_MCQ_RESULTS, folder / AVLM_MCQ_LENIENT_RESULTS
+    write_json_atomic(strict_path, strict)
+    write_json_atomic(lenient_path, lenient)
+    return McqReport(strict, lenient, strict_path, lenient_path)

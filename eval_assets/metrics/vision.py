@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, SupportsFloat
+from typing import Any, SupportsFloat, cast
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -361,6 +361,9 @@ def similarity_metrics(sessions: Sequence[ScoredSession]) -> list[VisionSimilari
     for s in sessions:
         scores = [f.similarity_score for f in s.frames]
         n = len(scores)
+        mean: float | None
+        low: float | None
+        high: float | None
         if n:
             mean = round(sum(scores) / n, 4)
             low = round(min(scores), 4)
@@ -370,7 +373,7 @@ def similarity_metrics(sessions: Sequence[ScoredSession]) -> list[VisionSimilari
                 f"ground truth (min: {low:.0%}, max: {high:.0%}) across {n} frames."
             )
         else:
-            mean = low = high = None
+            mean = low = high = None  # an empty denominator: no similarity, never 0
             summary = NO_FRAMES_SIMILARITY
         results.append(
             VisionSimilarityMetric(
@@ -401,7 +404,8 @@ def hallucination_metrics(
     stored_threshold = validate_threshold(threshold)
     results = []
     for s in sessions:
-        flags = [bool(f.similarity_score < threshold) for f in s.frames]
+        # Compared as given (see above); typed float only for the checker, nothing converts it.
+        flags = [bool(f.similarity_score < cast(float, threshold)) for f in s.frames]
         n = len(flags)
         n_h = sum(flags)
         rate = round(n_h / n, 4) if n else 0.0
@@ -500,7 +504,8 @@ def _load(retriever: type[Retriever], kwargs: dict[str, Any]) -> list[Dataset]:
     if level is IterationLevel.STREAM_BATCHES:
         datasets = [_from_streamed(i, item) for i, item in enumerate(data)]
     else:
-        datasets = list(data)
+        # Checked element by element just below: a retriever may return anything.
+        datasets = list(cast(Iterable[Dataset], data))
         for position, ds in enumerate(datasets):
             if not isinstance(ds, Dataset):
                 raise TypeError(

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from eval_assets.layout import StorageLayout
-from eval_assets.metrics.predictions import InferenceLayout
+from eval_assets.layout import AVLM_JUDGE_PREDICTIONS, StorageLayout
 from eval_assets.report.cards import build_case_cards, build_frame_images
 from eval_assets.report.coverage import Coverage, build_coverage
 from eval_assets.report.history import load_history
@@ -25,6 +24,7 @@ from eval_assets.report.leaderboard import build_leaderboard, paired_comparisons
 from eval_assets.schemas.report import CaseCard, FrameImage
 from eval_assets.schemas.results import CellScores
 from eval_assets.scoring.inputs import load_run
+from eval_assets.scoring.judge import JUDGE
 from eval_assets.scoring.vqa import report_of
 from eval_assets.vqa.dataset import dataset_fingerprint
 
@@ -52,9 +52,9 @@ def report_cards(layout: StorageLayout, results: Sequence[CellScores]
                                  .answers.values()) for r in mine}
         judged = {}
         for r in mine:
-            path = InferenceLayout(layout.metric_dir("description_judge", recording, r.model))
-            if path.judge_predictions.is_file():
-                judged[r.model] = json.loads(path.judge_predictions.read_text("utf-8"))["results"]
+            path = layout.metric_dir(JUDGE.name, recording, r.model) / AVLM_JUDGE_PREDICTIONS
+            if path.is_file():
+                judged[r.model] = json.loads(path.read_text("utf-8"))["results"]
         dataset = layout.dataset_dir(recording)
         these = build_case_cards(dataset, answers, {r.model: report_of(r).rows for r in mine},
                                  judge_results=judged, recording=recording)

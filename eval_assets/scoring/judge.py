@@ -15,9 +15,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from eval_assets.layout import AVLM_JUDGE_PREDICTIONS, AVLM_JUDGE_RESULTS, AVLM_PREDICTIONS
 from eval_assets.metrics.judge import judge_dir
 from eval_assets.metrics.judge_calibration import CalibrationReport
-from eval_assets.metrics.predictions import InferenceLayout
 from eval_assets.model_runs.prompts import DESCRIPTION_PROMPT
 from eval_assets.schemas.annotations import FrameAnnotation
 from eval_assets.schemas.results import CellScores
@@ -158,8 +158,7 @@ def _score(inputs: ScoringInputs) -> JudgeScores:
     handle = inputs.judge
     if handle is None:
         raise ValueError(f"{NAME} needs an opened judge (ScoringInputs.judge)")
-    layout = InferenceLayout(inputs.out_dir)
-    write_jsonl(layout.predictions, avlm_description_rows(inputs.data, inputs.run,
+    write_jsonl(inputs.out_dir / AVLM_PREDICTIONS, avlm_description_rows(inputs.data, inputs.run,
                                                           inputs.annotations, DESCRIPTION_PROMPT))
     report = judge_dir(inputs.out_dir, handle.config, judge=handle.client,
                        self_judging_models=handle.self_judging_models)
@@ -179,8 +178,8 @@ def _score(inputs: ScoringInputs) -> JudgeScores:
         "results": report.results_path,
     })
     # What the files say, read back: the record is of what was written.
-    judge_model = _read_json(layout.judge_predictions)["metadata"]["model_used"]
-    return judge_scores(_read_json(layout.judge_results), judge_model)
+    judge_model = _read_json(inputs.out_dir / AVLM_JUDGE_PREDICTIONS)["metadata"]["model_used"]
+    return judge_scores(_read_json(inputs.out_dir / AVLM_JUDGE_RESULTS), judge_model)
 
 
 def _metadata(j: JudgeScores) -> dict[str, Any]:

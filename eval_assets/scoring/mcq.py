@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from eval_assets.atomic import write_text_atomic
+from eval_assets.layout import AVLM_PREDICTIONS
 from eval_assets.metrics.mcq import score_mcq_dir
-from eval_assets.metrics.predictions import InferenceLayout
 from eval_assets.schemas.results import CellScores
 from eval_assets.scoring.inputs import ModelRun, PrivateDataset
 from eval_assets.scoring.spec import (
@@ -84,7 +84,7 @@ def avlm_mcq_rows(data: PrivateDataset, run: ModelRun) -> list[dict[str, Any]]:
 
 
 def _score(inputs: ScoringInputs) -> McqScores:
-    write_jsonl(InferenceLayout(inputs.out_dir).predictions, avlm_mcq_rows(inputs.data, inputs.run))
+    write_jsonl(inputs.out_dir / AVLM_PREDICTIONS, avlm_mcq_rows(inputs.data, inputs.run))
     report = score_mcq_dir(inputs.out_dir)
     inputs.notes["mcq_results"] = report.strict_path
     return McqScores(strict=report.strict, lenient_pct_correct=report.lenient["pct_correct"])

@@ -25,6 +25,7 @@ from eval_assets.local_models.response_format import (
 )
 from eval_assets.local_models.server import serve_in_thread
 from eval_assets.local_models.smollm2 import BlindSmolLM2
+from eval_assets.metrics.avlm_rows import rows_from_dicts
 from eval_assets.metrics.judge import (
     JUDGEMENT_SCHEMA_FORMAT,
     JudgeConfig,
@@ -32,7 +33,6 @@ from eval_assets.metrics.judge import (
     OpenAIJudge,
     judge_dir,
 )
-from eval_assets.metrics.predictions import rows_from_dicts
 from eval_assets_tests.fakes.openai_server import OpenAICompatibleServer, Reply
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from eval_assets.metrics.avlm_rows import PredictionRow, rows_from_dicts
 from eval_assets.metrics.judge import (
     Judge,
     JudgeConfig,
@@ -27,7 +28,6 @@ from eval_assets.metrics.judge import (
 )
 from eval_assets.metrics.judge_journal import open_journal
 from eval_assets.metrics.judge_prompt import build_messages
-from eval_assets.metrics.predictions import PredictionRow, rows_from_dicts
 from eval_assets_tests.fakes.openai_server import (
     HttpError,
     OpenAICompatibleServer,

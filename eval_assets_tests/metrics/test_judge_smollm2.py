@@ -17,8 +17,12 @@ from typer.testing import CliRunner
 
 from eval_assets.atomic import write_text_atomic
 from eval_assets.cli import app
-from eval_assets.layout import default_annotations_dir
-from eval_assets.metrics.predictions import InferenceLayout
+from eval_assets.layout import (
+    AVLM_JUDGE_PREDICTIONS,
+    AVLM_JUDGE_RESULTS,
+    AVLM_PREDICTIONS,
+    default_annotations_dir,
+)
 from eval_assets.model_runs.prompts import DESCRIPTION_PROMPT
 from eval_assets.perception import PerceptionConfig
 from eval_assets.schemas.predictions import RUN_ANSWERS, RUN_DESCRIPTIONS, DescriptionRecord
@@ -50,7 +54,7 @@ def description_rows(tmp_path: Path, sample_db: Path) -> Path:
                                  load_annotations(default_annotations_dir(), "sample"),
                                  DESCRIPTION_PROMPT)
     folder = tmp_path / "description_judge"
-    write_jsonl(InferenceLayout(folder).predictions, rows)
+    write_jsonl(folder / AVLM_PREDICTIONS, rows)
     return folder
 
 
@@ -65,7 +69,7 @@ def test_blind_smollm2_fails_calibration_and_is_withheld(tmp_path: Path, sample_
                                       str(REPO / "data" / "judge.yaml")])
     wall_s = time.monotonic() - started
     assert result.exit_code == 1, result.output
-    summary = json.loads(InferenceLayout(folder).judge_results.read_text())
+    summary = json.loads((folder / AVLM_JUDGE_RESULTS).read_text())
     calibration = summary["calibration"]
     print(f"\nblind-smollm2 calibration: agreement {calibration['agreement']:.0%} "
           f"({calibration['agreed']}/{calibration['evaluated']} of {calibration['planned']} "
@@ -77,7 +81,7 @@ def test_blind_smollm2_fails_calibration_and_is_withheld(tmp_path: Path, sample_
     assert summary["self_judging"] is True and summary["self_judging_models"] == ["blind-smollm2"]
     # Every pair was judged against the frame's real evidence, not an empty one.
     assert all(pair["reference_score"] is not None for pair in calibration["pairs"])
-    predictions = json.loads(InferenceLayout(folder).judge_predictions.read_text())
+    predictions = json.loads((folder / AVLM_JUDGE_PREDICTIONS).read_text())
     assert predictions["results"] == [] and predictions["metadata"]["self_judging"] is True
     # The cost is counted in calls, not seconds (a shared CPU makes those vary fivefold): the
     # first frame's reference and three corruptions, then the early stop. Judging every row took

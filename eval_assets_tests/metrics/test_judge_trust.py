@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from eval_assets import progress
+from eval_assets.metrics.avlm_rows import rows_from_dicts
 from eval_assets.metrics.judge import (
     SCORE_ONLY_GUIDANCE,
     JudgeConfig,
@@ -34,7 +35,6 @@ from eval_assets.metrics.judge_calibration import (
     wrong_count,
 )
 from eval_assets.metrics.judge_journal import JOURNAL_FILE, request_sha256
-from eval_assets.metrics.predictions import rows_from_dicts
 from eval_assets.schemas.predictions import ModelSpec
 from eval_assets_tests.fakes.openai_server import (
     HttpError,

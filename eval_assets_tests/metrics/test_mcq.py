@@ -8,6 +8,12 @@ from typing import Any
 
 import pytest
 
+from eval_assets.metrics.avlm_rows import (
+    PredictionsError,
+    ScoringWarning,
+    read_predictions,
+    rows_from_dicts,
+)
 from eval_assets.metrics.mcq import (
     Tier,
     extract_answer_lenient,
@@ -16,12 +22,6 @@ from eval_assets.metrics.mcq import (
     score_mcq,
     score_mcq_dir,
     score_mcq_lenient,
-)
-from eval_assets.metrics.predictions import (
-    PredictionsError,
-    ScoringWarning,
-    read_predictions,
-    rows_from_dicts,
 )
 
 

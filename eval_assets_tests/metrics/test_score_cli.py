@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_assets.cli import app
+from eval_assets.metrics.avlm_rows import rows_from_dicts
 from eval_assets.metrics.mcq import score_mcq
-from eval_assets.metrics.predictions import rows_from_dicts
 from eval_assets_tests.fakes.openai_server import (
     HttpError,
     OpenAICompatibleServer,

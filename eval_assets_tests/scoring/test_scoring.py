@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from eval_assets.metrics.avlm_rows import rows_from_dicts
 from eval_assets.metrics.mcq import score_mcq
 from eval_assets.metrics.pope import PopeResult
-from eval_assets.metrics.predictions import rows_from_dicts
 from eval_assets.schemas.annotations import FrameAnnotation
 from eval_assets.schemas.results import NotMeasured
 from eval_assets.scoring.chair import ChairScores, score_chair

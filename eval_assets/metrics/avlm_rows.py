@@ -1,4 +1,4 @@
-"""The AVLM-style ``predictions.jsonl`` that the MCQ scorer and the LLM judge read, and its layout.
+"""The rows of AVLM's ``predictions.jsonl``, which the MCQ scorer and the LLM judge read.
 
 One JSON object per line, with the fields NVIDIA AVLM's ``run_inference.py`` writes:
 
@@ -12,28 +12,20 @@ One JSON object per line, with the fields NVIDIA AVLM's ``run_inference.py`` wri
 
 Optional: ``conversation`` (HF chat style, used when ``conversations`` is absent), ``prompt`` (str),
 ``choices`` (list of str in letter order: the lenient MCQ tier's exact-text match). Other fields are
-kept and ignored. The inference folder layout (``mcq/…``, ``llm_judge/…``) is AVLM's.
+kept and ignored. The inference folder's file names (AVLM's own) are in :mod:`eval_assets.layout`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from eval_assets.atomic import write_text_atomic
-
-PREDICTIONS_FILE = "predictions.jsonl"
-MCQ_DIR = "mcq"
-MCQ_RESULTS_FILE = "mcq_results.json"
-MCQ_LENIENT_RESULTS_FILE = "mcq_lenient_results.json"
-LLM_JUDGE_DIR = "llm_judge"
-LLM_JUDGE_PREDICTIONS_FILE = "llm_judge_predictions.json"
-LLM_JUDGE_RESULTS_FILE = "llm_judge_results.json"
+from eval_assets.layout import AVLM_PREDICTIONS
 
 # What a row field must look like, for the "fix" half of error messages.
 _FIELD_HINTS = {
@@ -57,38 +49,6 @@ class PredictionsError(ValueError):
 
 class ScoringWarning(UserWarning):
     """A row that is skipped rather than scored (no ground-truth letter, no evaluation_type)."""
-
-
-@dataclass(frozen=True)
-class InferenceLayout:
-    """Paths inside one inference folder (AVLM layout): the input and every scorer output."""
-
-    root: Path
-
-    @property
-    def predictions(self) -> Path:
-        """The VLM's answers, one JSON row per case."""
-        return self.root / PREDICTIONS_FILE
-
-    @property
-    def mcq_results(self) -> Path:
-        """Strict, AVLM-compatible MCQ accuracy."""
-        return self.root / MCQ_DIR / MCQ_RESULTS_FILE
-
-    @property
-    def mcq_lenient_results(self) -> Path:
-        """Lenient MCQ accuracy with every row's extraction tier."""
-        return self.root / MCQ_DIR / MCQ_LENIENT_RESULTS_FILE
-
-    @property
-    def judge_predictions(self) -> Path:
-        """Per-row judge verdicts, failures and run statistics."""
-        return self.root / LLM_JUDGE_DIR / LLM_JUDGE_PREDICTIONS_FILE
-
-    @property
-    def judge_results(self) -> Path:
-        """Judge score summary, overall and per class."""
-        return self.root / LLM_JUDGE_DIR / LLM_JUDGE_RESULTS_FILE
 
 
 class PredictionRow(BaseModel):
@@ -201,7 +161,7 @@ def read_predictions(path: Path) -> list[PredictionRow]:
     if not path.is_file():
         raise FileNotFoundError(
             f"{path}: predictions file not found; run inference first so that it writes "
-            f"{PREDICTIONS_FILE} into the inference folder, or pass the folder that holds it"
+            f"{AVLM_PREDICTIONS} into the inference folder, or pass the folder that holds it"
         )
     try:
         text = path.read_text(encoding="utf-8")
