@@ -366,7 +366,7 @@ def pre_skips(rec: Recording, indices: Iterable[int]) -> dict[int, SkippedFrame]
     indices = list(indices)
     found: dict[int, SkippedFrame] = {}
     for p, problem in find_duplicate_images(rec, indices).items():
-        found[p] = skipped_frame(rec, p, problem.kind, problem.detail)  # type: ignore[arg-type]
+        found[p] = skipped_frame(rec, p, problem.kind, problem.detail)
     image_ts = rec.timestamps(IMAGE_STREAM)
     info_ts = rec.timestamps(CAMERA_INFO_STREAM)
     for i in indices:

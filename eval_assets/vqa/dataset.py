@@ -141,7 +141,7 @@ def frame_evidence(inputs: FrameInputs) -> FrameEvidence:
             rng = (None if stats is None else
                    RangeEvidence(stats.count, stats.median, stats.q1, stats.q3, stats.min))
             by_name.setdefault(normalize_name(d.name), []).append(
-                DetectionEvidence(tuple(d.box_xyxy), d.score, d.mask_area, rng))
+                DetectionEvidence(d.box_xyxy, d.score, d.mask_area, rng))
     return FrameEvidence(
         frame_index=frame.frame_index, width=frame.width, height=frame.height, queried=queried,
         detections={k: tuple(v) for k, v in by_name.items()}, lidar_ok=lidar_ok,

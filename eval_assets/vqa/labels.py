@@ -54,7 +54,12 @@ def _answered_rows(dataset_dir: Path, frame_index: int) -> dict[str, dict[str, A
     answered = [r for r in rows if isinstance(r, dict) and r.get("status") == "answered"]
     if len(answered) != len(cases):
         return {}
-    return {c.get("id"): r for c, r in zip(cases, answered, strict=True) if isinstance(c, dict)}
+    return {c["id"]: r for c, r in zip(cases, answered, strict=True)
+            if isinstance(c, dict) and isinstance(c.get("id"), str)}
+
+
+def _dict_or_empty(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _rebuilt(case: Case, label: PrivateLabel, dataset_dir: Path,
@@ -69,8 +74,8 @@ def _rebuilt(case: Case, label: PrivateLabel, dataset_dir: Path,
     if frame not in audit:
         audit[frame] = _answered_rows(dataset_dir, frame)
     row = audit[frame].get(case.id, {})
-    proposal = row.get("proposal") if isinstance(row.get("proposal"), dict) else {}
-    answer = row.get("answer") if isinstance(row.get("answer"), dict) else {}
+    proposal = _dict_or_empty(row.get("proposal"))
+    answer = _dict_or_empty(row.get("answer"))
     match = _ID.match(case.id)
     family = proposal.get("family") or (match.group("family") if match else None)
     if family not in FAMILY_NAMES:
