@@ -49,6 +49,9 @@ TARGET_RATIO = 2.0
 TARGET_PEAK_MB_30MIN = 1536.0
 THIRTY_MIN_S = 1800.0
 FLAT_TOLERANCE = 0.10  # a stage's peak may grow this share from the shortest to the longest run
+SMOKE_DURATION_S = 1.0
+SMOKE_SAMPLE_FRAMES = 3
+SMOKE_FLOOR_FRAMES = 4
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -294,20 +297,31 @@ def measure_floor(db: Path, n: int = 60) -> dict[str, Any]:
     }
 
 
+def _child_result(what: str, db: Path, work: Path, quality_window: float,
+                  floor_frames: int) -> dict[str, Any]:
+    if what == "floor":
+        return measure_floor(db, floor_frames)
+    return run_stage(what, db, work, quality_window)
+
+
 def child(args: argparse.Namespace) -> None:
     """Run one stage (or the floor) in this process; print its figures as one JSON line."""
-    if args.child == "floor":
-        result: dict[str, Any] = measure_floor(args.db, args.floor_frames)
-    else:
-        result = run_stage(args.child, args.db, args.work, args.quality_window)
-    print(json.dumps(result))
+    print(json.dumps(_child_result(args.child, args.db, args.work, args.quality_window,
+                                   args.floor_frames)))
 
 
 # ------------------------------------------------------------------------------------- parent
 
 
+_STAGES_IN_PROCESS = False
+"""Set by ``--smoke``: the stages run in this process (their figures are then not each their own;
+a smoke run judges none) and only the floor goes through a child, which keeps that path tested."""
+
+
 def _run_child(what: str, db: Path, work: Path, quality_window: float,
                extra: list[str] | None = None) -> dict[str, Any]:
+    if _STAGES_IN_PROCESS and what != "floor":
+        return _child_result(what, db, work, quality_window, SMOKE_FLOOR_FRAMES)
     proc = subprocess.run([sys.executable, __file__, "--child", what, "--db", str(db), "--work",
                            str(work), "--quality-window", str(quality_window), *(extra or [])],
                           capture_output=True, text=True, check=False)
@@ -345,11 +359,6 @@ def _fmt_stage(r: dict[str, Any]) -> str:
             f"peak RSS {r['peak_rss_mb']:>5.0f} MB (start {r['rss_start_mb']:>3.0f})  {note}")
 
 
-SMOKE_DURATION_S = 1.0
-SMOKE_SAMPLE_FRAMES = 3
-SMOKE_FLOOR_FRAMES = 4
-
-
 def _parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--durations", default="60,300", help="comma-separated seconds")
@@ -367,6 +376,8 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--floor-frames", type=int, default=60, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.smoke:
+        global _STAGES_IN_PROCESS
+        _STAGES_IN_PROCESS = True
         args.durations, args.floor_frames = f"{SMOKE_DURATION_S:g}", SMOKE_FLOOR_FRAMES
     return args
 

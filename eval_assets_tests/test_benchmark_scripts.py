@@ -19,8 +19,9 @@ SCRIPTS = sorted((REPO / "benchmarks").glob("*.py"))
 
 
 def _extra_args(script: Path, tmp_path: Path) -> list[str]:
-    # recording_scale caches its synthesized recordings in the user's cache by default.
-    return ["--cache", str(tmp_path / "cache")] if script.name == "recording_scale.py" else []
+    # Outputs that would otherwise go to the user's cache or a temporary folder left behind.
+    return {"recording_scale.py": ["--cache", str(tmp_path / "cache")],
+            "synth_rig.py": ["--out", str(tmp_path / "out")]}.get(script.name, [])
 
 
 def test_every_script_is_covered() -> None:
