@@ -18,9 +18,10 @@ from typer.testing import CliRunner
 from eval_assets.benchmark.inputs import load_private_dataset, load_run
 from eval_assets.benchmark.scoring import score_vqa
 from eval_assets.cli import app
+from eval_assets.jsonio import read_jsonl
 from eval_assets.perception import PerceptionConfig
 from eval_assets.predictions.prompts import question_text
-from eval_assets.schemas.vqa import Case, read_jsonl
+from eval_assets.schemas.vqa import Case
 from eval_assets.vqa.authors import AuthorConfig
 from eval_assets.vqa.generate import generate_from_recording
 from eval_assets.vqa.labels import read_labels
