@@ -4,9 +4,10 @@
 #   scripts/run_tests.sh [PYTEST_ARGS...]          everything: every slow, reference and end-to-end test
 #   scripts/run_tests.sh --fast [PYTEST_ARGS...]   the fast lane: unit and contract tests only
 #
-# Both lanes run ruff, mypy and `dagster definitions validate` first. The fast lane deselects the
-# tests marked `slow` (real models, the whole pipeline, end to end) and `reference` (the real
-# dimOS / Fair Forge venv), so it installs no browser, broker or reference venv.
+# Both lanes run ruff and mypy first; the whole suite also `dagster definitions validate` (the
+# fast lane's definition tests load the same definitions). The fast lane deselects the tests marked
+# `slow` (real models, the whole pipeline, end to end) and `reference` (the real dimOS / Fair Forge
+# venv), so it installs no browser, broker or reference venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 DAGSTER_DISABLE_TELEMETRY=1
@@ -19,7 +20,6 @@ fi
 checks() {
     .venv/bin/ruff check eval_assets eval_assets_tests benchmarks scripts
     .venv/bin/mypy
-    .venv/bin/dagster definitions validate -w workspace.yaml
 }
 
 if [ "$FAST" -eq 1 ]; then
@@ -47,4 +47,5 @@ fi
 EVAL_ASSETS_DIMOS_PYTHON=$(bash scripts/reference/dimos_venv.sh)
 export EVAL_ASSETS_DIMOS_PYTHON EVAL_ASSETS_REQUIRE_REFERENCE=1
 checks
+.venv/bin/dagster definitions validate -w workspace.yaml
 exec .venv/bin/pytest "$@"
