@@ -1,8 +1,9 @@
 # The two commands a newcomer needs: `make demo` and `make test`. Both install first (idempotent).
+# `make test-fast` is the lane to run while working: unit and contract tests, ruff, mypy.
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint bench
+.PHONY: setup demo test test-fast lint typecheck bench
 
 setup:
 	bash scripts/setup.sh
@@ -13,8 +14,14 @@ demo: setup
 test: setup
 	bash scripts/run_tests.sh
 
+test-fast: setup
+	bash scripts/run_tests.sh --fast
+
 lint: setup
 	$(BIN)/ruff check eval_assets eval_assets_tests benchmarks scripts
+
+typecheck: setup
+	$(BIN)/mypy
 
 bench: setup
 	$(BIN)/python benchmarks/vision_similarity.py

@@ -1,6 +1,7 @@
 """The recording_pipeline job on the sample: in process vs launched through webserver + daemon.
 
     python benchmarks/daemon_speed.py [--repeat 1] [--target 1.5]
+    python benchmarks/daemon_speed.py --smoke   # no run: do the job, its config and services fit?
 
 Both sides run the same job, the same partition and the same executor (in_process), on the same
 machine, each into a fresh storage root:
@@ -33,6 +34,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # eval_assets_tests.e2e.dagster_services, when run as a script
+
+from eval_assets.defs.local import DAGSTER_YAML  # noqa: E402 (after the path insert above)
 
 SAMPLE = REPO / "data" / "recordings" / "sample.db"
 MODELS = "models:\n  - name: random\n    serve: random\n    seed: 0\n"
@@ -112,7 +115,6 @@ def in_process(work: Path, repeat: int) -> list[Timing]:
     from dagster import DagsterEventType, DagsterInstance
 
     from eval_assets.defs.definitions import defs
-    from eval_assets.defs.local import DAGSTER_YAML
     from eval_assets.defs.partitions import recordings_partitions
 
     home = work / "inproc_home"
@@ -190,6 +192,30 @@ def _daemon_timing(home: Path, run_id: str, run: dict, wall: float, events: bool
                   queue_s=starting - run["creationTime"], spawn_s=run["startTime"] - starting)
 
 
+def smoke() -> int:
+    """What the benchmark relies on, without a run (a run on each side takes minutes)."""
+    from dagster import DagsterInstance, validate_run_config
+
+    from eval_assets.defs.definitions import defs
+    from eval_assets_tests.e2e.dagster_services import dagster_services
+
+    with tempfile.TemporaryDirectory(prefix="daemon-speed-smoke-") as tmp:
+        work = Path(tmp)
+        env = _env(work)
+        os.environ.update(env)
+        imported = import_seconds(env)
+        validate_run_config(defs.resolve_job_def(JOB), _run_config(work / "storage"))
+        home = work / "home"
+        home.mkdir()
+        (home / "dagster.yaml").write_text(DAGSTER_YAML)
+        with DagsterInstance.from_config(str(home)):
+            pass  # the instance settings both sides use still load
+    assert callable(dagster_services)
+    print(f"smoke: job {JOB} resolves, its run config validates; code location import "
+          f"{imported:.1f} s")
+    return 0
+
+
 def main() -> int:
     """Measure both sides, print the table and the ratio, check the target."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -201,9 +227,12 @@ def main() -> int:
                              "dagster.yaml, to measure the effect")
     parser.add_argument("--events", action="store_true",
                         help="print each daemon run's event timeline")
+    parser.add_argument("--smoke", action="store_true",
+                        help="launch nothing: check that the job, its run config and the "
+                             "services helper this benchmark uses still exist and fit")
     args = parser.parse_args()
-    from eval_assets.defs.local import DAGSTER_YAML
-
+    if args.smoke:
+        return smoke()
     dagster_yaml = DAGSTER_YAML
     if args.dequeue_interval is not None:
         dagster_yaml += ("run_coordinator:\n  module: dagster._core.run_coordinator\n"

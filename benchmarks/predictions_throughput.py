@@ -1,6 +1,7 @@
 """Throughput of the predictions runner against a server with a fixed per-request latency.
 
     python benchmarks/predictions_throughput.py [--latency 0.2] [--seconds 2] [--levels 1,4,16]
+    python benchmarks/predictions_throughput.py --smoke   # a few requests: does it still run?
 
 For each concurrency level c, answers a generated public dataset of c * seconds / latency cases
 through the real path (OpenAI client, retries, fsynced journal, run folder) against a local
@@ -47,7 +48,12 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=2.0, help="ideal run time per level (s)")
     parser.add_argument("--levels", default="1,4,16", help="comma-separated concurrency levels")
     parser.add_argument("--target", type=float, default=0.9, help="ratio required at the top")
+    parser.add_argument("--smoke", action="store_true",
+                        help="levels 1,2 of 0.1 s at 20 ms: checks the script still runs (the "
+                             "target is not judged)")
     args = parser.parse_args()
+    if args.smoke:
+        args.latency, args.seconds, args.levels, args.target = 0.02, 0.1, "1,2", 0.0
     levels = [int(x) for x in args.levels.split(",")]
     print(f"server latency {args.latency * 1000:.0f} ms per request")
     print(f"{'concurrency':>11} {'requests':>8} {'wall s':>7} {'req/s':>7} {'ideal':>7} "

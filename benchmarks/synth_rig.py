@@ -1,6 +1,7 @@
 """Render rate and memory of the streamed rig synthesizer (1280x720 fisheye at 15 Hz, Mid-360).
 
     python benchmarks/synth_rig.py [--durations 10,60] [--seed 1] [--out DIR] [--keep]
+    python benchmarks/synth_rig.py --smoke   # one second of recording: does it still run?
 
 Each duration is synthesized in a fresh Python process (``--profile rig``, per-frame truth at
 1 Hz), so each peak RSS is that run's own. Prints, per duration: frames, LiDAR scans, camera
@@ -81,8 +82,12 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1, help="noise and scene seed")
     parser.add_argument("--out", type=Path, default=None, help="folder for the recordings")
     parser.add_argument("--keep", action="store_true", help="keep the recordings")
+    parser.add_argument("--smoke", action="store_true",
+                        help="one 1 s recording: checks the script still runs")
     parser.add_argument("--child", type=float, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.smoke:
+        args.durations = "1"
     if args.child is not None:
         child(args.child, args.seed, args.out)
         return 0

@@ -1,6 +1,7 @@
 """Throughput of VisionSimilarity: our batched scoring pass vs Fair Forge's one-pair-per-call loop.
 
     python benchmarks/vision_similarity.py --n 1000 --model all-mpnet-base-v2
+    python benchmarks/vision_similarity.py --smoke   # 20 pairs on MiniLM: does it still run?
 
 Generates N deterministic (description, ground truth) pairs of short distinct sentences, scores
 them through ``VisionSimilarity.run`` and through the reference loop (``model.encode([a])``,
@@ -19,12 +20,14 @@ import time
 import numpy as np
 
 from eval_assets.metrics.embedders import (
+    MINILM_MODEL,
     CosineSimilarity,
     SentenceTransformerEmbedder,
     l2_normalise,
 )
 from eval_assets.metrics.vision import Batch, Dataset, Retriever, VisionSimilarity
 
+SMOKE_N = 20
 SUBJECTS = ["A person", "A robot", "A worker", "A child", "A dog", "A visitor", "A courier"]
 ACTIONS = ["is standing", "is lying", "is walking", "is waiting", "is kneeling", "is sitting"]
 PLACES = [
@@ -87,11 +90,13 @@ class PairsRetriever(Retriever):
     def load_dataset(self) -> list[Dataset]:
         pairs: list[tuple[str, str]] = self.kwargs["pairs"]
         return [
+            # Fair Forge requires context and query: these pairs have neither.
             Dataset(
                 session_id="benchmark",
                 assistant_id="generated",
+                context="",
                 conversation=[
-                    Batch(qa_id=f"f{i:05d}", assistant=a, ground_truth_assistant=b)
+                    Batch(qa_id=f"f{i:05d}", query="", assistant=a, ground_truth_assistant=b)
                     for i, (a, b) in enumerate(pairs)
                 ],
             )
@@ -116,7 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="torch device (default: cpu)")
     parser.add_argument("--batch-size", type=int, default=128, help="our encode batch size")
     parser.add_argument("--repeat", type=int, default=1, help="timed rounds; the fastest counts")
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"{SMOKE_N} pairs on {MINILM_MODEL}: checks the script still runs")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.n, args.model = SMOKE_N, MINILM_MODEL
 
     pairs = make_pairs(args.n)
     embedder = SentenceTransformerEmbedder(

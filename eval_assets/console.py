@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import IO
 
 from rich.console import Console
 from rich.markup import escape
@@ -35,7 +36,7 @@ _LOOP_LINE_MIN_S = 2.0
 """A loop that took less than this prints no summary line: it is not worth a line of its own."""
 
 
-def make_console(stream: object = None) -> Console:
+def make_console(stream: IO[str] | None = None) -> Console:
     """The stderr console every command writes to (no colour codes when not a terminal)."""
     return Console(file=stream or sys.stderr, highlight=False, soft_wrap=True)
 

@@ -9,14 +9,16 @@ show their loops in the terminal, while the same code under the Dagster daemon s
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Protocol, TypeVar
 
 T = TypeVar("T")
 
-Advance = Callable[[int], None]
-"""Called with the number of items just finished (usually 1); safe to call from any thread."""
+class Advance(Protocol):
+    """Called with the number of items just finished (default 1); safe to call from any thread."""
+
+    def __call__(self, n: int = 1) -> None: ...
 
 
 class ProgressSink(Protocol):
@@ -47,16 +49,24 @@ def install(sink: ProgressSink | None) -> ProgressSink | None:
     return previous
 
 
+def _advance_nothing(n: int = 1) -> None:
+    """The advance of a loop nobody watches."""
+
+
 @contextmanager
 def task(label: str, total: int | None) -> Iterator[Advance]:
     """A loop of ``total`` items named ``label``; yields the function that advances it."""
     sink = _sink
     if sink is None:
-        yield lambda n=1: None
+        yield _advance_nothing
         return
     handle = sink.start(label, total)
+
+    def advance(n: int = 1) -> None:
+        sink.advance(handle, n)
+
     try:
-        yield lambda n=1: sink.advance(handle, n)
+        yield advance
     finally:
         sink.finish(handle)
 

@@ -33,3 +33,15 @@ def test_the_dagster_layer_is_one_package() -> None:
     """The folder tree shows the split: no Dagster module beside the core packages."""
     top = [p for p in PACKAGE.glob("*.py") if "dagster" in _imports(p)]
     assert sorted(p.name for p in top) == []
+
+
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_is_over_600_lines() -> None:
+    """Past 600 lines a module holds several things a reader must tell apart: split it."""
+    modules = list(PACKAGE.rglob("*.py"))
+    assert len(modules) > 5
+    lengths = {str(p.relative_to(PACKAGE)): len(p.read_text(encoding="utf-8").splitlines())
+               for p in modules}
+    assert {name: n for name, n in sorted(lengths.items()) if n > MAX_MODULE_LINES} == {}

@@ -1,8 +1,32 @@
 #!/usr/bin/env bash
-# Run lint and the whole test suite inside the project venv (after scripts/setup.sh).
+# Lint, type-check and test inside the project venv (after scripts/setup.sh).
+#
+#   scripts/run_tests.sh [PYTEST_ARGS...]          everything: every slow, reference and end-to-end test
+#   scripts/run_tests.sh --fast [PYTEST_ARGS...]   the fast lane: unit and contract tests only
+#
+# Both lanes run ruff and mypy first; the whole suite also `dagster definitions validate` (the
+# fast lane's definition tests load the same definitions). The fast lane deselects the tests marked
+# `slow` (real models, the whole pipeline, end to end) and `reference` (the real dimOS / Fair Forge
+# venv), so it installs no browser, broker or reference venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 DAGSTER_DISABLE_TELEMETRY=1
+FAST=0
+if [ "${1:-}" = "--fast" ]; then
+    FAST=1
+    shift
+fi
+
+checks() {
+    .venv/bin/ruff check eval_assets eval_assets_tests benchmarks scripts
+    .venv/bin/mypy
+}
+
+if [ "$FAST" -eq 1 ]; then
+    checks
+    exec .venv/bin/pytest -m "not slow and not reference" "$@"
+fi
+
 # The report's case filter is tested in a real headless browser; the demo does not need one.
 if ! command -v chromium >/dev/null 2>&1; then
     echo "[test] installing chromium (Debian) for the report's browser test" >&2
@@ -22,6 +46,6 @@ fi
 # The real dimOS 0.0.15 for the parity tests, in its own cached venv (not in the user's setup).
 EVAL_ASSETS_DIMOS_PYTHON=$(bash scripts/reference/dimos_venv.sh)
 export EVAL_ASSETS_DIMOS_PYTHON EVAL_ASSETS_REQUIRE_REFERENCE=1
-.venv/bin/ruff check eval_assets eval_assets_tests benchmarks scripts
+checks
 .venv/bin/dagster definitions validate -w workspace.yaml
 exec .venv/bin/pytest "$@"

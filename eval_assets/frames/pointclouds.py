@@ -47,7 +47,8 @@ def nearest_index(stamps: np.ndarray, t: float) -> int | None:
 def encode_points(xyz: np.ndarray) -> bytes:
     """``savez_compressed`` bytes of an ``(N, 3)`` float32 array (zip entries have a fixed date)."""
     buf = io.BytesIO()
-    np.savez_compressed(buf, **{POINTS_KEY: np.ascontiguousarray(xyz, dtype=np.float32)})
+    points = np.ascontiguousarray(xyz, dtype=np.float32)
+    np.savez_compressed(buf, allow_pickle=False, **{POINTS_KEY: points})
     return buf.getvalue()
 
 
@@ -161,7 +162,7 @@ def build_pointcloud_frames(
         note = (f" ({len(tf_errors)} unreadable {TF_STREAM!r} rows left out, first row id "
                 f"{tf_errors[0].row_id})")
         results = [r if not (r.reason or "").startswith("no transform")
-                   else r.model_copy(update={"reason": r.reason + note}) for r in results]
+                   else r.model_copy(update={"reason": (r.reason or "") + note}) for r in results]
     write_pointcloud_frames(out_dir, results)
     _remove_stale_points(out_dir, results)
     return results

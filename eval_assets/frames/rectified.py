@@ -271,7 +271,10 @@ def prepare_rectified_frames(recording: Recording, out_dir: Path,
     frames: list[RectifiedFrame] = []
     for index in progress.track(plan.to_prepare, "rectifying frames"):
         result = rectifier.frame(index)
-        (skipped if isinstance(result, SkippedFrame) else frames).append(result)
+        if isinstance(result, SkippedFrame):
+            skipped.append(result)
+        else:
+            frames.append(result)
     skipped.sort(key=lambda s: (s.frame_index, s.stream, s.reason))
     write_selection_record(out_dir, plan.record)
     write_skipped_frames(out_dir, skipped)

@@ -30,7 +30,6 @@ timestamps, no calibration yet) are returned as :class:`SkippedFrame` records, n
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -44,7 +43,8 @@ import yaml
 from pydantic import ValidationError
 
 from eval_assets import progress
-from eval_assets.errors import InputError, yaml_problem
+from eval_assets.errors import InputError, validation_message, yaml_problem
+from eval_assets.hashing import file_sha256
 from eval_assets.recording import Recording, RecordingError, image_to_rgb
 from eval_assets.recording.messages import Image
 from eval_assets.recording.validate import find_duplicate_images
@@ -127,17 +127,8 @@ def selection_from(values: Mapping[str, Any], source: str) -> FrameSelectionConf
     try:
         return FrameSelectionConfig.model_validate(dict(values))
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        message = str(first["msg"]).removeprefix("Value error, ")
-        fields = ", ".join(FrameSelectionConfig.model_fields)
-        if not where:  # a rule across fields: the message names them
-            raise FrameSelectionError(f"{source}: {message}") from None
-        if first["type"] == "extra_forbidden":
-            raise FrameSelectionError(f"{source}: unknown field {where!r}; fix: use only "
-                                      f"{fields}") from None
-        raise FrameSelectionError(f"{source}: field {where!r}: {message}; fix: correct or "
-                                  f"remove {where!r}") from None
+        raise FrameSelectionError(validation_message(
+            exc, source, fields=FrameSelectionConfig.model_fields)) from None
 
 
 def selection_digest(path: Path) -> str | None:
@@ -145,7 +136,7 @@ def selection_digest(path: Path) -> str | None:
     path = Path(path)
     if not path.is_file():
         return None
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return file_sha256(path)
 
 
 # --- image quality (dimOS Image.sharpness / Image.brightness) ------------------------------------
@@ -366,7 +357,7 @@ def pre_skips(rec: Recording, indices: Iterable[int]) -> dict[int, SkippedFrame]
     indices = list(indices)
     found: dict[int, SkippedFrame] = {}
     for p, problem in find_duplicate_images(rec, indices).items():
-        found[p] = skipped_frame(rec, p, problem.kind, problem.detail)  # type: ignore[arg-type]
+        found[p] = skipped_frame(rec, p, problem.kind, problem.detail)
     image_ts = rec.timestamps(IMAGE_STREAM)
     info_ts = rec.timestamps(CAMERA_INFO_STREAM)
     for i in indices:

@@ -7,8 +7,9 @@ Strategies are chosen by name through :class:`PerceptionConfig` (the Dagster res
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from eval_assets.perception.color_detector import (
     ColorShapeDetector,
@@ -35,6 +36,8 @@ from eval_assets.perception.protocols import (
 )
 from eval_assets.schemas.perception import Detection, FrameDetections
 from eval_assets.synth.scene import PALETTE, SHAPES
+
+T = TypeVar("T")
 
 
 def default_vocabulary() -> list[str]:
@@ -74,8 +77,8 @@ class PerceptionConfig:
         return _choose(SEGMENTERS, self.segmenter, "segmenter")(self)
 
 
-def _choose(table: dict[str, Callable[[PerceptionConfig], object]], key: str,
-            field_name: str) -> Callable[[PerceptionConfig], object]:
+def _choose(table: Mapping[str, Callable[[PerceptionConfig], T]], key: str,
+            field_name: str) -> Callable[[PerceptionConfig], T]:
     if key not in table:
         raise ConfigurationError(
             f"perception config field `{field_name}` is {key!r}; choose one of {sorted(table)}"

@@ -77,6 +77,12 @@ class Instance:
     area: int
 
 
+def _rgb(rgb: tuple[int, int, int]) -> tuple[int, int, int]:
+    """A copy of ``rgb`` as a tuple (a configuration may give a list)."""
+    red, green, blue = rgb
+    return (red, green, blue)
+
+
 def _hue_deg(rgb: tuple[int, int, int]) -> float:
     pixel = np.array([[rgb]], dtype=np.float32) / 255.0
     return float(cv2.cvtColor(pixel, cv2.COLOR_RGB2HSV)[0, 0, 0])
@@ -130,7 +136,7 @@ class ColorClassifier:
             raise ValueError("the colour vocabulary is empty; give at least one colour → RGB")
         self.colors = list(vocabulary)
         self.params = params
-        self._hues = np.array([_hue_deg(tuple(vocabulary[c])) for c in self.colors],
+        self._hues = np.array([_hue_deg(vocabulary[c]) for c in self.colors],
                               dtype=np.float32)
         self._memo_key = ("labels", tuple(self._hues.tolist()), params)
 
@@ -323,7 +329,7 @@ class ColorShapeDetector:
         self.params = params or ColorShapeParams()
         source = vocabulary if vocabulary is not None else PALETTE
         # Names are matched case-insensitively, so the colour words are kept lower-case.
-        self.vocabulary = {c.strip().lower(): tuple(rgb) for c, rgb in source.items()}
+        self.vocabulary = {c.strip().lower(): _rgb(rgb) for c, rgb in source.items()}
         self.shapes = tuple(SHAPES)
         self.classifier = ColorClassifier(self.vocabulary, self.params)
         self._memo_key = ("instances", tuple(self.classifier.colors), self.classifier._memo_key,

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from eval_assets.hashing import file_sha256
 from eval_assets.perception.protocols import ConfigurationError, check_rgb
 
 INSTALL_HINT = "pip install 'eval_assets[edgetam]'"
@@ -26,11 +27,7 @@ CHECKPOINT_HINT = (
 
 
 def _sha256_prefix(path: Path, chars: int = 12) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()[:chars]
+    return file_sha256(path)[:chars]
 
 
 class EdgeTAMSegmenter:

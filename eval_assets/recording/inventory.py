@@ -20,6 +20,8 @@ def inventory_of(recording: Recording, name: str) -> RecordingInventory:
         for info in sorted(recording.streams.values(), key=lambda s: s.name)
     ]
     images = recording.streams["color_image"]
+    # The reader refuses a recording whose color_image is empty, so an opened one has its span.
+    assert images.t_start is not None and images.t_end is not None
     return RecordingInventory(
         recording=name,
         path=str(recording.path),

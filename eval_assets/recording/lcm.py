@@ -494,4 +494,4 @@ def decode_lcm(cls: type[M], data: bytes | bytearray | memoryview) -> M:
         )
     message = decoder(inp)
     inp.finish(LCM_TYPE_NAMES[cls])
-    return message  # type: ignore[no-any-return]
+    return message

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from eval_assets.hashing import file_sha256
 from eval_assets.recording.codecs import CODEC_IDS, decode_blob, message_class_for
 from eval_assets.recording.errors import (
     CodecError,
@@ -27,7 +28,6 @@ from eval_assets.recording.errors import (
 )
 from eval_assets.recording.lcm import FINGERPRINTS
 from eval_assets.recording.messages import CameraInfo, Image, PointCloud2, TFMessage
-from eval_assets.recording.watch import sha256_file
 
 LIDAR_STREAMS: tuple[str, str] = ("pointlio_lidar", "lidar")
 REQUIRED_STREAMS: tuple[tuple[str, ...], ...] = (
@@ -322,7 +322,7 @@ class Recording:
     def sha256(self) -> str:
         """Hex SHA-256 of the file's bytes (computed once)."""
         if self._sha256 is None:
-            self._sha256 = sha256_file(self.path)
+            self._sha256 = file_sha256(self.path)
         return self._sha256
 
     @property

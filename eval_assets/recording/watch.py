@@ -11,13 +11,12 @@ each file's hash by (size, modification time) and hashes again only when either 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval_assets.atomic import write_text_atomic
+from eval_assets.hashing import file_sha256
+from eval_assets.jsonio import read_json, write_json
 
 DEFAULT_QUIET_S = 10.0
 """Seconds without a write before a recording counts as finished."""
@@ -51,13 +50,9 @@ def file_state(path: Path) -> FileState:
     return FileState(stat.st_size, stat.st_mtime_ns, pending)
 
 
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+# The file-hash recipe lives in eval_assets.hashing; this name stays for the callers outside the
+# recording package until they import it from there.
+sha256_file = file_sha256
 
 
 class ContentHashes:
@@ -66,9 +61,8 @@ class ContentHashes:
     def __init__(self, cache_file: Path) -> None:
         self.cache_file = Path(cache_file)
         try:
-            self._entries: dict[str, dict[str, object]] = json.loads(
-                self.cache_file.read_text(encoding="utf-8"))
-        except (FileNotFoundError, json.JSONDecodeError):
+            self._entries: dict[str, dict[str, object]] = read_json(self.cache_file)
+        except (FileNotFoundError, ValueError):
             self._entries = {}  # a lost cache only costs one more hash per file
 
     def sha256(self, path: Path, state: FileState | None = None) -> str:
@@ -78,8 +72,8 @@ class ContentHashes:
         entry = self._entries.get(key)
         if entry and entry.get("size") == state.size and entry.get("mtime_ns") == state.mtime_ns:
             return str(entry["sha256"])
-        digest = sha256_file(path)
+        digest = file_sha256(path)
         self._entries[key] = {"size": state.size, "mtime_ns": state.mtime_ns, "sha256": digest}
         self.cache_file.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(self.cache_file, json.dumps(self._entries, indent=1, sort_keys=True))
+        write_json(self.cache_file, self._entries, indent=1, sort_keys=True, newline=False)
         return digest

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from eval_assets.schemas.vqa import read_jsonl
+from eval_assets.jsonio import read_jsonl
 
 
 class FrameAnnotation(BaseModel):
@@ -22,7 +22,7 @@ class FrameAnnotation(BaseModel):
 
 def read_annotations(path: Path) -> dict[int, FrameAnnotation]:
     """Annotations by frame index; a repeated frame index is an error naming the file."""
-    rows = read_jsonl(path, FrameAnnotation)
+    rows = read_jsonl(path, FrameAnnotation, fix="correct that line (one annotation per line)")
     by_frame: dict[int, FrameAnnotation] = {}
     for row in rows:
         if row.frame_index in by_frame:

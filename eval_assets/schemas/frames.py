@@ -9,7 +9,6 @@ recording gives byte-identical files; the selection and the skipped frames are J
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 from typing import Any, Literal, Self
 
@@ -18,6 +17,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from eval_assets.atomic import write_bytes_atomic, write_text_atomic
+from eval_assets.jsonio import read_model, write_json
 from eval_assets.layout import (
     IMAGES_DIR,
     POINTCLOUD_TABLE,
@@ -300,8 +300,8 @@ _SKIPPED = TypeAdapter(list[SkippedFrame])
 def write_skipped_frames(out_dir: Path, skipped: list[SkippedFrame]) -> Path:
     """Write ``out_dir/skipped_frames.json`` (a JSON list, by frame index then stream)."""
     rows = sorted(skipped, key=lambda s: (s.frame_index, s.stream, s.reason))
-    text = json.dumps([s.model_dump(mode="json") for s in rows], indent=2, sort_keys=True)
-    return write_text_atomic(Path(out_dir) / SKIPPED_FRAMES_FILE, text + "\n")
+    return write_json(Path(out_dir) / SKIPPED_FRAMES_FILE,
+                      [s.model_dump(mode="json") for s in rows], sort_keys=True)
 
 
 def read_skipped_frames(folder: Path) -> list[SkippedFrame]:
@@ -327,4 +327,4 @@ def read_selection_record(folder: Path) -> FrameSelectionRecord:
     path = Path(folder) / SELECTION_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist; build the rectified frames first")
-    return FrameSelectionRecord.model_validate_json(path.read_bytes())
+    return read_model(path, FrameSelectionRecord, fix="build the rectified frames again")

@@ -11,11 +11,14 @@ first and ours beside them. File names inside a dataset folder are the layout's.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from eval_assets.jsonio import dumps_json
+
+# Re-exported for the callers outside the core floors until they import it from jsonio.
+from eval_assets.jsonio import read_jsonl as read_jsonl
 
 # The dataset's and the proposals' file names are the layout's; re-exported for their readers.
 from eval_assets.layout import AUDIT_FRAME_EVIDENCE as AUDIT_FRAME_EVIDENCE
@@ -342,7 +345,7 @@ class RunAudit(BaseModel):
 def dumps_line(model: BaseModel) -> str:
     """One deterministic JSON line, written as dimOS writes its jsonl (``json.dumps(row)``: field
     order as declared, ASCII escapes), so our ``cases.jsonl`` and dimOS's are the same bytes."""
-    return json.dumps(model.model_dump(mode="json"))
+    return dumps_json(model.model_dump(mode="json"), indent=None, newline=False)
 
 
 def dumps_document(data: Any, exclude_none: bool = False) -> str:
@@ -355,23 +358,4 @@ def dumps_document(data: Any, exclude_none: bool = False) -> str:
     elif isinstance(data, list):
         data = [d.model_dump(mode="json", exclude_none=exclude_none)
                 if isinstance(d, BaseModel) else d for d in data]
-    return json.dumps(data, indent=2) + "\n"
-
-
-def read_jsonl(path: Path, model: type[BaseModel]) -> list[Any]:
-    """Records of ``model`` from a JSON-lines file; a bad line names the file and line number."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist")
-    out = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            out.append(model.model_validate_json(line))
-        except ValueError as exc:
-            raise ValueError(
-                f"{path}:{number} is not a valid {model.__name__} record: {exc}; "
-                "regenerate the file"
-            ) from exc
-    return out
+    return dumps_json(data)

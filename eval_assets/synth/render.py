@@ -25,6 +25,7 @@ _SUN = np.array([0.35, 0.25, 1.0]) / np.linalg.norm([0.35, 0.25, 1.0])
 # objects' hue and saturation survive in the image for an HSV detector.
 _AMBIENT, _SUN_WEIGHT, _HEAD_WEIGHT = 0.40, 0.33, 0.27
 _LIDAR_RANGE_NOISE_M = 0.01
+_O3D_DTYPES = {np.float32: o3d.core.float32, np.uint32: o3d.core.uint32}
 
 
 @dataclass(frozen=True)
@@ -54,9 +55,16 @@ class View:
     distance: np.ndarray  # (H, W) float64 metres (Euclidean, camera origin to hit)
 
 
+def _tensor(array: np.ndarray) -> o3d.core.Tensor:
+    """An open3d copy of ``array`` on the CPU, with its dtype (the stubs require both)."""
+    return o3d.core.Tensor(array, _O3D_DTYPES[array.dtype.type], o3d.core.Device("CPU:0"))
+
+
 def _box_mesh(center: np.ndarray, size: np.ndarray) -> o3d.geometry.TriangleMesh:
     mesh = o3d.geometry.TriangleMesh.create_box(*size)
-    return mesh.translate(center - size / 2)
+    # translate and rotate move the mesh in place (and return it typed as a bare Geometry3D).
+    mesh.translate(center - size / 2)
+    return mesh
 
 
 def _solid_mesh(shape: str, center_xyz: tuple[float, float, float],
@@ -66,15 +74,19 @@ def _solid_mesh(shape: str, center_xyz: tuple[float, float, float],
     if shape == "box":
         mesh = _box_mesh(center, size)
         # Only a turned box is rotated: the sample's boxes keep their exact vertices.
-        return mesh.rotate(rot_z(yaw), center=center) if yaw else mesh
+        if yaw:
+            mesh.rotate(rot_z(yaw), center=center)
+        return mesh
     if shape == "ball":
         # 48 bands keep the facets' sagitta below 0.1 px at the closest viewing distance.
-        return o3d.geometry.TriangleMesh.create_sphere(radius=size[0] / 2, resolution=48) \
-            .translate(center)
+        mesh = o3d.geometry.TriangleMesh.create_sphere(radius=size[0] / 2, resolution=48)
+        mesh.translate(center)
+        return mesh
     if shape == "cylinder":
         mesh = o3d.geometry.TriangleMesh.create_cylinder(radius=size[0] / 2, height=size[2],
                                                          resolution=96, split=1)
-        return mesh.translate(center)
+        mesh.translate(center)
+        return mesh
     raise ValueError(f"{label} has unknown shape {shape!r}; use one of {', '.join(SHAPES)}")
 
 
@@ -108,7 +120,7 @@ class SceneRaycaster:
         for expected, mesh in enumerate(meshes):
             vertices = np.asarray(mesh.vertices, dtype=np.float32)
             triangles = np.asarray(mesh.triangles, dtype=np.uint32)
-            gid = self._scene.add_triangles(o3d.core.Tensor(vertices), o3d.core.Tensor(triangles))
+            gid = self._scene.add_triangles(_tensor(vertices), _tensor(triangles))
             if gid != expected:
                 raise RuntimeError(f"open3d assigned geometry id {gid}, expected {expected}")
         n_obj = len(scene.objects)
@@ -143,7 +155,7 @@ class SceneRaycaster:
         rays = np.empty((n, 6), dtype=np.float32)
         rays[:, :3] = origin
         rays[:, 3:] = directions
-        out = self._scene.cast_rays(o3d.core.Tensor(rays))
+        out = self._scene.cast_rays(_tensor(rays))
         t = out["t_hit"].numpy().astype(np.float64)
         hit = np.isfinite(t)
         geometry = out["geometry_ids"].numpy().astype(np.int64)

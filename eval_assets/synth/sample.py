@@ -20,7 +20,6 @@ reference rig's format and long recordings are :mod:`eval_assets.synth.stream`'s
 from __future__ import annotations
 
 import io
-import json
 import time
 import zipfile
 from dataclasses import dataclass
@@ -29,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from eval_assets.atomic import write_bytes_atomic, write_text_atomic
+from eval_assets.atomic import write_bytes_atomic
+from eval_assets.jsonio import write_json
 from eval_assets.recording import RecordingWriter, jpeg_image
 from eval_assets.recording.messages import (
     FLOAT32,
@@ -334,6 +334,6 @@ def synthesize_sample(out_db: str | Path, seed: int = DEFAULT_SEED,
 
     truth = _scene_header(scene, seed)
     truth["frames"] = truth_frames
-    write_text_atomic(scene_json, json.dumps(_rounded(truth), sort_keys=True, indent=2) + "\n")
+    write_json(scene_json, _rounded(truth), sort_keys=True)
     write_bytes_atomic(truth_npz, npz_bytes({"id_maps": id_maps}))
     return SampleOutputs(out_db, scene_json, truth_npz, render_seconds)

@@ -31,6 +31,7 @@ import numpy as np
 
 from eval_assets.frames import PointCloudFrame, RectifiedFrame
 from eval_assets.geometry.ranging import RangeStats
+from eval_assets.hashing import file_digest
 from eval_assets.schemas.perception import FrameDetections
 from eval_assets.schemas.vqa import (
     AUDIT_FRAME_EVIDENCE,
@@ -141,7 +142,7 @@ def frame_evidence(inputs: FrameInputs) -> FrameEvidence:
             rng = (None if stats is None else
                    RangeEvidence(stats.count, stats.median, stats.q1, stats.q3, stats.min))
             by_name.setdefault(normalize_name(d.name), []).append(
-                DetectionEvidence(tuple(d.box_xyxy), d.score, d.mask_area, rng))
+                DetectionEvidence(d.box_xyxy, d.score, d.mask_area, rng))
     return FrameEvidence(
         frame_index=frame.frame_index, width=frame.width, height=frame.height, queried=queried,
         detections={k: tuple(v) for k, v in by_name.items()}, lidar_ok=lidar_ok,
@@ -401,10 +402,10 @@ def dataset_fingerprint(dataset_dir: Path) -> str | None:
     for name in (DATASET_CASES, DATASET_LABELS, f"{DATASET_AUDIT}/{AUDIT_LABELS}"):
         path = root / name
         digest.update(name.encode("utf-8") + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"")
+        digest.update(file_digest(path) if path.is_file() else b"")
     assets = root / DATASET_ASSETS
     for image in sorted(assets.rglob("*")) if assets.is_dir() else []:
         if image.is_file():
             digest.update(image.relative_to(root).as_posix().encode("utf-8") + b"\0")
-            digest.update(hashlib.sha256(image.read_bytes()).digest())
+            digest.update(file_digest(image))
     return digest.hexdigest()

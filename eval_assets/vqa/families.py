@@ -163,7 +163,7 @@ class Rejected:
 Decision = Answered | Rejected
 
 
-def _r(x: float) -> float:
+def _r(x: float | Fraction) -> float:
     """Round for the evidence summary only (decisions use the unrounded values)."""
     return round(float(x), 6)
 
@@ -175,10 +175,26 @@ def _r(x: float) -> float:
 class FamilyRule(Protocol):
     """One question family: how many names it takes and how evidence answers it."""
 
-    name: str
-    min_names: int
-    max_names: int
-    order_independent: bool
+    # Read-only: the rules are frozen dataclasses, whose fields cannot be assigned.
+    @property
+    def name(self) -> str:
+        """The family's name, as in the cases' ids."""
+        ...
+
+    @property
+    def min_names(self) -> int:
+        """The fewest object names a question of this family takes."""
+        ...
+
+    @property
+    def max_names(self) -> int:
+        """The most object names a question of this family takes."""
+        ...
+
+    @property
+    def order_independent(self) -> bool:
+        """Whether the names' order leaves the question unchanged."""
+        ...
 
     def decide(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
         """Answer or reject a proposal about normalised ``names`` on one frame."""

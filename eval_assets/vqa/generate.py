@@ -35,11 +35,11 @@ from eval_assets.frames import (
 from eval_assets.frames.pointclouds import MAX_LIDAR_DT
 from eval_assets.frames.selection import selection_from
 from eval_assets.geometry.ranging import RangeStats, range_statistics
+from eval_assets.hashing import file_sha256
 from eval_assets.layout import selection_file_for
 from eval_assets.perception.evidence_io import build_detections, load_mask, read_detections
 from eval_assets.perception.protocols import Detector, Segmenter
 from eval_assets.recording import Recording
-from eval_assets.recording.watch import sha256_file
 from eval_assets.schemas.perception import FrameDetections
 from eval_assets.schemas.vqa import (
     FAMILY_NAMES,
@@ -298,7 +298,7 @@ def generate_from_recording(recording: Path, output: Path,
         author = build_author(author_config)
         proposals = iter_frame_proposals(author, frames_dir, frames,
                                    author_config.max_proposals_per_frame)
-        source = SourceRecording(name=recording.name, sha256=sha256_file(recording))
+        source = SourceRecording(name=recording.name, sha256=file_sha256(recording))
         config = {"author": author_config.model_dump(mode="json"),
                   "perception": perception_summary(detections)}
         return build_dataset(

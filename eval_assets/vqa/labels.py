@@ -10,12 +10,12 @@ case id (``frame-{index:06d}-{slug}-{family}[-n]``) and the image path. Either w
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from eval_assets.jsonio import read_json, read_jsonl
 from eval_assets.schemas.vqa import (
     AUDIT_LABELS,
     DATASET_AUDIT,
@@ -26,7 +26,6 @@ from eval_assets.schemas.vqa import (
     Label,
     PrivateLabel,
     audit_frame_relpath,
-    read_jsonl,
 )
 
 _ID = re.compile(r"^frame-(?P<frame>\d+)-.+-(?P<family>" + "|".join(FAMILY_NAMES)
@@ -47,14 +46,19 @@ def _answered_rows(dataset_dir: Path, frame_index: int) -> dict[str, dict[str, A
     """
     folder = dataset_dir / audit_frame_relpath(frame_index)
     try:
-        rows = json.loads((folder / "ground_truth.json").read_text(encoding="utf-8"))
-        cases = json.loads((folder / "cases.json").read_text(encoding="utf-8"))
+        rows = read_json(folder / "ground_truth.json")
+        cases = read_json(folder / "cases.json")
     except (OSError, ValueError):
         return {}
     answered = [r for r in rows if isinstance(r, dict) and r.get("status") == "answered"]
     if len(answered) != len(cases):
         return {}
-    return {c.get("id"): r for c, r in zip(cases, answered, strict=True) if isinstance(c, dict)}
+    return {c["id"]: r for c, r in zip(cases, answered, strict=True)
+            if isinstance(c, dict) and isinstance(c.get("id"), str)}
+
+
+def _dict_or_empty(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _rebuilt(case: Case, label: PrivateLabel, dataset_dir: Path,
@@ -69,8 +73,8 @@ def _rebuilt(case: Case, label: PrivateLabel, dataset_dir: Path,
     if frame not in audit:
         audit[frame] = _answered_rows(dataset_dir, frame)
     row = audit[frame].get(case.id, {})
-    proposal = row.get("proposal") if isinstance(row.get("proposal"), dict) else {}
-    answer = row.get("answer") if isinstance(row.get("answer"), dict) else {}
+    proposal = _dict_or_empty(row.get("proposal"))
+    answer = _dict_or_empty(row.get("answer"))
     match = _ID.match(case.id)
     family = proposal.get("family") or (match.group("family") if match else None)
     if family not in FAMILY_NAMES:

@@ -8,7 +8,6 @@ Layout of a proposals folder (decided here)::
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -17,13 +16,13 @@ from typing import Any
 from eval_assets import progress
 from eval_assets.atomic import write_chunks_atomic, write_text_atomic
 from eval_assets.frames import RectifiedFrame, load_rectified_image
+from eval_assets.jsonio import iter_jsonl, read_json, read_jsonl
 from eval_assets.schemas.vqa import (
     PROPOSALS_FILE,
     PROPOSALS_SUMMARY,
     Proposal,
     dumps_document,
     dumps_line,
-    read_jsonl,
 )
 from eval_assets.vqa.authors import AuthorConfig, QuestionAuthor
 
@@ -92,7 +91,7 @@ def write_proposals(out_dir: Path, proposals: Iterable[Proposal], config: Author
 
 def read_proposals_summary(out_dir: Path) -> dict[str, Any]:
     """``summary.json`` of a proposals folder: the author config and the counts."""
-    return json.loads((Path(out_dir) / PROPOSALS_SUMMARY).read_text(encoding="utf-8"))
+    return read_json(Path(out_dir) / PROPOSALS_SUMMARY)
 
 
 def read_proposals(out_dir: Path) -> list[Proposal]:
@@ -111,12 +110,4 @@ def iter_proposals(out_dir: Path) -> Iterator[Proposal]:
     if not path.is_file():
         raise FileNotFoundError(
             f"{path} does not exist; materialize question_proposals for this recording first")
-    with open(path, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield Proposal.model_validate_json(line)
-            except ValueError as exc:
-                raise ValueError(f"{path}:{number} is not a valid Proposal record: {exc}; "
-                                 "regenerate the file") from exc
+    yield from iter_jsonl(path, Proposal)

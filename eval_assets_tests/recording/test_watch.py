@@ -8,7 +8,8 @@ import sqlite3
 import time
 from pathlib import Path
 
-from eval_assets.recording.watch import ContentHashes, file_state, sha256_file
+from eval_assets.hashing import file_sha256
+from eval_assets.recording.watch import ContentHashes, file_state
 
 
 def test_a_fresh_file_is_not_settled_until_quiet(tmp_path: Path, sample_db: Path) -> None:
@@ -58,7 +59,7 @@ def test_hashes_are_cached_by_size_and_mtime(tmp_path: Path, sample_db: Path) ->
     shutil.copy(sample_db, db)
     cache = ContentHashes(tmp_path / "hashes.json")
     first = cache.sha256(db)
-    assert first == sha256_file(sample_db)
+    assert first == file_sha256(sample_db)
     assert ContentHashes(tmp_path / "hashes.json").sha256(db) == first  # read back from disk
     with db.open("r+b") as f:  # same size, new bytes, new mtime: hashed again
         f.seek(100)

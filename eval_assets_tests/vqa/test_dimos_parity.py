@@ -16,9 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_assets.cli import app
+from eval_assets.jsonio import read_jsonl
 from eval_assets.model_runs.prompts import question_text
 from eval_assets.perception import PerceptionConfig
-from eval_assets.schemas.vqa import Case, read_jsonl
+from eval_assets.schemas.vqa import Case
 from eval_assets.scoring.inputs import load_private_dataset, load_run
 from eval_assets.scoring.vqa import score_vqa
 from eval_assets.vqa.authors import AuthorConfig
