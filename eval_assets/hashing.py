@@ -1,4 +1,4 @@
-"""The project's SHA-256 recipes: of a file, of text, and of a value's canonical JSON.
+"""The project's SHA-256 recipes: of a file, of bytes, of text, and of a value's canonical JSON.
 
 Every content hash (recording identity, dataset fingerprint, request and config hashes) is one of
 these, so two modules that hash "the same thing" agree byte for byte. Changing a recipe changes
@@ -27,9 +27,14 @@ def file_sha256(path: Path) -> str:
     return file_digest(path).hex()
 
 
+def bytes_sha256(data: bytes) -> str:
+    """Hex SHA-256 of ``data`` (bytes already in memory, e.g. a request body or a checked image)."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def text_sha256(text: str) -> str:
     """Hex SHA-256 of ``text`` encoded as UTF-8."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return bytes_sha256(text.encode("utf-8"))
 
 
 def canonical_json(value: Any, *, ensure_ascii: bool = True) -> str:

@@ -19,7 +19,12 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from eval_assets.jsonio import parse_model
+
 R = TypeVar("R", bound=BaseModel)
+
+_FIX_LINE = ("delete that line (its call will be made again) or move the file away to start over; "
+             "only a torn last line is repaired automatically")
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -75,16 +80,7 @@ class Journal(Generic[R]):
         for number, line in enumerate(data[:end].splitlines(), start=1):
             if not line.strip():
                 continue
-            try:
-                record = self._model.model_validate_json(line)
-            except ValidationError as exc:
-                raise ValueError(
-                    f"{self.path}:{number} is not a valid {self._model.__name__} record "
-                    f"({exc.error_count()} errors, first: {exc.errors()[0]['msg']}); only a torn "
-                    f"last line is repaired automatically: delete that line (its call will be "
-                    f"made again) or move the file away to start over"
-                ) from exc
-            self._index(record)
+            self._index(parse_model(line, self._model, f"{self.path}:{number}", fix=_FIX_LINE))
 
     def _parses(self, line: bytes) -> bool:
         try:

@@ -26,9 +26,14 @@ REGENERATE = "regenerate the file"
 
 
 def dumps_json(document: Any, *, indent: int | None = 2, sort_keys: bool = False,
-               ensure_ascii: bool = True, newline: bool = True) -> str:
-    """``document`` as JSON text (by default as dimOS writes a JSON document)."""
-    text = json.dumps(document, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii)
+               ensure_ascii: bool = True, newline: bool = True, allow_nan: bool = True) -> str:
+    """``document`` as JSON text (by default as dimOS writes a JSON document).
+
+    ``allow_nan=False`` refuses NaN and infinities (which are not JSON) with a ``ValueError``
+    instead of writing them.
+    """
+    text = json.dumps(document, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii,
+                      allow_nan=allow_nan)
     return text + "\n" if newline else text
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
-import hashlib
 import json
 import logging
 import random
@@ -39,6 +38,7 @@ from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
 
+from eval_assets.hashing import bytes_sha256
 from eval_assets.schemas.chat import ChatErrorCategory, ChatResult, TokenUsage
 from eval_assets.schemas.endpoint import (
     DEFAULT_ANNOUNCE_WAIT_S,
@@ -302,7 +302,7 @@ class ChatClient:
         max_tokens = request.get("max_tokens")
         max_bytes, max_chars = self.reply_limits(max_tokens if isinstance(max_tokens, int)
                                                  else None)
-        seed = jitter_key if jitter_key is not None else hashlib.sha256(body).hexdigest()
+        seed = jitter_key if jitter_key is not None else bytes_sha256(body)
         rng = random.Random(seed)
         policy = self.policy
         where = f"{self.base_url}" + (f" [{label}]" if label else "")

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from eval_assets.hashing import (
+    bytes_sha256,
     canonical_json,
     canonical_json_sha256,
     file_digest,
@@ -31,6 +32,10 @@ def test_empty_file(tmp_path: Path) -> None:
 
 def test_text_hash_is_of_utf8() -> None:
     assert text_sha256("café") == hashlib.sha256("café".encode()).hexdigest()
+
+
+def test_bytes_hash_is_of_the_bytes() -> None:
+    assert bytes_sha256(b"\x89PNG\x00\xff") == hashlib.sha256(b"\x89PNG\x00\xff").hexdigest()
 
 
 def test_canonical_json_sorts_keys_without_whitespace() -> None:

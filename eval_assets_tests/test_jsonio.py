@@ -55,6 +55,12 @@ def test_formatting_options_give_each_callers_bytes(tmp_path: Path) -> None:
     assert read_json(path) == DOC
 
 
+def test_nan_is_refused_when_asked() -> None:
+    assert dumps_json([float("nan")], indent=None, newline=False) == "[NaN]"
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        dumps_json([float("nan")], allow_nan=False)
+
+
 def test_jsonl_round_trip(tmp_path: Path) -> None:
     rows = [{"id": "x", "n": 2}, {"n": 1, "id": "y"}]
     assert dumps_jsonl(rows) == "".join(json.dumps(r) + "\n" for r in rows)

@@ -26,6 +26,7 @@ from eval_assets.defs.partitions import (
     recordings_partitions,
 )
 from eval_assets.defs.resources import ProjectStorage, ScoringResource
+from eval_assets.jsonio import read_model
 from eval_assets.metrics.vqa import VqaReport
 from eval_assets.schemas.vqa import DATASET_CASES, DATASET_LABELS
 from eval_assets.vqa.leakage import find_leaks
@@ -76,7 +77,7 @@ def parse_failure_rate_below_bound(context: AssetCheckExecutionContext, storage:
     dims = context.partition_key.keys_by_dimension
     folder = storage.layout().metric_dir(keys.name(keys.VQA_ACCURACY), dims[RECORDING_DIM],
                                          dims[MODEL_DIM])
-    report = VqaReport.model_validate_json((folder / VQA_FILE).read_text(encoding="utf-8"))
+    report = read_model(folder / VQA_FILE, VqaReport)
     rate, bound = report.overall.parse_failure_rate, scoring.max_parse_failure_rate
     # No answered case means no rate (n/a), which is not a failure of this check.
     return AssetCheckResult(passed=rate is None or rate <= bound, severity=AssetCheckSeverity.WARN,

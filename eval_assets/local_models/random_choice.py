@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from eval_assets.hashing import canonical_json, text_sha256
 from eval_assets.local_models.base import LocalReply
 from eval_assets.local_models.response_format import JsonSchemaFormat, parse_response_format
 from eval_assets.schemas.chat import Message, text_of
@@ -43,9 +43,9 @@ class RandomChoiceModel:
     def _rng(self, messages: list[Message],
              response_format: dict[str, Any] | None = None) -> random.Random:
         request: Any = messages if response_format is None else [messages, response_format]
-        canonical = json.dumps(request, sort_keys=True, separators=(",", ":"))
-        digest = hashlib.sha256(f"{self.seed}\n{canonical}".encode()).digest()
-        return random.Random(int.from_bytes(digest[:8], "big"))
+        # The first 8 bytes of the digest (16 hex digits), big-endian, seed the generator.
+        digest = text_sha256(f"{self.seed}\n{canonical_json(request)}")
+        return random.Random(int(digest[:16], 16))
 
     def complete(self, messages: list[Message], max_tokens: int,
                  response_format: dict[str, Any] | None = None) -> LocalReply:

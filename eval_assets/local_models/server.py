@@ -10,7 +10,6 @@ reply. Bound to 127.0.0.1 by default; it is a benchmark fixture, not a service.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from eval_assets.hashing import text_sha256
 from eval_assets.local_models.base import LocalModel
 from eval_assets.local_models.registry import load_local_model
 from eval_assets.local_models.response_format import (
@@ -90,7 +90,7 @@ def create_app(model: LocalModel) -> Starlette:
                                             response_format)
         except UnsupportedResponseFormat as exc:
             return _error(400, str(exc), "invalid_request_error", param="response_format")
-        request_id = hashlib.sha256(repr(messages).encode()).hexdigest()[:24]
+        request_id = text_sha256(repr(messages))[:24]
         return JSONResponse({
             "id": f"chatcmpl-{request_id}",
             "object": "chat.completion",

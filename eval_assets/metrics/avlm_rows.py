@@ -24,7 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from eval_assets.atomic import write_text_atomic
+from eval_assets.errors import first_problem
+from eval_assets.jsonio import write_json
 from eval_assets.layout import AVLM_PREDICTIONS
 
 # What a row field must look like, for the "fix" half of error messages.
@@ -77,13 +78,14 @@ class PredictionRow(BaseModel):
         try:
             row = cls.model_validate(dict(data))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(part) for part in first["loc"]) or "<row>"
-            top = str(first["loc"][0]) if first["loc"] else field
+            problem = first_problem(exc)
+            field = problem.field or "<row>"
+            top = field.split(".")[0]
             hint = _FIELD_HINTS.get(top, "the documented type")
-            got = json.dumps(first.get("input"), ensure_ascii=False, default=str)[:80]
+            # The offending value as JSON, cut short: what the user wrote, in their notation.
+            got = json.dumps(problem.input, ensure_ascii=False, default=str)[:80]
             raise PredictionsError(
-                f"{source}: field {field!r}: {first['msg']} (got {got}); fix: write {top!r} as "
+                f"{source}: field {field!r}: {problem.message} (got {got}); fix: write {top!r} as "
                 f"{hint}"
             ) from None
         row._source = source
@@ -190,11 +192,7 @@ def read_predictions(path: Path) -> list[PredictionRow]:
     return rows
 
 
-def dump_json(document: Any) -> str:
-    """JSON text exactly as AVLM's ``write_json`` writes it: indent 2, UTF-8, no final newline."""
-    return json.dumps(document, ensure_ascii=False, indent=2)
-
-
-def write_json_atomic(path: Path, document: Any) -> Path:
-    """Write ``document`` with :func:`dump_json` via a temporary file and ``os.replace``."""
-    return write_text_atomic(path, dump_json(document))
+def write_avlm_json(path: Path, document: Any) -> Path:
+    """Write ``document`` atomically, exactly as AVLM's ``write_json`` writes it: indent 2, UTF-8
+    (non-ASCII kept as is), no final newline."""
+    return write_json(path, document, ensure_ascii=False, newline=False)

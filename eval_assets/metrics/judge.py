@@ -70,7 +70,7 @@ from eval_assets.metrics.avlm_rows import (
     PredictionRow,
     ScoringWarning,
     read_predictions,
-    write_json_atomic,
+    write_avlm_json,
 )
 from eval_assets.metrics.judge_calibration import CalibrationReport, calibrate
 from eval_assets.metrics.judge_client import Judge as Judge
@@ -260,8 +260,8 @@ def judge_dir(inference_dir: Path, config: JudgeConfig, *, judge: Judge | None =
     })
     if config.avlm_compat:
         summary["avlm_coercions"] = document["avlm_coercions"]
-    write_json_atomic(predictions_path, document)
-    write_json_atomic(results_path, summary)
+    write_avlm_json(predictions_path, document)
+    write_avlm_json(results_path, summary)
     stats = document["statistics"]
     log.info("judge %s: %s; %d rows, %d scored, %d failed %s; calibration %s in %.1f s; %d calls "
              "made, %d replayed from the journal", active.name, status, len(rows),

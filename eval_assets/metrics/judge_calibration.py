@@ -16,7 +16,6 @@ hash of their content, and every corruption choice is drawn from a generator see
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import random
@@ -28,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from eval_assets import progress
+from eval_assets.hashing import text_sha256
 from eval_assets.metrics.avlm_rows import PredictionRow
 from eval_assets.metrics.judge_reply import JudgeOutcome
 
@@ -126,7 +126,9 @@ def _as_prediction(row: PredictionRow, text: str) -> PredictionRow:
 
 
 def _rng(seed: int, *parts: Any) -> random.Random:
-    digest = hashlib.sha256(json.dumps([seed, *parts], default=str).encode("utf-8")).hexdigest()
+    # Plain json.dumps (spaces, insertion order, str() of anything else), not the canonical
+    # JSON: the corruptions drawn, hence stored calibration requests, follow from this recipe.
+    digest = text_sha256(json.dumps([seed, *parts], default=str))
     return random.Random(int(digest[:16], 16))
 
 
@@ -239,7 +241,7 @@ def build_calibration_set(rows: Sequence[PredictionRow], *, max_pairs: int, max_
         if not reference or reference in seen:
             continue
         seen.add(reference)
-        order = hashlib.sha256(f"{seed}:{row.id}:{reference}".encode()).hexdigest()
+        order = text_sha256(f"{seed}:{row.id}:{reference}")
         frames.append((order, row))
     frames.sort(key=lambda item: item[0])
     per_frame: list[list[tuple[CorruptionKind, str]]] = []

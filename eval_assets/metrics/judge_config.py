@@ -18,7 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from eval_assets.errors import InputError, yaml_problem
+from eval_assets.errors import InputError, first_problem, yaml_problem
 from eval_assets.metrics.judge_journal import JOURNAL_CONTENT_LIMIT
 from eval_assets.metrics.judge_prompt import MetadataPlacement
 from eval_assets.schemas.endpoint import Endpoint, split_endpoint_fields
@@ -202,13 +202,13 @@ class JudgeConfig(BaseModel):
         try:
             return cls.model_validate({**data, **overrides})
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = _field_name(first["loc"], data)
-            message = str(first["msg"]).removeprefix("Value error, ")
+            # validation_message's wording, with the field named as the YAML writes it.
+            problem = first_problem(exc)
+            where = _field_name(problem.field, data)
             if not where:  # a rule across fields: the message names them
-                raise JudgeConfigError(f"{path}: {message}") from None
-            raise JudgeConfigError(f"{path}: field {where!r}: {message}; fix: correct or "
-                                   f"remove {where!r} (see JudgeConfig)") from None
+                raise JudgeConfigError(f"{path}: {problem.message}") from None
+            raise JudgeConfigError(f"{path}: field {where!r}: {problem.message}; fix: correct "
+                                   f"or remove {where!r} (see JudgeConfig)") from None
 
     def settings_record(self) -> dict[str, Any]:
         """The non-secret settings written into ``llm_judge_predictions.json``."""
@@ -230,9 +230,9 @@ class JudgeConfig(BaseModel):
         }
 
 
-def _field_name(loc: tuple[int | str, ...], data: Mapping[str, Any]) -> str:
-    """A validation error's field as the YAML writes it (endpoint fields are flat there)."""
-    parts = [str(p) for p in loc]
+def _field_name(field: str, data: Mapping[str, Any]) -> str:
+    """A validation error's dotted field as the YAML writes it (endpoint fields are flat there)."""
+    parts = field.split(".") if field else []
     if parts[:1] == ["endpoint"] and len(parts) > 1:
         parts = parts[1:]
         key = _ENDPOINT_NAMES.get(parts[0])

@@ -21,14 +21,13 @@ Retry policy on a rerun:
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from eval_assets.hashing import canonical_json_sha256
 from eval_assets.journal import Journal
 from eval_assets.schemas.chat import TokenUsage
 
@@ -66,9 +65,12 @@ class JudgeCallRecord(BaseModel):
 
 
 def request_sha256(request: Mapping[str, Any]) -> str:
-    """SHA-256 of a chat request body in canonical JSON (sorted keys, no spaces)."""
-    canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    """SHA-256 of a chat request body in canonical JSON (sorted keys, no spaces).
+
+    Non-ASCII characters stay as they are (``ensure_ascii=False``): the journals' keys were made
+    so, and changing the recipe would orphan every stored judge reply.
+    """
+    return canonical_json_sha256(request, ensure_ascii=False)
 
 
 def call_key(request_digest: str, reply_try: int) -> str:

@@ -29,7 +29,7 @@ from eval_assets.metrics.avlm_rows import (
     PredictionRow,
     ScoringWarning,
     read_predictions,
-    write_json_atomic,
+    write_avlm_json,
 )
 
 STRICT_ANSWER_RE = re.compile(r"^\s*(?:\*\*)?\(([a-zA-Z])\)(?:\*\*)?(?=\s|$)")
@@ -287,6 +287,6 @@ def score_mcq_dir(inference_dir: Path) -> McqReport:
         warnings.simplefilter("ignore", ScoringWarning)
         lenient = score_mcq_lenient(rows)
     strict_path, lenient_path = folder / AVLM_MCQ_RESULTS, folder / AVLM_MCQ_LENIENT_RESULTS
-    write_json_atomic(strict_path, strict)
-    write_json_atomic(lenient_path, lenient)
+    write_avlm_json(strict_path, strict)
+    write_avlm_json(lenient_path, lenient)
     return McqReport(strict, lenient, strict_path, lenient_path)

@@ -7,10 +7,10 @@ is part of the generation config hash, which keeps stale stored answers from bei
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 from pathlib import Path
 
+from eval_assets.hashing import text_sha256
 from eval_assets.schemas.chat import Message
 from eval_assets.schemas.vqa_prompt import question_text
 
@@ -49,10 +49,12 @@ def description_messages(png: bytes) -> list[Message]:
 
 def _fingerprint(image_sha256: str, text: str) -> str:
     # Everything _messages() sends, with the image by its hash: equal fingerprints mean the model
-    # saw byte-identical requests (apart from the generation config, hashed separately).
+    # saw byte-identical requests (apart from the generation config, hashed separately). Not the
+    # canonical JSON (this one has json.dumps' spaces and keeps non-ASCII as is): stored records
+    # carry these fingerprints, so the recipe stays as it was made.
     document = json.dumps({"system": SYSTEM_PROMPT, "image_sha256": image_sha256, "text": text},
                           sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(document.encode("utf-8")).hexdigest()
+    return text_sha256(document)
 
 
 def vqa_content_sha256(image_sha256: str, question: str, choices: list[str]) -> str:

@@ -11,8 +11,6 @@ next one is scheduled in its place, which makes an interrupted run resumable at 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -20,11 +18,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from eval_assets import progress
 from eval_assets.atomic import write_text_atomic
+from eval_assets.hashing import bytes_sha256, file_digest, file_sha256
 from eval_assets.journal import Journal, exclusive_run_lock
+from eval_assets.jsonio import parse_model, write_json
 from eval_assets.model_runs.client import VLMClient
 from eval_assets.model_runs.prompts import (
     DESCRIPTION_PROMPT,
@@ -56,6 +56,9 @@ from eval_assets.schemas.predictions import (
 from eval_assets.schemas.vqa import DATASET_ASSETS, DATASET_CASES, Case
 
 Record = AnswerRecord | DescriptionRecord | RotationRecord
+
+_CASE_LINE = ("each line must be a JSON object with exactly id, image, question and choices "
+              "(a list of at least 2 strings); regenerate the dataset")
 
 
 @dataclass(frozen=True)
@@ -131,15 +134,7 @@ def load_public_cases(dataset_dir: Path) -> list[Case]:
         if not line.strip():
             continue
         where = f"{path}:{number}"
-        try:
-            case = Case.model_validate_json(line)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or "(line)"
-            raise ValueError(
-                f"{where}: field {field!r}: {first['msg']}; each line must be a JSON object with "
-                f"exactly id, image, question and choices (a list of at least 2 strings)"
-            ) from exc
+        case = parse_model(line, Case, where, fix=_CASE_LINE)
         if case.id in seen:
             raise ValueError(f"{where}: field 'id' repeats {case.id!r}; case ids must "
                              f"be unique, regenerate the dataset")
@@ -164,11 +159,11 @@ def public_fingerprint(dataset_dir: Path) -> str:
     default run folders differ. Labels and the audit are not read: they are private.
     """
     dataset_dir = Path(dataset_dir)
-    digest = hashlib.sha256((dataset_dir / DATASET_CASES).read_bytes())
+    # The hash of: the cases file's bytes, then per image its path, a NUL and its raw digest.
+    parts = [(dataset_dir / DATASET_CASES).read_bytes()]
     for image in sorted({c.image for c in load_public_cases(dataset_dir)}):
-        digest.update(image.encode("utf-8") + b"\0")
-        digest.update(hashlib.sha256((dataset_dir / image).read_bytes()).digest())
-    return digest.hexdigest()
+        parts += [image.encode("utf-8") + b"\0", file_digest(dataset_dir / image)]
+    return bytes_sha256(b"".join(parts))
 
 
 def _content_hashes(dataset_dir: Path, cases: Sequence[Case], frames: Sequence[Frame],
@@ -179,7 +174,7 @@ def _content_hashes(dataset_dir: Path, cases: Sequence[Case], frames: Sequence[F
     Each image is read once, here, so that what is reused is decided by the bytes a model would
     be sent now, not by names.
     """
-    image_sha = {image: hashlib.sha256(read_png(dataset_dir / image)).hexdigest()
+    image_sha = {image: bytes_sha256(read_png(dataset_dir / image))
                  for image in sorted({c.image for c in cases})}
     hashes: dict[str | tuple[str, int], str] = {
         c.id: vqa_content_sha256(image_sha[c.image], c.question, c.choices) for c in cases}
@@ -232,11 +227,13 @@ def summarise(records: Sequence[Record], total: int) -> CallSummary:
 
 
 def _dump_lines(records: Sequence[BaseModel]) -> str:
+    # Pydantic's compact JSON, as the journals hold the same records (not jsonio's json.dumps
+    # lines, whose spaces would change the files' bytes).
     return "".join(r.model_dump_json() + "\n" for r in records)
 
 
-def _dump_document(model: BaseModel) -> str:
-    return json.dumps(model.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+def _write_document(path: Path, model: BaseModel) -> None:
+    write_json(path, model.model_dump(mode="json"), sort_keys=True)
 
 
 def _schedule(tasks: Iterator[Callable[[], None]], max_concurrency: int) -> None:
@@ -296,7 +293,7 @@ def run_model(
     config_hash = generation.config_hash()
     run_config = RunConfig(
         dataset=str(dataset_dir),
-        cases_sha256=hashlib.sha256((dataset_dir / DATASET_CASES).read_bytes()).hexdigest(),
+        cases_sha256=file_sha256(dataset_dir / DATASET_CASES),
         num_cases=len(cases), num_frames=len(frames), generation=generation,
         config_hash=config_hash, describe=describe,
         description_prompt=DESCRIPTION_PROMPT if describe else None, rotations=rotations,
@@ -308,7 +305,7 @@ def run_model(
             Journal(out_dir / RUN_DESCRIPTIONS_JOURNAL, DescriptionRecord,
                     description_key) as descriptions, \
             _rotation_journal(out_dir, rotations) as rotated:
-        write_text_atomic(out_dir / RUN_CONFIG, _dump_document(run_config))
+        _write_document(out_dir / RUN_CONFIG, run_config)
         content = _content_hashes(dataset_dir, cases, frames, variants)
         answer_keys = {c.id: (c.id, model, config_hash, content[c.id])
                        for c in cases}
@@ -388,7 +385,7 @@ def run_model(
         write_text_atomic(out_dir / RUN_ROTATIONS, _dump_lines(standing_rotations))
     else:
         (out_dir / RUN_ROTATIONS).unlink(missing_ok=True)
-    write_text_atomic(out_dir / RUN_SUMMARY, _dump_document(summary))
+    _write_document(out_dir / RUN_SUMMARY, summary)
     skipped = (len(cases) - len(pending_cases) + len(frames) - len(pending_frames)
                + len(variants) - len(pending_rotations))
     return RunResult(out_dir=out_dir, summary=summary, calls_made=calls, skipped=skipped)

@@ -76,6 +76,7 @@ class EdgeTAMSegmenter:
                 box_xyxy: tuple[float, float, float, float]) -> np.ndarray:
         """Boolean (H, W) mask of the object inside ``box_xyxy`` (pixel edges)."""
         check_rgb(image)
+        # Not a stored hash (only "same image as the last call?" in memory): the fastest digest.
         key = hashlib.blake2b(image.tobytes(), digest_size=16).digest()
         if key != self._image_key:
             self._predictor.set_image(image)

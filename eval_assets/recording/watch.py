@@ -50,11 +50,6 @@ def file_state(path: Path) -> FileState:
     return FileState(stat.st_size, stat.st_mtime_ns, pending)
 
 
-# The file-hash recipe lives in eval_assets.hashing; this name stays for the callers outside the
-# recording package until they import it from there.
-sha256_file = file_sha256
-
-
 class ContentHashes:
     """File content hashes cached by (path, size, mtime) in one JSON file."""
 

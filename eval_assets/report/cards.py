@@ -15,7 +15,6 @@ all-correct cases, round-robin over families.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ import cv2
 import numpy as np
 
 from eval_assets.frames import PointCloudFrame, load_points, read_pointcloud_frames
+from eval_assets.jsonio import read_json, read_jsonl, read_model
 from eval_assets.metrics.vqa import VqaRowResult
 from eval_assets.perception.evidence_io import load_mask, read_detections
 from eval_assets.report.overlays import (
@@ -49,7 +49,6 @@ from eval_assets.schemas.vqa import (
     Label,
     asset_relpath,
     audit_frame_relpath,
-    read_jsonl,
 )
 from eval_assets.vqa.labels import read_labels
 
@@ -98,14 +97,12 @@ def _read_json_model(path: Path, model: type[FrameAudit] | type[EvidenceAudit]
     dimOS's keys: no calibration to check, no detections to draw)."""
     if not path.is_file():
         return None
-    text = path.read_text(encoding="utf-8")
     try:
-        return model.model_validate_json(text)
-    except ValueError as exc:
-        if model is FrameAudit and "width" not in json.loads(text):
+        return read_model(path, model, fix="regenerate the dataset")
+    except ValueError:
+        if model is FrameAudit and "width" not in read_json(path):
             return None
-        raise ValueError(f"{path} is not a valid {model.__name__}: {exc}; regenerate the "
-                         "dataset") from exc
+        raise
 
 
 class _FrameLoader:

@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
+from eval_assets.jsonio import read_model
 from eval_assets.metrics.stats import clustered_wilson
 from eval_assets.metrics.vqa import VqaRowResult, frame_keys
 from eval_assets.report.coverage import CaseKey, case_key
@@ -95,10 +96,7 @@ def load_history(history_dir: Path) -> list[NightResult]:
                             and _is_night(p.name)):
         seen: dict[tuple[str, str], Path] = {}
         for path in sorted(night_dir.glob(f"*/*/{_RESULTS_FILE}")):
-            try:
-                result = CellScores.model_validate_json(path.read_bytes())
-            except ValidationError as exc:
-                raise ValueError(f"{path}: not a CellScores: {exc}") from exc
+            result = read_model(path, CellScores)
             key = (result.recording, result.model)
             if key in seen:
                 raise ValueError(f"{path} and {seen[key]} are both recording {key[0]!r}, "

@@ -24,7 +24,6 @@ to the row's case set like accuracy; a result without rotations contributes its 
 from __future__ import annotations
 
 import io
-import json
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -36,6 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eval_assets.atomic import write_bytes_atomic, write_text_atomic
+from eval_assets.jsonio import dumps_json
 from eval_assets.metrics.circular import CircularGroupStats
 from eval_assets.metrics.stats import (
     ALPHA,
@@ -471,7 +471,7 @@ def leaderboard_json(df: pd.DataFrame, comparisons: Sequence[PairedComparison] =
         "rows": records,
         "paired_comparisons": [c.model_dump(mode="json") for c in comparisons],
     }
-    return json.dumps(document, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+    return dumps_json(document, ensure_ascii=False, allow_nan=False)
 
 
 def write_leaderboard(df: pd.DataFrame, out_dir: Path,

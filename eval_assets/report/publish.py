@@ -9,12 +9,12 @@ result for an older dataset is reported stale and left out.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from eval_assets.jsonio import read_json
 from eval_assets.layout import AVLM_JUDGE_PREDICTIONS, StorageLayout
 from eval_assets.report.cards import build_case_cards, build_frame_images
 from eval_assets.report.coverage import Coverage, build_coverage
@@ -54,7 +54,7 @@ def report_cards(layout: StorageLayout, results: Sequence[CellScores]
         for r in mine:
             path = layout.metric_dir(JUDGE.name, recording, r.model) / AVLM_JUDGE_PREDICTIONS
             if path.is_file():
-                judged[r.model] = json.loads(path.read_text("utf-8"))["results"]
+                judged[r.model] = read_json(path)["results"]
         dataset = layout.dataset_dir(recording)
         these = build_case_cards(dataset, answers, {r.model: report_of(r).rows for r in mine},
                                  judge_results=judged, recording=recording)

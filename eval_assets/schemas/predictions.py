@@ -8,8 +8,6 @@ the append-only journals and the run folder's ``config.json``, ``answers.jsonl``
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from eval_assets.errors import InputError
+from eval_assets.hashing import canonical_json_sha256
 
 # The run folder's file names are the layout's; re-exported for the run's readers and writers.
 from eval_assets.layout import RUN_ANSWERS as RUN_ANSWERS
@@ -65,8 +64,7 @@ class GenerationConfig(BaseModel):
         """
         document = self.model_dump(mode="json", exclude={"requery"} if self.requery is None
                                    else set())
-        canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        return canonical_json_sha256(document)
 
 
 class _CallRecord(BaseModel):
@@ -228,7 +226,8 @@ class ModelsFileError(InputError, ValueError):
 
 
 def _problem(err: Mapping[str, Any]) -> str:
-    # The entry writes the endpoint's fields flat, so they are named as written.
+    # Not errors.validation_message on purpose: a models-file entry lists up to three problems at
+    # once, and names the endpoint's fields as the entry writes them (flat, without 'endpoint.').
     loc = [str(p) for p in err["loc"]]
     if loc[:1] == ["endpoint"] and len(loc) > 1:
         loc = loc[1:]

@@ -17,9 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 
 from eval_assets.jsonio import dumps_json
 
-# Re-exported for the callers outside the core floors until they import it from jsonio.
-from eval_assets.jsonio import read_jsonl as read_jsonl
-
 # The dataset's and the proposals' file names are the layout's; re-exported for their readers.
 from eval_assets.layout import AUDIT_FRAME_EVIDENCE as AUDIT_FRAME_EVIDENCE
 from eval_assets.layout import AUDIT_FRAME_FILES as AUDIT_FRAME_FILES

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from eval_assets.jsonio import read_jsonl
 from eval_assets.metrics.circular import (
     CircularCase,
     CircularGroupStats,
@@ -25,7 +26,6 @@ from eval_assets.metrics.circular import (
 from eval_assets.metrics.vqa import VqaRowResult
 from eval_assets.schemas.predictions import RUN_ROTATIONS, RotationRecord, rotate_choices
 from eval_assets.schemas.results import CellScores, NotMeasured
-from eval_assets.schemas.vqa import read_jsonl
 from eval_assets.scoring.inputs import ModelRun, PrivateDataset
 from eval_assets.scoring.spec import Column, MetricSpec, ScoringInputs
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from eval_assets.jsonio import read_model
 from eval_assets.layout import StorageLayout
 from eval_assets.schemas.results import CellScores
 
@@ -16,5 +17,5 @@ def load_results(layout: StorageLayout, recordings: Sequence[str],
         for recording in sorted(recordings):
             path = layout.results_file(recording, model)
             if path.is_file():
-                results.append(CellScores.model_validate_json(path.read_text("utf-8")))
+                results.append(read_model(path, CellScores))
     return results

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval_assets.jsonio import read_jsonl, read_model
 from eval_assets.schemas.annotations import FrameAnnotation, read_annotations
 from eval_assets.schemas.predictions import (
     RUN_ANSWERS,
@@ -20,7 +21,6 @@ from eval_assets.schemas.vqa import (
     EvidenceAudit,
     Label,
     audit_frame_relpath,
-    read_jsonl,
 )
 from eval_assets.vqa.labels import read_labels
 
@@ -68,7 +68,7 @@ class PrivateDataset:
         path = self.root / audit_frame_relpath(frame_index) / AUDIT_FRAME_EVIDENCE
         if not path.is_file():
             return None
-        return EvidenceAudit.model_validate_json(path.read_text(encoding="utf-8"))
+        return read_model(path, EvidenceAudit, fix="regenerate the dataset")
 
 
 def load_private_dataset(dataset_dir: Path) -> PrivateDataset:

@@ -8,13 +8,13 @@ metric's folder, so a rescoring repeats only the calls a crash interrupted.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from eval_assets.jsonio import read_json, write_jsonl
 from eval_assets.layout import AVLM_JUDGE_PREDICTIONS, AVLM_JUDGE_RESULTS, AVLM_PREDICTIONS
 from eval_assets.metrics.judge import judge_dir
 from eval_assets.metrics.judge_calibration import CalibrationReport
@@ -22,7 +22,6 @@ from eval_assets.model_runs.prompts import DESCRIPTION_PROMPT
 from eval_assets.schemas.annotations import FrameAnnotation
 from eval_assets.schemas.results import CellScores
 from eval_assets.scoring.inputs import ModelRun, PrivateDataset
-from eval_assets.scoring.mcq import write_jsonl
 from eval_assets.scoring.spec import (
     Cell,
     Column,
@@ -150,16 +149,13 @@ def avlm_description_rows(
     return rows
 
 
-def _read_json(path: Any) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
 def _score(inputs: ScoringInputs) -> JudgeScores:
     handle = inputs.judge
     if handle is None:
         raise ValueError(f"{NAME} needs an opened judge (ScoringInputs.judge)")
     write_jsonl(inputs.out_dir / AVLM_PREDICTIONS, avlm_description_rows(inputs.data, inputs.run,
-                                                          inputs.annotations, DESCRIPTION_PROMPT))
+                                                          inputs.annotations, DESCRIPTION_PROMPT),
+                sort_keys=True)
     report = judge_dir(inputs.out_dir, handle.config, judge=handle.client,
                        self_judging_models=handle.self_judging_models)
     summary = report.results
@@ -178,8 +174,8 @@ def _score(inputs: ScoringInputs) -> JudgeScores:
         "results": report.results_path,
     })
     # What the files say, read back: the record is of what was written.
-    judge_model = _read_json(inputs.out_dir / AVLM_JUDGE_PREDICTIONS)["metadata"]["model_used"]
-    return judge_scores(_read_json(inputs.out_dir / AVLM_JUDGE_RESULTS), judge_model)
+    judge_model = read_json(inputs.out_dir / AVLM_JUDGE_PREDICTIONS)["metadata"]["model_used"]
+    return judge_scores(read_json(inputs.out_dir / AVLM_JUDGE_RESULTS), judge_model)
 
 
 def _metadata(j: JudgeScores) -> dict[str, Any]:

@@ -8,15 +8,13 @@ count the strict score only when every case was prompted with lettered choices.
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from eval_assets.atomic import write_text_atomic
+from eval_assets.jsonio import write_jsonl
 from eval_assets.layout import AVLM_PREDICTIONS
 from eval_assets.metrics.mcq import score_mcq_dir
 from eval_assets.schemas.results import CellScores
@@ -52,11 +50,6 @@ class McqScores(BaseModel):
     lenient_pct_correct: float | None
 
 
-def write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Rows as JSON lines (sorted keys), atomically."""
-    write_text_atomic(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
-
-
 def _lettered(choices: Sequence[str]) -> list[str]:
     return [f"({LETTERS[i]}) {choice}" for i, choice in enumerate(choices)]
 
@@ -84,7 +77,8 @@ def avlm_mcq_rows(data: PrivateDataset, run: ModelRun) -> list[dict[str, Any]]:
 
 
 def _score(inputs: ScoringInputs) -> McqScores:
-    write_jsonl(inputs.out_dir / AVLM_PREDICTIONS, avlm_mcq_rows(inputs.data, inputs.run))
+    write_jsonl(inputs.out_dir / AVLM_PREDICTIONS, avlm_mcq_rows(inputs.data, inputs.run),
+                sort_keys=True)
     report = score_mcq_dir(inputs.out_dir)
     inputs.notes["mcq_results"] = report.strict_path
     return McqScores(strict=report.strict, lenient_pct_correct=report.lenient["pct_correct"])

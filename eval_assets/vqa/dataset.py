@@ -18,7 +18,6 @@ readers never see a partial dataset; the destination must be absent or empty.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -31,7 +30,7 @@ import numpy as np
 
 from eval_assets.frames import PointCloudFrame, RectifiedFrame
 from eval_assets.geometry.ranging import RangeStats
-from eval_assets.hashing import file_digest
+from eval_assets.hashing import bytes_sha256, file_digest
 from eval_assets.schemas.perception import FrameDetections
 from eval_assets.schemas.vqa import (
     AUDIT_FRAME_EVIDENCE,
@@ -397,15 +396,15 @@ def dataset_fingerprint(dataset_dir: Path) -> str | None:
     root = Path(dataset_dir)
     if not (root / DATASET_CASES).is_file():
         return None
-    digest = hashlib.sha256()
+    # The hash of, per file, its name, a NUL and its raw digest (nothing for a missing label file).
+    parts: list[bytes] = []
     # The audit's labels carry each case's family and frame, which the metrics group by.
     for name in (DATASET_CASES, DATASET_LABELS, f"{DATASET_AUDIT}/{AUDIT_LABELS}"):
         path = root / name
-        digest.update(name.encode("utf-8") + b"\0")
-        digest.update(file_digest(path) if path.is_file() else b"")
+        parts += [name.encode("utf-8") + b"\0", file_digest(path) if path.is_file() else b""]
     assets = root / DATASET_ASSETS
     for image in sorted(assets.rglob("*")) if assets.is_dir() else []:
         if image.is_file():
-            digest.update(image.relative_to(root).as_posix().encode("utf-8") + b"\0")
-            digest.update(file_digest(image))
-    return digest.hexdigest()
+            parts += [image.relative_to(root).as_posix().encode("utf-8") + b"\0",
+                      file_digest(image)]
+    return bytes_sha256(b"".join(parts))

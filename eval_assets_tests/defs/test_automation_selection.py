@@ -14,7 +14,7 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from eval_assets.defs import keys
 from eval_assets.defs.automation import recordings_sensor
 from eval_assets.defs.resources import JudgeResource, ProjectStorage
-from eval_assets.recording.watch import sha256_file
+from eval_assets.hashing import file_sha256
 from eval_assets_tests.frames import damage
 
 
@@ -57,15 +57,15 @@ def test_selection_edits_are_new_versions_and_invalid_files_keep_it_out(
     added = _tick(instance, recordings, tmp_path, refused.cursor)
     assert list(added.dynamic_partitions_requests[0].partition_keys) == ["hall"]
     first = _recording_versions(added)["hall"]
-    assert first != sha256_file(db)  # the selection is part of the version
+    assert first != file_sha256(db)  # the selection is part of the version
     instance.add_dynamic_partitions("recordings", ["hall"])
 
     assert _recording_versions(_tick(instance, recordings, tmp_path, added.cursor)) == {}
     selection.write_text("stride: 3\n")
     edited = _tick(instance, recordings, tmp_path, added.cursor)
     assert edited.dynamic_partitions_requests == []
-    assert _recording_versions(edited)["hall"] not in (first, sha256_file(db))
+    assert _recording_versions(edited)["hall"] not in (first, file_sha256(db))
 
     selection.unlink()  # back to the default policy: the file's own hash
     assert _recording_versions(_tick(instance, recordings, tmp_path, edited.cursor)) == {
-        "hall": sha256_file(db)}
+        "hall": file_sha256(db)}

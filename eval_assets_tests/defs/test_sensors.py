@@ -14,7 +14,7 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from eval_assets.defs import keys
 from eval_assets.defs.automation import recordings_sensor
 from eval_assets.defs.resources import JudgeResource, ProjectStorage
-from eval_assets.recording.watch import sha256_file
+from eval_assets.hashing import file_sha256
 
 JUDGE = "serve: random\nmax_workers: 1\n"
 
@@ -58,7 +58,7 @@ def test_new_valid_recordings_become_partitions_with_their_content_hash(
     assert result.run_requests == []  # the graph decides what runs, not the sensor
     (add,) = result.dynamic_partitions_requests
     assert list(add.partition_keys) == ["hallway"]  # sample is known, corrupt is refused
-    digest = sha256_file(sample_db)
+    digest = file_sha256(sample_db)
     assert _observed(result, keys.RECORDING_FILE) == {"hallway": digest, "sample": digest}
     assert set(_observed(result, keys.MODEL_CONFIG)) >= {"random"}
     assert list(_observed(result, keys.JUDGE_CONFIG)) == [None]
@@ -92,4 +92,4 @@ def test_a_file_being_written_waits_and_a_replaced_file_gets_a_new_version(
     _age(recordings / "live.db")
     replaced = _tick(instance, recordings, tmp_path, cursor=settled.cursor)
     assert replaced.dynamic_partitions_requests == []
-    assert _observed(replaced, keys.RECORDING_FILE) == {"live": sha256_file(recordings / "live.db")}
+    assert _observed(replaced, keys.RECORDING_FILE) == {"live": file_sha256(recordings / "live.db")}

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from eval_assets.atomic import write_text_atomic
 from eval_assets.cli import app
+from eval_assets.jsonio import write_jsonl
 from eval_assets.layout import (
     AVLM_JUDGE_PREDICTIONS,
     AVLM_JUDGE_RESULTS,
@@ -28,7 +29,6 @@ from eval_assets.perception import PerceptionConfig
 from eval_assets.schemas.predictions import RUN_ANSWERS, RUN_DESCRIPTIONS, DescriptionRecord
 from eval_assets.scoring.inputs import load_annotations, load_private_dataset, load_run
 from eval_assets.scoring.judge import avlm_description_rows
-from eval_assets.scoring.mcq import write_jsonl
 from eval_assets.vqa.authors import AuthorConfig
 from eval_assets.vqa.generate import generate_from_recording
 
@@ -54,7 +54,7 @@ def description_rows(tmp_path: Path, sample_db: Path) -> Path:
                                  load_annotations(default_annotations_dir(), "sample"),
                                  DESCRIPTION_PROMPT)
     folder = tmp_path / "description_judge"
-    write_jsonl(folder / AVLM_PREDICTIONS, rows)
+    write_jsonl(folder / AVLM_PREDICTIONS, rows, sort_keys=True)
     return folder
 
 

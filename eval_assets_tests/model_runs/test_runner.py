@@ -253,7 +253,7 @@ def test_refill_keeps_max_concurrency_in_flight(tmp_path: Path) -> None:
     ("line", "message"),
     [
         ({"id": "a", "image": "assets/x.png", "question": "q", "choices": ["y", "n"],
-          "answer": "y"}, r"cases.jsonl:1: field 'answer'"),
+          "answer": "y"}, r"cases.jsonl:1 is not a valid Case record: field 'answer'"),
         ({"id": "a", "image": "labels.jsonl", "question": "q", "choices": ["y", "n"]},
          r"cases.jsonl:1: field 'image'.*inside assets/"),
         ({"id": "a", "image": "assets/../labels.png", "question": "q",
@@ -261,7 +261,7 @@ def test_refill_keeps_max_concurrency_in_flight(tmp_path: Path) -> None:
         ({"id": "a", "image": "assets/missing.png", "question": "q", "choices": ["y", "n"]},
          r"cases.jsonl:1: image 'assets/missing.png' does not exist"),
         ({"id": "a", "image": "assets/x.png", "question": "q", "choices": ["y"]},
-         r"cases.jsonl:1: field 'choices'"),
+         r"cases.jsonl:1 is not a valid Case record: field 'choices'"),
     ],
 )
 def test_bad_cases_are_rejected_before_any_call(tmp_path: Path, line: dict,

@@ -9,7 +9,6 @@ every metric's file into one :class:`~eval_assets.schemas.results.CellScores` pe
 
 # No `from __future__ import annotations`: Dagster checks the context annotation at runtime.
 
-import json
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from eval_assets.defs.partitions import (
     recording_model_partitions,
 )
 from eval_assets.defs.resources import JudgeResource, ProjectStorage, ScoringResource
+from eval_assets.jsonio import read_json
 from eval_assets.schemas.results import CellScores, NotMeasured
 from eval_assets.scoring import METRICS
 from eval_assets.scoring.inputs import load_annotations, load_private_dataset, load_run
@@ -159,8 +159,3 @@ def benchmark_results(context: AssetExecutionContext, storage: ProjectStorage) -
         kept = _write(layout.nightly_results_file(night, recording, model), cell)
         meta["nightly"] = MetadataValue.path(str(kept))
     return MaterializeResult(metadata=meta)
-
-
-def read_json(path: Path) -> dict:
-    """A JSON document written by a metric asset."""
-    return json.loads(path.read_text(encoding="utf-8"))

@@ -9,7 +9,6 @@ in the UI does the same on demand.
 
 # No `from __future__ import annotations`: Dagster checks the context annotation at runtime.
 
-import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,14 +28,11 @@ from eval_assets.defs.accepted import quietly
 from eval_assets.defs.partitions import declared_models, model_partitions, recordings_partitions
 from eval_assets.defs.resources import JudgeResource, ProjectStorage
 from eval_assets.frames.selection import selection_digest
+from eval_assets.hashing import text_sha256
 from eval_assets.layout import selection_file_for
 from eval_assets.recording.watch import ContentHashes, FileState
 
 GROUP = "inputs"
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def recording_version(hashes: ContentHashes, path: Path, state: FileState | None = None) -> str:
@@ -50,7 +46,7 @@ def recording_version(hashes: ContentHashes, path: Path, state: FileState | None
     selection = selection_digest(selection_file_for(path))
     if selection is None:
         return version
-    return _digest(f"recording:{version}\nselection:{selection}")
+    return text_sha256(f"recording:{version}\nselection:{selection}")
 
 
 def recording_versions(storage: ProjectStorage, partitions: list[str]) -> dict[str, str]:
@@ -66,12 +62,12 @@ def recording_versions(storage: ProjectStorage, partitions: list[str]) -> dict[s
 
 def model_versions() -> dict[str, str]:
     """Hash of each declared model's entry: endpoint, model id, generation settings."""
-    return {spec.name: _digest(spec.model_dump_json()) for spec in declared_models()}
+    return {spec.name: text_sha256(spec.model_dump_json()) for spec in declared_models()}
 
 
 def judge_version(judge: JudgeResource) -> str:
     """Hash of the judge's validated settings (the config file's content as loaded)."""
-    return _digest(judge.load_config().model_dump_json())
+    return text_sha256(judge.load_config().model_dump_json())
 
 
 def observation(key, version: str, partition: str | None = None) -> AssetObservation:

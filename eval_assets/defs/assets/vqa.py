@@ -20,8 +20,8 @@ from eval_assets.defs.automation_conditions import OWNERS, RECOMPUTE
 from eval_assets.defs.partitions import recordings_partitions
 from eval_assets.defs.resources import ProjectStorage, QuestionAuthorResource
 from eval_assets.frames import read_rectified_frames, read_selection_record, read_skipped_frames
+from eval_assets.hashing import file_sha256
 from eval_assets.perception.evidence_io import read_detections
-from eval_assets.recording.watch import sha256_file
 from eval_assets.schemas.vqa import DATASET_CASES, DATASET_LABELS, SourceRecording
 from eval_assets.vqa.generate import build_dataset, generation_audit, perception_summary
 from eval_assets.vqa.proposals import (
@@ -87,7 +87,7 @@ def vqa_dataset(context: AssetExecutionContext, storage: ProjectStorage,
     summary = build_dataset(
         frames_dir, layout.pointcloud_frames_dir(key), dets_dir,
         iter_proposals(layout.proposals_dir(key)), out,
-        SourceRecording(name=recording.name, sha256=sha256_file(recording)), config,
+        SourceRecording(name=recording.name, sha256=file_sha256(recording)), config,
         replace=True, generation=generation_audit(read_selection_record(frames_dir)),
         skipped_frames=[s.model_dump(mode="json") for s in read_skipped_frames(frames_dir)],
     )

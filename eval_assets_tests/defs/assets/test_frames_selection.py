@@ -19,8 +19,8 @@ from eval_assets.defs.assets.sources import recording_versions
 from eval_assets.defs.assets.vqa import question_proposals, vqa_dataset
 from eval_assets.defs.resources import PerceptionResource, ProjectStorage, QuestionAuthorResource
 from eval_assets.frames import TooManyBadFramesError, read_skipped_frames
+from eval_assets.hashing import file_sha256
 from eval_assets.layout import StorageLayout
-from eval_assets.recording.watch import sha256_file
 from eval_assets_tests.frames import damage
 
 KEY = "hall"
@@ -102,7 +102,7 @@ def test_bad_frames_are_skipped_and_the_dataset_is_made_from_the_rest(setup) -> 
 def test_the_selection_file_is_part_of_the_recording_version(setup) -> None:
     db, storage, _ = setup
     plain = recording_versions(storage, [KEY, "absent"])
-    assert plain == {KEY: sha256_file(db)}  # no selection file: the file's own hash
+    assert plain == {KEY: file_sha256(db)}  # no selection file: the file's own hash
     selection = db.with_name(f"{KEY}.selection.yaml")
     selection.write_text("stride: 2\n")
     with_file = recording_versions(storage, [KEY])[KEY]

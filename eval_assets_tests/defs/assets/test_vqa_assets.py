@@ -10,8 +10,8 @@ from dagster import AssetKey, DagsterInstance, ExecuteInProcessResult, materiali
 from eval_assets.defs.assets.vqa import question_proposals, vqa_dataset
 from eval_assets.defs.partitions import recordings_partitions
 from eval_assets.defs.resources import ProjectStorage, QuestionAuthorResource
+from eval_assets.hashing import file_sha256
 from eval_assets.layout import StorageLayout
-from eval_assets.recording.watch import sha256_file
 from eval_assets_tests.vqa.helpers import CANARY, make_stages
 
 KEY = "tiny"
@@ -53,7 +53,7 @@ def test_proposals_then_dataset(tmp_path: Path) -> None:
     assert labels["rejections_per_reason"]["image_only_frame"] > 0
     out = layout.dataset_dir(KEY)
     run = json.loads((out / "audit/run.json").read_text())
-    assert run["source"] == {"name": f"{KEY}.db", "sha256": sha256_file(recordings / f"{KEY}.db")}
+    assert run["source"] == {"name": f"{KEY}.db", "sha256": file_sha256(recordings / f"{KEY}.db")}
     assert run["config"]["perception"]["models"][0]["detector_version"] == CANARY
     assert CANARY not in (out / "cases.jsonl").read_text()
     # Rematerialising replaces the published dataset with identical bytes.
