@@ -220,6 +220,7 @@ def summarise(records: Sequence[Record], total: int) -> CallSummary:
         prompt_tokens=_sum_or_none([u.prompt_tokens for u in usages]),
         completion_tokens=_sum_or_none([u.completion_tokens for u in usages]),
         total_tokens=_sum_or_none([u.total_tokens for u in usages]),
+        reasoning_tokens=_sum_or_none([u.reasoning_tokens for u in usages]),
     )
     errors = Counter(r.error_category for r in records if r.error_category is not None)
     outcomes = Counter(outcome_of(r) for r in records)
