@@ -87,9 +87,14 @@ def _probe_png(shade: int) -> bytes:
     return buffer.getvalue()
 
 
+def _text(prompt: str) -> list[Message]:
+    return [{"role": "user", "content": f"{PROBE_MARKER} {prompt}"}]
+
+
 def _images_message(count: int) -> list[Message]:
     parts: list[dict[str, Any]] = [
-        {"type": "text", "text": f"{PROBE_MARKER} How many images are there? Reply with the number only."}]
+        {"type": "text",
+         "text": f"{PROBE_MARKER} How many images are there? Reply with the number only."}]
     parts += [{"type": "image_url", "image_url": {"url": image_data_url(_probe_png(40 * i))}}
               for i in range(count)]
     return [{"role": "user", "content": parts}]
@@ -154,7 +159,7 @@ def _other(param: TokenLimitParam) -> TokenLimitParam:
 
 def _token_limit(prober: _Prober, where: str) -> None:
     """Find the token-limit parameter with a text request; raise when none is answered."""
-    text = [{"role": "user", "content": f"{PROBE_MARKER} Reply with the single letter A."}]
+    text = _text("Reply with the single letter A.")
     result = prober.ask(text, f"text with {prober.param}", policy=None)
     if not _accepted(result) and _names_param(result, prober.param):
         prober.param = _other(prober.param)
@@ -189,8 +194,8 @@ def _images(prober: _Prober, where: str) -> int:
 def _structured(prober: _Prober) -> str:
     fmt = {"type": "json_schema",
            "json_schema": {"name": "preflight_canary", "strict": True, "schema": CANARY_SCHEMA}}
-    result = prober.ask([{"role": "user", "content": f"{PROBE_MARKER} Say hello in one short sentence."}],
-                        "canary json_schema", tokens=CANARY_TOKENS, response_format=fmt)
+    result = prober.ask(_text("Say hello in one short sentence."), "canary json_schema",
+                        tokens=CANARY_TOKENS, response_format=fmt)
     if not _accepted(result):
         return "unsupported"
     return "enforced" if _canary_valid(result.content) else "ignored"
@@ -210,8 +215,7 @@ def _run_probes(chat: ChatClient, settings: ClientSettings,
     structured = _structured(prober) if error is None else "unsupported"
     logprobs = False
     if error is None:
-        result = prober.ask([{"role": "user", "content": f"{PROBE_MARKER} Reply with A."}], "logprobs",
-                            logprobs=True)
+        result = prober.ask(_text("Reply with A."), "logprobs", logprobs=True)
         logprobs = _accepted(result) and result.has_logprobs
     record = EndpointCapabilities(
         config_sha256=config_sha256, preflight_version=PREFLIGHT_VERSION, model=settings.model,
