@@ -460,8 +460,6 @@ def _read_completion(data: bytes, status: int, max_chars: int) -> _Attempt:
     extra: dict[str, Any] = {"reasoning": reasoning, "reasoning_field": reasoning_field,
                              "refusal": refusal,
                              "has_logprobs": first.get("logprobs") is not None}
-    if content is None and (refusal or finish_reason == "content_filter"):
-        content = ""  # a refusal is a reply: the caller classifies it
     if content is None:
         return _Attempt(status_code=status, category="empty_response", usage=usage,
                         finish_reason=finish_reason,

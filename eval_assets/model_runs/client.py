@@ -199,10 +199,10 @@ class OpenAIVLMClient:
             "latency_s": result.latency_s,
             "wall_s": result.wall_s,
             "usage": result.usage,
-            "error_category": result.error_category or (
-                None if reply.answers else "empty_response"),
-            "error_message": result.error_message or (
-                None if reply.answers else "the reply has no text besides its reasoning"),
+            "error_category": None if reply.answers else (
+                result.error_category or "empty_response"),
+            "error_message": None if reply.answers else (
+                result.error_message or "the reply has no text besides its reasoning"),
             "attempts": result.attempts,
             "outcome": reply.outcome,
             "reasoning": reply.reasoning,
@@ -221,6 +221,9 @@ class OpenAIVLMClient:
         if text is not None:
             match = match_choice(text, case.choices)
             choice, tier = match.choice, match.tier
+        elif fields["status"] == "success":
+            # Truncated or refused: the scorers read raw_response, so it holds nothing to read.
+            fields.update(raw_response="", unread_reply=fields["raw_response"])
         return AnswerRecord(case_id=case.id, choice=choice, extraction_tier=tier, **fields)
 
     def describe(self, frame: str, image: str, png: bytes) -> DescriptionRecord:

@@ -70,13 +70,16 @@ class Classified:
 
 def classify(result: ChatResult, think_tags: Sequence[tuple[str, str]]) -> Classified:
     """The outcome of one call, its answer text after the thinking, and its reasoning."""
+    refused = bool(result.refusal) or result.finish_reason == "content_filter"
+    if result.error_category == "empty_response" and refused:
+        return Classified("refused", None, result.reasoning)  # a refusal without content
     if not result.ok:
         outcome: Outcome = ("empty" if result.error_category == "empty_response"
                             else result.error_category or "unexpected_error")
         return Classified(outcome, None, result.reasoning)
     thinking = strip_thinking(result.content or "", think_tags)
     reasoning = "\n".join(r for r in (result.reasoning, thinking.reasoning) if r) or None
-    if result.refusal or result.finish_reason == "content_filter":
+    if refused:
         return Classified("refused", thinking.text or None, reasoning)
     if result.finish_reason == "length" or thinking.unclosed:
         return Classified("truncated", thinking.text or None, reasoning)

@@ -98,6 +98,9 @@ class _CallRecord(BaseModel):
     reasoning: str | None = Field(
         default=None, description="The reply's reasoning (reasoning_content/reasoning, or the "
         "text of its think tags), kept out of raw_response.")
+    unread_reply: str | None = Field(
+        default=None, description="The text of a truncated or refused answer, kept here and "
+        "never read: its raw_response is '' so that every scorer counts it wrong.")
 
 
 def outcome_of(record: _CallRecord) -> Outcome:

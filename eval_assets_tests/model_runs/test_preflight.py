@@ -100,7 +100,7 @@ def test_the_answer_is_read_after_the_thinking_and_the_reasoning_is_kept(tmp_pat
     assert answers[first]["usage"]["reasoning_tokens"] == 30
     # An unclosed think tag: the budget ran out while thinking; never read as a choice.
     assert answers[second]["outcome"] == "truncated" and answers[second]["choice"] is None
-    assert answers[second]["status"] == "success"
+    assert answers[second]["status"] == "success" and answers[second]["raw_response"] == ""
     summary = _json(out / "summary.json")["answers"]
     assert summary["outcomes"] == {"answered": 1, "truncated": 1}
     assert summary["unmatched_choices"] == 0 and summary["tokens"]["reasoning_tokens"] == 30
@@ -120,6 +120,8 @@ def test_every_truncated_reply_is_counted(tmp_path: Path) -> None:
     assert summary["success"] == 4  # the model's answers: they stand, scored as wrong
     answers = _lines(out / "answers.jsonl")
     assert [a["choice"] for a in answers] == [None, None, None, "yes"]
+    # Kept, but never where a scorer reads a reply: "ye" must not score as "yes".
+    assert [(a["raw_response"], a["unread_reply"]) for a in answers[:3]] == [("", "ye")] * 3
 
 
 def test_refusals_are_answers_without_a_choice(tmp_path: Path) -> None:
