@@ -140,9 +140,9 @@ class _Prober:
         self.calls += 1
         result = self.chat.complete(request, label=f"preflight {label}", policy=policy)
         self._see_reasoning(result)
-        what = ("HTTP " + str(result.status_code) if result.status_code else "no response")
-        error = f": {result.error_message}" if result.error_message else ""
-        self.notes.append(f"{label}: {what}{error}"[:300])
+        what = result.error_message or (f"HTTP {result.status_code}" if result.status_code
+                                         else "no response")
+        self.notes.append(f"{label}: {what}"[:300])
         return result
 
     def _see_reasoning(self, result: ChatResult) -> None:
