@@ -52,6 +52,7 @@ RUN_ANSWERS = "answers.jsonl"
 RUN_DESCRIPTIONS = "descriptions.jsonl"
 RUN_ROTATIONS = "rotations.jsonl"
 RUN_SUMMARY = "summary.json"
+RUN_ENDPOINT = "endpoint.json"  # what the endpoint can do (eval_assets.model_runs.preflight)
 RUN_ANSWERS_JOURNAL = "answers.journal.jsonl"
 RUN_DESCRIPTIONS_JOURNAL = "descriptions.journal.jsonl"
 RUN_ROTATIONS_JOURNAL = "rotations.journal.jsonl"

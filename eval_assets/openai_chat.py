@@ -165,6 +165,10 @@ class _Attempt:
     raw: str | None = None
     retryable: bool = False
     retry_after_s: float | None = None
+    reasoning: str | None = None
+    reasoning_field: str | None = None
+    refusal: str | None = None
+    has_logprobs: bool = False
 
 
 class _DeadlinePassed(Exception):
@@ -187,9 +191,27 @@ def _usage(value: Any) -> TokenUsage | None:
         number = value.get(key)
         return number if isinstance(number, int) and not isinstance(number, bool) else None
 
+    details = value.get("completion_tokens_details")
+    reasoning = details.get("reasoning_tokens") if isinstance(details, Mapping) else None
     return TokenUsage(prompt_tokens=count("prompt_tokens"),
                       completion_tokens=count("completion_tokens"),
-                      total_tokens=count("total_tokens"))
+                      total_tokens=count("total_tokens"),
+                      reasoning_tokens=reasoning if isinstance(reasoning, int)
+                      and not isinstance(reasoning, bool) else None)
+
+
+# Where servers put reasoning beside the content: vLLM, DeepSeek and LM Studio used
+# ``reasoning_content``; vLLM renamed it ``reasoning`` (and later dropped it).
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+def _reasoning(message: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The reasoning text of a message and the field it came in (``(None, None)``: none)."""
+    for name in REASONING_FIELDS:
+        text = _message_text(message.get(name))
+        if text:
+            return text, name
+    return None, None
 
 
 def _message_text(content: Any) -> str | None:
@@ -292,19 +314,19 @@ class ChatClient:
 
     # --- one logical call --------------------------------------------------------------------
     def complete(self, request: Mapping[str, Any], *, label: str = "",
-                 jitter_key: str | None = None) -> ChatResult:
+                 jitter_key: str | None = None, policy: RetryPolicy | None = None) -> ChatResult:
         """POST ``request`` (a chat-completions body) with retries; never raises.
 
         ``label`` names the call in log lines; ``jitter_key`` seeds the backoff jitter (default:
-        the request's SHA-256).
+        the request's SHA-256); ``policy`` replaces the client's retry policy for this call.
         """
         body = json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        max_tokens = request.get("max_tokens")
+        max_tokens = request.get("max_tokens", request.get("max_completion_tokens"))
         max_bytes, max_chars = self.reply_limits(max_tokens if isinstance(max_tokens, int)
                                                  else None)
         seed = jitter_key if jitter_key is not None else bytes_sha256(body)
         rng = random.Random(seed)
-        policy = self.policy
+        policy = policy or self.policy
         where = f"{self.base_url}" + (f" [{label}]" if label else "")
         start = time.perf_counter()
         attempts, waited = 0, 0.0
@@ -343,7 +365,9 @@ class ChatClient:
             "content": attempt.content, "finish_reason": attempt.finish_reason,
             "usage": attempt.usage, "status_code": attempt.status_code,
             "error_category": attempt.category, "error_message": attempt.message,
-            "raw_response": attempt.raw, **cost, **changes}
+            "raw_response": attempt.raw, "reasoning": attempt.reasoning,
+        "reasoning_field": attempt.reasoning_field, "refusal": attempt.refusal,
+        "has_logprobs": attempt.has_logprobs, **cost, **changes}
         for key in ("error_message", "raw_response"):
             fields[key] = self._redact(fields[key])
         return ChatResult(**fields)
@@ -426,22 +450,29 @@ def _read_completion(data: bytes, status: int, max_chars: int) -> _Attempt:
         return malformed("the body has no 'choices'")
     first = choices[0] if isinstance(choices[0], Mapping) else {}
     message = first.get("message")
-    content = _message_text(message.get("content") if isinstance(message, Mapping) else None)
+    message = message if isinstance(message, Mapping) else {}
+    content = _message_text(message.get("content"))
     finish = first.get("finish_reason")
     finish_reason = finish if isinstance(finish, str) else None
     usage = _usage(doc.get("usage"))
+    reasoning, reasoning_field = _reasoning(message)
+    refusal = message.get("refusal") if isinstance(message.get("refusal"), str) else None
+    extra: dict[str, Any] = {"reasoning": reasoning, "reasoning_field": reasoning_field,
+                             "refusal": refusal,
+                             "has_logprobs": first.get("logprobs") is not None}
     if content is None:
         return _Attempt(status_code=status, category="empty_response", usage=usage,
                         finish_reason=finish_reason,
-                        message="the first choice has no message content",
-                        raw=_truncate(data.decode("utf-8", "replace"), _MAX_RAW_CHARS))
+                        message="the first choice has no message content"
+                        + (" (only reasoning)" if reasoning else ""),
+                        raw=_truncate(data.decode("utf-8", "replace"), _MAX_RAW_CHARS), **extra)
     if len(content) > max_chars:
         return _Attempt(status_code=status, category="reply_too_large", usage=usage,
                         finish_reason=finish_reason, message=(
                             f"the reply has {len(content)} characters, more than "
                             f"max_reply_chars={max_chars}; it is not an answer"))
     return _Attempt(content=content, finish_reason=finish_reason, usage=usage,
-                    status_code=status)
+                    status_code=status, **extra)
 
 
 # --- opening an endpoint ---------------------------------------------------------------------

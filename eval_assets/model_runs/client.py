@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from eval_assets.choices import match_choice
+from eval_assets.model_runs.outcomes import classify
 from eval_assets.model_runs.prompts import (
     PROMPT_VERSION,
     description_messages,
@@ -22,7 +24,7 @@ from eval_assets.model_runs.prompts import (
 )
 from eval_assets.openai_chat import ChatClient, chat_client, open_endpoint
 from eval_assets.schemas.chat import ChatResult, Message
-from eval_assets.schemas.endpoint import Endpoint, split_endpoint_fields
+from eval_assets.schemas.endpoint import Endpoint, EndpointCapabilities, split_endpoint_fields
 from eval_assets.schemas.predictions import (
     AnswerRecord,
     DescriptionRecord,
@@ -123,6 +125,8 @@ class OpenAIVLMClient:
     """A :class:`VLMClient` for any OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
     Thread-safe: one instance serves every worker of a run (the HTTP connection pool is shared).
+    :meth:`prepare` runs the endpoint's capability preflight (the runner calls it before any
+    case); its token-limit parameter is then the one each request carries.
     """
 
     def __init__(self, settings: ClientSettings, chat: ChatClient | None = None) -> None:
@@ -132,6 +136,7 @@ class OpenAIVLMClient:
         # The client open_endpoint() opened, or one for the fixed endpoint of the settings.
         self._chat = chat if chat is not None else chat_client(
             settings.endpoint, settings.endpoint.api_key())
+        self.capabilities: EndpointCapabilities | None = None
 
     @property
     def generation(self) -> GenerationConfig:
@@ -157,42 +162,75 @@ class OpenAIVLMClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def prepare(self, run_dir: Path) -> EndpointCapabilities:
+        """Probe the endpoint (or reuse ``run_dir``'s ``endpoint.json``) before any case.
+
+        Raises :class:`~eval_assets.model_runs.preflight.PreflightError` when the endpoint
+        cannot take an image.
+        """
+        from eval_assets.model_runs.preflight import preflight
+
+        self.capabilities = preflight(self._chat, self.settings, run_dir)
+        return self.capabilities
+
+    @property
+    def token_limit_param(self) -> str:
+        """The request field carrying the token limit: the preflight's, else the configured."""
+        if self.capabilities is not None:
+            return self.capabilities.token_limit_param
+        return self.settings.endpoint.token_limit_param
+
     def chat(self, messages: list[Message], label: str = "") -> ChatResult:
         """One logical call: attempts with backoff until a reply, a final error, or no retries."""
         return self._chat.complete(
             {"model": self.settings.model, "messages": messages,
              "temperature": self.settings.temperature,
-             "max_tokens": self.settings.endpoint.max_tokens},
+             self.token_limit_param: self.settings.endpoint.max_tokens},
             label=label)
 
-    def _common(self, result: ChatResult) -> dict[str, Any]:
-        return {
+    def _common(self, result: ChatResult) -> tuple[dict[str, Any], str | None]:
+        """The record fields of a call, and the answer text (None: the reply is no answer)."""
+        reply = classify(result, self.settings.endpoint.think_tags)
+        fields = {
             "model": self.settings.model,
             "config_hash": self._config_hash,
-            "status": "success" if result.ok else "failed",
-            "raw_response": result.content if result.ok else result.raw_response,
+            "status": "success" if reply.answers else "failed",
+            "raw_response": (reply.text if reply.answers else result.raw_response),
             "latency_s": result.latency_s,
             "wall_s": result.wall_s,
             "usage": result.usage,
-            "error_category": result.error_category,
-            "error_message": result.error_message,
+            "error_category": None if reply.answers else (
+                result.error_category or "empty_response"),
+            "error_message": None if reply.answers else (
+                result.error_message or "the reply has no text besides its reasoning"),
             "attempts": result.attempts,
+            "outcome": reply.outcome,
+            "reasoning": reply.reasoning,
         }
+        return fields, reply.text if reply.outcome == "answered" else None
 
     def answer(self, case: Case, png: bytes) -> AnswerRecord:
-        """Ask one case with the dimOS runner prompt and map the reply to a choice."""
+        """Ask one case with the dimOS runner prompt and map the reply to a choice.
+
+        Only an ``answered`` reply is read for a choice; a truncated or refused one stands
+        with none (it scores as wrong).
+        """
         result = self.chat(vqa_messages(png, case.question, case.choices), label=case.id)
+        fields, text = self._common(result)
         choice = tier = None
-        if result.ok and result.content is not None:
-            match = match_choice(result.content, case.choices)
+        if text is not None:
+            match = match_choice(text, case.choices)
             choice, tier = match.choice, match.tier
-        return AnswerRecord(case_id=case.id, choice=choice, extraction_tier=tier,
-                            **self._common(result))
+        elif fields["status"] == "success":
+            # Truncated or refused: the scorers read raw_response, so it holds nothing to read.
+            fields.update(raw_response="", unread_reply=fields["raw_response"])
+        return AnswerRecord(case_id=case.id, choice=choice, extraction_tier=tier, **fields)
 
     def describe(self, frame: str, image: str, png: bytes) -> DescriptionRecord:
         """Ask for a free-text description of one frame."""
         result = self.chat(description_messages(png), label=frame)
-        return DescriptionRecord(frame=frame, image=image, **self._common(result))
+        fields, _ = self._common(result)
+        return DescriptionRecord(frame=frame, image=image, **fields)
 
 
 @contextlib.contextmanager

@@ -51,6 +51,7 @@ from eval_assets.schemas.predictions import (
     RunConfig,
     RunSummary,
     TokenUsage,
+    outcome_of,
     rotate_choices,
 )
 from eval_assets.schemas.vqa import DATASET_ASSETS, DATASET_CASES, Case
@@ -214,14 +215,18 @@ def summarise(records: Sequence[Record], total: int) -> CallSummary:
         prompt_tokens=_sum_or_none([u.prompt_tokens for u in usages]),
         completion_tokens=_sum_or_none([u.completion_tokens for u in usages]),
         total_tokens=_sum_or_none([u.total_tokens for u in usages]),
+        reasoning_tokens=_sum_or_none([u.reasoning_tokens for u in usages]),
     )
     errors = Counter(r.error_category for r in records if r.error_category is not None)
-    unmatched = sum(1 for r in ok
-                    if isinstance(r, AnswerRecord | RotationRecord) and r.choice is None)
+    outcomes = Counter(outcome_of(r) for r in records)
+    # Truncated and refused replies are never read for a choice: not parse failures.
+    unmatched = sum(1 for r in ok if isinstance(r, AnswerRecord | RotationRecord)
+                    and r.choice is None and outcome_of(r) == "answered")
     return CallSummary(
         total=total, success=len(ok), failed=len(records) - len(ok),
         missing=total - len(records), error_counts=dict(sorted(errors.items())),
-        unmatched_choices=unmatched, latency_s=latency, tokens=tokens,
+        unmatched_choices=unmatched, outcomes=dict(sorted(outcomes.items())),
+        latency_s=latency, tokens=tokens,
         attempts=sum(r.attempts for r in records),
     )
 
@@ -306,6 +311,10 @@ def run_model(
                     description_key) as descriptions, \
             _rotation_journal(out_dir, rotations) as rotated:
         _write_document(out_dir / RUN_CONFIG, run_config)
+        # The endpoint's capability preflight (endpoint.json), before any case is asked.
+        prepare = getattr(client, "prepare", None)
+        if prepare is not None:
+            prepare(out_dir)
         content = _content_hashes(dataset_dir, cases, frames, variants)
         answer_keys = {c.id: (c.id, model, config_hash, content[c.id])
                        for c in cases}

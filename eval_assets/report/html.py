@@ -31,6 +31,7 @@ from eval_assets.metrics.stats import PairedComparison
 from eval_assets.report.case_browser import CASES_PER_PAGE, cases_section
 from eval_assets.report.circular_section import circular_section
 from eval_assets.report.coverage import Coverage, build_coverage
+from eval_assets.report.endpoints_section import ModelEndpoint, endpoints_section
 from eval_assets.report.history import NightResult
 from eval_assets.report.leaderboard import METHODS, paired_comparisons
 from eval_assets.report.markup import esc, section
@@ -70,6 +71,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   comparisons: Sequence[PairedComparison] | None = None,
                   coverage: Coverage | None = None,
                   history: Sequence[NightResult] = (),
+                  endpoints: Sequence[ModelEndpoint] = (),
                   generated_at: str | None = None) -> str:
     """The whole report as one self-contained HTML document.
 
@@ -108,7 +110,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         headline_section(leaderboard, coverage), coverage_section(coverage),
         comparisons_section(comparisons), circular_section(results, coverage),
         families_section(leaderboard), recordings_section(leaderboard),
-        nights_section(history), not_computed_section(results),
+        nights_section(history), endpoints_section(endpoints), not_computed_section(results),
         *(html for _, _, html in metrics), cases_section(cards, frames), _methods(),
     ])
     footer = ("Models are ranked only on the cases every ranked model answered. Leaderboard "

@@ -18,6 +18,7 @@ from eval_assets.jsonio import read_json
 from eval_assets.layout import AVLM_JUDGE_PREDICTIONS, StorageLayout
 from eval_assets.report.cards import build_case_cards, build_frame_images
 from eval_assets.report.coverage import Coverage, build_coverage
+from eval_assets.report.endpoints_section import load_endpoints
 from eval_assets.report.history import load_history
 from eval_assets.report.html import render_report, write_report
 from eval_assets.report.leaderboard import build_leaderboard, paired_comparisons, write_leaderboard
@@ -126,5 +127,7 @@ def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
     html = render_report(build_leaderboard(results, coverage=coverage), results, cards,
                          REPORT_TITLE, frames=frames,
                          comparisons=paired_comparisons(results, coverage=coverage),
-                         coverage=coverage, history=history, generated_at=generated_at)
+                         coverage=coverage, history=history, generated_at=generated_at,
+                         endpoints=load_endpoints([(r.model, layout.predictions_dir(
+                             r.recording, r.model)) for r in usable]))
     return write_report(html, layout.report_file())

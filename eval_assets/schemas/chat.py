@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 # One OpenAI-style chat message: {"role": ..., "content": text or a list of text/image parts}.
 Message = dict[str, Any]
@@ -32,6 +32,18 @@ RETRYABLE_CATEGORIES: frozenset[str] = frozenset(
     {"rate_limited", "server_error", "timeout", "connection_error"}
 )
 
+# What one reply of a model under test came to (eval_assets.model_runs.outcomes). The first
+# three are the model's answers and stand (truncated and refused ones score as wrong); every
+# other outcome is no answer: the record is failed, so a rerun asks again. ``empty`` is a reply
+# with no text left (none at all, or only reasoning); the rest are the call's failure categories.
+ReplyOutcome = Literal["answered", "truncated", "refused", "empty"]
+Outcome = Literal[
+    "answered", "truncated", "refused", "empty",
+    "rate_limited", "server_error", "timeout", "connection_error", "client_error",
+    "malformed_response", "reply_too_large", "retry_after_too_long", "unexpected_error",
+]
+ANSWER_OUTCOMES: frozenset[str] = frozenset({"answered", "truncated", "refused"})
+
 
 class TokenUsage(BaseModel):
     """Token counts as reported by the server (absent fields stay ``None``)."""
@@ -41,6 +53,17 @@ class TokenUsage(BaseModel):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     total_tokens: int | None = None
+    reasoning_tokens: int | None = Field(
+        default=None, description="Of completion_tokens, those spent reasoning "
+        "(completion_tokens_details.reasoning_tokens), when the server says.")
+
+    @model_serializer(mode="wrap")
+    def _without_unknown_reasoning(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Left out when unknown, so records of models that do not reason read as before.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("reasoning_tokens") is None:
+            data.pop("reasoning_tokens", None)
+        return data
 
 
 class ChatResult(BaseModel):
@@ -67,6 +90,13 @@ class ChatResult(BaseModel):
     error_message: str | None = None
     raw_response: str | None = Field(
         default=None, description="An excerpt of a body that is not a chat completion.")
+    reasoning: str | None = Field(
+        default=None, description="Reasoning sent beside the content (reasoning_content or "
+        "reasoning); inline think tags stay in content.")
+    reasoning_field: str | None = Field(
+        default=None, description="The message field the reasoning came in.")
+    refusal: str | None = Field(default=None, description="The message's refusal, if any.")
+    has_logprobs: bool = Field(default=False, description="The first choice carried logprobs.")
 
     @property
     def ok(self) -> bool:

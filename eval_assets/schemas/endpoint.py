@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -44,6 +44,10 @@ LOCAL_MODEL_NAMES = ("random", "blind-smollm2")
 # Requests need some key; a placeholder (never the user's OPENAI_API_KEY, which an SDK would
 # otherwise pick up and send to whatever base_url is configured) when no variable is named.
 NO_KEY = "not-needed"
+
+
+TokenLimitParam = Literal["max_tokens", "max_completion_tokens"]
+DEFAULT_THINK_TAGS: tuple[tuple[str, str], ...] = (("<think>", "</think>"),)
 
 
 class EndpointError(InputError, ValueError):
@@ -85,6 +89,12 @@ class Endpoint(BaseModel):
     max_reply_chars: int | None = Field(
         None, ge=1, description="longest reply accepted, else reply_too_large; None: derived "
         "from max_tokens")
+    token_limit_param: TokenLimitParam = Field(
+        "max_tokens", description="the request field carrying max_tokens; the preflight "
+        "switches to max_completion_tokens when the server refuses this one")
+    think_tags: tuple[tuple[str, str], ...] = Field(
+        DEFAULT_THINK_TAGS, description="opening and closing tags of inline reasoning, "
+        "stripped from a reply before its answer is read; an unclosed one: truncated")
 
     @field_validator("base_url", "model", "api_key_env", mode="before")
     @classmethod
@@ -157,3 +167,37 @@ def split_endpoint_fields(data: Mapping[str, Any], renames: Mapping[str, str] | 
     else:
         out["endpoint"] = endpoint
     return out
+
+
+ReasoningWhere = Literal["none", "reasoning_content", "reasoning", "inline"]
+
+
+class EndpointCapabilities(BaseModel):
+    """``endpoint.json`` of a run folder: what the preflight found the endpoint can do.
+
+    Made by :func:`eval_assets.model_runs.preflight.preflight` before a run asks any case, and
+    reused while ``config_sha256`` (the hash of the settings that decide the endpoint's
+    behaviour) is unchanged.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    config_sha256: str = Field(description="hash of the endpoint settings probed")
+    preflight_version: int
+    model: str
+    endpoint: str = Field(description="the endpoint probed (a served model: its stable id)")
+    token_limit_param: TokenLimitParam = Field(
+        description="the token-limit field the server accepts; the client sends this one")
+    images: bool = Field(description="a request with one image was answered")
+    max_images: int = Field(ge=0, description="most images one request was answered with "
+                                              "(probed 1, 2, 4, ... up to max_images_probed)")
+    max_images_probed: int
+    data_url_images: bool = Field(description="a base64 data: URL image was accepted")
+    structured_output: Literal["enforced", "ignored", "unsupported"] = Field(
+        description="a canary json_schema reply validated (enforced), did not (ignored: the "
+        "parameter was accepted but not followed) or the request was refused (unsupported)")
+    reasoning: ReasoningWhere = Field(description="where reasoning arrived in the probes")
+    logprobs: bool = Field(description="logprobs came back when asked (never required)")
+    calls: int = Field(description="requests the preflight sent")
+    seconds: float = Field(description="wall time of the preflight")
+    notes: list[str] = Field(default_factory=list, description="what each probe saw")

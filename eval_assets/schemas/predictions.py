@@ -33,6 +33,7 @@ from eval_assets.layout import RUN_SUMMARY as RUN_SUMMARY
 # client (eval_assets.openai_chat), defined with its call result.
 from eval_assets.schemas.chat import RETRYABLE_CATEGORIES as RETRYABLE_CATEGORIES
 from eval_assets.schemas.chat import ChatErrorCategory as ErrorCategory
+from eval_assets.schemas.chat import Outcome as Outcome
 from eval_assets.schemas.chat import TokenUsage as TokenUsage
 from eval_assets.schemas.endpoint import Endpoint, split_endpoint_fields
 
@@ -89,6 +90,26 @@ class _CallRecord(BaseModel):
     content_sha256: str | None = Field(
         default=None, description="Hash of everything the model saw (prompt, question, choices, "
         "image bytes); a stored record is reused only for identical content.")
+    outcome: Outcome | None = Field(
+        default=None, description="What the reply came to (eval_assets.model_runs.outcomes); "
+        "None on records written before outcomes: see outcome_of().")
+    reasoning: str | None = Field(
+        default=None, description="The reply's reasoning (reasoning_content/reasoning, or the "
+        "text of its think tags), kept out of raw_response.")
+    unread_reply: str | None = Field(
+        default=None, description="The text of a truncated or refused answer, kept here and "
+        "never read: its raw_response is '' so that every scorer counts it wrong.")
+
+
+def outcome_of(record: _CallRecord) -> Outcome:
+    """A record's outcome; a record older than outcomes is answered, or its failure category."""
+    if record.outcome is not None:
+        return record.outcome
+    if record.status == "success":
+        return "answered"
+    if record.error_category == "empty_response":
+        return "empty"
+    return record.error_category or "unexpected_error"
 
 
 class AnswerRecord(_CallRecord):
@@ -176,6 +197,9 @@ class CallSummary(BaseModel):
     unmatched_choices: int = Field(
         default=0, description="Successful answers that name no choice (parse failures)."
     )
+    outcomes: dict[str, int] = Field(
+        default_factory=dict, description="Standing records by outcome (answered, truncated, "
+        "refused, empty, server_error, ...); missing items are not counted.")
     latency_s: LatencyStats
     tokens: TokenUsage
     attempts: int

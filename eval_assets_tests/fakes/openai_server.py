@@ -18,6 +18,17 @@ headers such as ``Retry-After``, OpenAI error body) and :class:`RawResponse` (an
 wait ``delay_s`` first, to provoke client timeouts. Every request is recorded (path, headers, body).
 ``GET /v1/models`` lists ``models``.
 
+Server behaviours (keyword arguments, applied to every request before the script, as the real
+servers named do): ``token_param="max_completion_tokens"`` refuses ``max_tokens`` with OpenAI's
+400 ``unsupported_parameter``; ``max_images=0`` answers an image part with llama.cpp's 500
+"Unsupported content part type" (no projector), ``max_images=1`` refuses more with vLLM's 400
+(``--limit-mm-per-prompt``); ``enforce_schema`` makes ``response_format`` json_schema replies
+validate (else it is ignored, as vLLM >= 0.12 ignores ``guided_json``); ``logprobs`` returns
+logprobs when asked. The capability preflight's probes (text holding
+:data:`eval_assets.model_runs.preflight.PROBE_MARKER`) are answered by ``probe_reply``, not the
+script, and recorded in :attr:`OpenAICompatibleServer.probes` instead of ``requests``, so a
+script plans only the run's calls.
+
 Judge mode: :func:`rubric_judge` builds a script that reads the AVLM rubric's **Ground Truth** and
 **Prediction** sections out of each request and replies with a verdict whose score a function of
 the two texts decides; :func:`overlap_score` is such a function (a crude but honest judge: 10 less
@@ -45,7 +56,10 @@ class Reply:
     content: str | None
     delay_s: float = 0.0
     finish_reason: str = "stop"
-    usage: Mapping[str, int] | None = None  # None: all counts 0
+    usage: Mapping[str, Any] | None = None  # None: all counts 0
+    reasoning_content: str | None = None  # sent as message.reasoning_content when set
+    reasoning: str | None = None  # sent as message.reasoning when set (vLLM's later name)
+    refusal: str | None = None  # sent as message.refusal when set
 
 
 @dataclass(frozen=True)
@@ -172,7 +186,7 @@ def rubric_judge(score: Callable[[str, str], Any], *, delay_s: float = 0.0,
 
 def completion_body(content: str | None, model: str, number: int,
                     finish_reason: str = "stop",
-                    usage: Mapping[str, int] | None = None) -> dict[str, Any]:
+                    usage: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """OpenAI's ``chat.completion`` response shape (``usage`` None: all counts 0)."""
     return {
         "id": f"chatcmpl-fake-{number}",
@@ -186,11 +200,57 @@ def completion_body(content: str | None, model: str, number: int,
     }
 
 
+def reply_body(reply: Reply, model: str, number: int) -> dict[str, Any]:
+    """The chat completion of ``reply``, its reasoning and refusal fields included when set."""
+    body = completion_body(reply.content, model, number, reply.finish_reason, reply.usage)
+    message = body["choices"][0]["message"]
+    for name in ("reasoning_content", "reasoning", "refusal"):
+        if getattr(reply, name) is not None:
+            message[name] = getattr(reply, name)
+    return body
+
+
+PROBE_MARKER = "Preflight probe."  # eval_assets.model_runs.preflight.PROBE_MARKER (a test checks)
+
+
+def image_count(body: Mapping[str, Any]) -> int:
+    """The number of image parts in a chat request's messages."""
+    return sum(1 for message in body.get("messages") or [] if isinstance(message, Mapping)
+               and isinstance(message.get("content"), list)
+               for part in message["content"]
+               if isinstance(part, Mapping) and part.get("type") == "image_url")
+
+
+def _openai_error(status: int, message: str, param: str | None = None,
+                  code: str | None = None, kind: str = "invalid_request_error") -> HttpError:
+    return HttpError(status, body={"error": {"message": message, "type": kind, "param": param,
+                                             "code": code}})
+
+
+def _schema_instance(schema: Mapping[str, Any]) -> Any:
+    """A value that validates against a simple schema (enum, integer bounds, objects)."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    if schema.get("type") == "object":
+        return {k: _schema_instance(v) for k, v in (schema.get("properties") or {}).items()}
+    if schema.get("type") == "integer":
+        return int(schema.get("minimum", 0))
+    return "x"
+
+
 class OpenAICompatibleServer:
     """A threaded HTTP server speaking the chat-completions API, on a free port of 127.0.0.1."""
 
     def __init__(self, script: Script = (), *, default: Behaviour | None = None,
-                 models: Sequence[str] = ("fake-model",)) -> None:
+                 models: Sequence[str] = ("fake-model",), token_param: str = "max_tokens",
+                 max_images: int | None = None, enforce_schema: bool = False,
+                 logprobs: bool = False, probe_reply: Behaviour | None = None) -> None:
+        self.token_param = token_param
+        self.max_images = max_images
+        self.enforce_schema = enforce_schema
+        self.logprobs = logprobs
+        self.probe_reply = probe_reply if probe_reply is not None else Reply("A")
+        self._probes: list[RecordedRequest] = []
         self._script_fn = script if callable(script) else None
         self._queue: deque[Behaviour] = deque() if callable(script) else deque(script)
         self._default = default
@@ -246,6 +306,12 @@ class OpenAICompatibleServer:
         with self._lock:
             return list(self._requests)
 
+    @property
+    def probes(self) -> list[RecordedRequest]:
+        """A copy of every preflight probe received so far, in arrival order."""
+        with self._lock:
+            return list(self._probes)
+
     def push(self, *behaviours: Behaviour) -> None:
         """Append behaviours to a sequence script."""
         with self._lock:
@@ -253,10 +319,40 @@ class OpenAICompatibleServer:
 
     # --- used by the handler -----------------------------------------------------------------
     def _record(self, request: RecordedRequest) -> None:
+        probe = isinstance(request.body, dict) and PROBE_MARKER in message_text(request.body)
         with self._lock:
-            self._requests.append(request)
+            (self._probes if probe else self._requests).append(request)
+
+    def _refusal(self, body: dict[str, Any]) -> Behaviour | None:
+        """The server's own refusal of a request it cannot take (before any script)."""
+        if self.token_param == "max_completion_tokens" and "max_tokens" in body:
+            return _openai_error(400, "Unsupported parameter: 'max_tokens' is not supported "
+                                 "with this model. Use 'max_completion_tokens' instead.",
+                                 param="max_tokens", code="unsupported_parameter")
+        images = image_count(body)
+        if self.max_images == 0 and images:
+            return _openai_error(500, 'Unsupported content part type: "image_url"',
+                                 kind="server_error")
+        if self.max_images is not None and images > self.max_images:
+            return _openai_error(400, f"At most {self.max_images} image(s) may be provided in "
+                                 f"one request. You can set `--limit-mm-per-prompt` to increase "
+                                 f"this limit if the model supports it.")
+        return None
+
+    def _shape(self, body: dict[str, Any], reply: Reply) -> Reply:
+        """``reply`` as the server's output settings make it (schema enforced)."""
+        fmt = body.get("response_format")
+        if self.enforce_schema and isinstance(fmt, Mapping) and fmt.get("type") == "json_schema":
+            schema = (fmt.get("json_schema") or {}).get("schema") or {}
+            return Reply(json.dumps(_schema_instance(schema)), delay_s=reply.delay_s)
+        return reply
 
     def _next(self, body: dict[str, Any]) -> Behaviour:
+        refusal = self._refusal(body)
+        if refusal is not None:
+            return refusal
+        if PROBE_MARKER in message_text(body):
+            return self.probe_reply
         with self._lock:
             if self._script_fn is not None:
                 return self._script_fn(body)
@@ -350,9 +446,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if isinstance(behaviour, Reply):
             number = len(self.fake.requests)
-            self._json(200, completion_body(behaviour.content, str(body.get("model", "")),
-                                            number, behaviour.finish_reason,
-                                            behaviour.usage))
+            reply = reply_body(self.fake._shape(body, behaviour), str(body.get("model", "")),
+                               number)
+            if self.fake.logprobs and body.get("logprobs"):
+                reply["choices"][0]["logprobs"] = {"content": [
+                    {"token": "A", "logprob": -0.01, "bytes": [65], "top_logprobs": []}]}
+            self._json(200, reply)
         elif isinstance(behaviour, HttpError):
             error_body = behaviour.body if behaviour.body is not None else {
                 "error": {"message": f"fake HTTP {behaviour.status}", "type": "fake_error",
