@@ -123,11 +123,16 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def served(command: list[str], ready_url: str, log: Path, env: dict[str, str] | None = None,
+           drop_env: tuple[str, ...] = (), cwd: Path | None = None,
            timeout_s: float = _START_TIMEOUT_S) -> Iterator[subprocess.Popen[bytes]]:
-    """Run ``command`` (output to ``log``) until ``ready_url`` answers 200; stop it on exit."""
+    """Run ``command`` (output to ``log``) until ``ready_url`` answers 200; stop it on exit.
+
+    Its environment is ours without ``drop_env``, with ``env`` on top.
+    """
+    full_env = {k: v for k, v in os.environ.items() if k not in drop_env} | (env or {})
     with log.open("wb") as sink:
-        proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT,
-                                env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=full_env,
+                                cwd=cwd)
         try:
             _wait_ready(proc, ready_url, log, timeout_s)
             yield proc
@@ -152,19 +157,13 @@ def litellm_gateway(python: Path, workdir: Path, upstream_base_url: str, upstrea
     config = workdir / "config.yaml"
     config.write_text(proxy_config(model_name, upstream_model, upstream_base_url, rpm))
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in _DROPPED_ENV} | _OFFLINE_ENV
     command = [str(python.parent / "litellm"), "--config", str(config), "--host", "127.0.0.1",
                "--port", str(port), "--num_workers", "1"]
-    log = workdir / "proxy.log"
     base_url = f"http://127.0.0.1:{port}/v1"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env,
-                                cwd=workdir)
-        try:
-            _wait_ready(proc, base_url + "/models", log, _START_TIMEOUT_S)
-            yield Gateway(base_url=base_url, model=model_name, log=log)
-        finally:
-            _stop(proc)
+    log = workdir / "proxy.log"
+    with served(command, base_url + "/models", log, env=_OFFLINE_ENV, drop_env=_DROPPED_ENV,
+                cwd=workdir):
+        yield Gateway(base_url=base_url, model=model_name, log=log)
 
 
 def proxy_statuses(log: Path) -> dict[int, int]:
