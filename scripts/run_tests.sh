@@ -45,7 +45,9 @@ if .venv/bin/python -c "$CELERY_CHECK" && ! command -v redis-server >/dev/null 2
 fi
 # The real dimOS 0.0.15 for the parity tests, in its own cached venv (not in the user's setup).
 EVAL_ASSETS_DIMOS_PYTHON=$(bash scripts/reference/dimos_venv.sh)
-export EVAL_ASSETS_DIMOS_PYTHON EVAL_ASSETS_REQUIRE_REFERENCE=1
+# LiteLLM's proxy, a real rate-limiting gateway for the gateway test, in its own cached venv too.
+EVAL_ASSETS_LITELLM_PYTHON=$(bash scripts/reference/litellm_venv.sh)
+export EVAL_ASSETS_DIMOS_PYTHON EVAL_ASSETS_LITELLM_PYTHON EVAL_ASSETS_REQUIRE_REFERENCE=1
 checks
 .venv/bin/dagster definitions validate -w workspace.yaml
 exec .venv/bin/pytest "$@"

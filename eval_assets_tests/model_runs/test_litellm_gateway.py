@@ -1,0 +1,78 @@
+"""A real gateway: ``vqa run`` through LiteLLM's proxy with a requests-per-minute limit.
+
+The project's local server (``eval-assets serve``, the offline ``random`` model) sits behind the
+proxy (see :mod:`eval_assets_tests.e2e.litellm_proxy` for the offline config and its rate limit).
+The dataset has more cases than the limit allows in a minute, so the proxy refuses with 429 and the
+run must wait into the next minute: it completes with no failed case, and the proxy never serves
+more than the limit in one of its calendar-minute windows.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from eval_assets_tests.e2e.litellm_proxy import (
+    free_port,
+    litellm_gateway,
+    litellm_python,  # noqa: F401  (a pytest fixture)
+    proxy_statuses,
+    served,
+)
+from eval_assets_tests.model_runs.helpers import make_dataset
+
+pytestmark = [pytest.mark.slow, pytest.mark.reference]
+
+RPM = 12
+CASES = 18  # more than RPM: the limit is hit, and the rest fits in the next minute
+
+
+def _minute(t: float) -> int:
+    return int(t // 60)
+
+
+def test_vqa_run_through_litellm_proxy_completes_under_its_rpm_limit(
+        tmp_path: Path, litellm_python: Path) -> None:  # noqa: F811
+    dataset = make_dataset(tmp_path / "ds", n_frames=CASES // 2, cases_per_frame=2)
+    exe = Path(sys.executable).parent / "eval-assets"
+    port = free_port()
+    upstream = f"http://127.0.0.1:{port}/v1"
+    with served([str(exe), "serve", "--model", "random", "--port", str(port)],
+                upstream + "/models", tmp_path / "serve.log", env={"PYTHONUNBUFFERED": "1"}), \
+            litellm_gateway(litellm_python, tmp_path / "proxy", upstream, "random",
+                            rpm=RPM) as gateway:
+        # The proxy has no Retry-After on its 429s: backoff alone (1, 2, 4, 8, 16, 16... s, no
+        # jitter) must reach the next minute, 79 s over 8 retries.
+        models = tmp_path / "models.yaml"
+        models.write_text(json.dumps({"models": [{
+            "name": "gateway", "base_url": gateway.base_url, "model": gateway.model,
+            "max_concurrency": 2, "max_retries": 8, "backoff_max_s": 16, "jitter": 0}]}))
+        # Start early in a minute so that the cases span two of the proxy's windows, not three.
+        if time.time() % 60 > 50:
+            time.sleep(61 - time.time() % 60)
+        start = time.time()
+        proc = subprocess.run([str(exe), "vqa", "run", str(dataset.root), "--model", "gateway",
+                               "--models-file", str(models), "--output", str(tmp_path / "run"),
+                               "--no-describe"], capture_output=True, text=True, timeout=240,
+                              check=False)
+        end = time.time()
+        statuses = proxy_statuses(gateway.log)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f"{CASES}/{CASES} cases answered" in proc.stdout and " 0 failed" in proc.stdout
+    answers = json.loads((tmp_path / "run" / "summary.json").read_text())["answers"]
+    assert answers["success"] == CASES and answers["failed"] == 0
+    refused = answers["attempts"] - CASES
+    # The proxy served each case once and refused the rest: its log and our records agree.
+    assert statuses.get(200) == CASES and statuses.get(429, 0) == refused, statuses
+    assert refused >= 1, "the limit was never reached: the test does not test it"
+    windows = _minute(end) - _minute(start) + 1
+    assert windows == 2 and RPM * windows >= CASES, (start, end)
+    # A run this short straddles a minute boundary: its mean rate says nothing; the windows do.
+    print(f"LiteLLM gateway: {CASES} answers, {answers['attempts']} requests, {refused} answered "
+          f"429, {end - start:.1f} s from second {start % 60:.0f} of a minute, over {windows} "
+          f"of the proxy's minute windows at {RPM} requests each")
