@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 from eval_assets import progress
 from eval_assets.atomic import write_text_atomic
 from eval_assets.journal import Journal, exclusive_run_lock
+from eval_assets.model_runs.budget import Budget
 from eval_assets.model_runs.client import VLMClient
 from eval_assets.model_runs.prompts import (
     DESCRIPTION_PROMPT,
@@ -33,6 +34,7 @@ from eval_assets.model_runs.prompts import (
     vqa_content_sha256,
 )
 from eval_assets.model_runs.store import answer_key, description_key, rotation_key
+from eval_assets.schemas.cost import BudgetOutcome, Price, RunCost
 from eval_assets.schemas.predictions import (
     RUN_ANSWERS,
     RUN_ANSWERS_JOURNAL,
@@ -271,6 +273,8 @@ def run_model(
     describe: bool = True,
     rotations: bool = False,
     on_record: Callable[[Record], None] | None = None,
+    price: Price | None = None,
+    budget_usd: float | None = None,
 ) -> RunResult:
     """Answer every public case (and describe every frame) once, resuming what is stored.
 
@@ -284,6 +288,10 @@ def run_model(
     keeps only the original order. Without it a ``rotations.jsonl`` of an earlier run is removed
     (its journal stays, so asking again later repeats nothing), so the file always belongs to
     the current answers.
+
+    ``price`` (the model's, from the models file) puts the run's cost in ``summary.json``;
+    ``budget_usd`` (needs ``price``) stops asking before this invocation could spend more
+    (:mod:`eval_assets.model_runs.budget`); the run is then incomplete and a rerun continues.
     """
     if max_concurrency < 1:
         raise ValueError(f"max_concurrency is {max_concurrency}; it must be at least 1")
@@ -303,6 +311,7 @@ def run_model(
         max_concurrency=max_concurrency, client=client.public_settings(),
     )
     model = generation.model
+    budget = _budget(budget_usd, price, generation.max_tokens)
     with exclusive_run_lock(out_dir / RUN_LOCK), \
             Journal(out_dir / RUN_ANSWERS_JOURNAL, AnswerRecord, answer_key) as answers, \
             Journal(out_dir / RUN_DESCRIPTIONS_JOURNAL, DescriptionRecord,
@@ -325,6 +334,8 @@ def run_model(
         def record(journal: Journal, result: Record) -> None:
             nonlocal calls
             journal.append(result)
+            if budget is not None:
+                budget.settle(result.usage)
             calls += 1  # only the main thread reads it, after the pool has shut down
             bar[0](1)
             if on_record is not None:
@@ -363,7 +374,8 @@ def run_model(
         label = f"{generation.model}: answers{', rotations' if rotations else ''} and descriptions"
         with progress.task(label, total=len(tasks)) as advance:
             bar.append(advance)
-            _schedule(iter(tasks), max_concurrency)
+            _schedule(iter(tasks) if budget is None else budget.gate(iter(tasks)),
+                      max_concurrency)
 
         standing_answers = [r for c in cases
                             if (r := answers.get(answer_keys[c.id])) is not None]
@@ -380,7 +392,10 @@ def run_model(
         s is None or s.success == s.total for s in (description_summary, rotation_summary))
     summary = RunSummary(model=model, config_hash=config_hash, complete=complete,
                          answers=answer_summary, descriptions=description_summary,
-                         rotations=rotation_summary)
+                         rotations=rotation_summary,
+                         cost=_run_cost(price, standing_answers, standing_descriptions,
+                                        standing_rotations if rotations else None,
+                                        budget.outcome() if budget is not None else None))
     write_text_atomic(out_dir / RUN_ANSWERS, _dump_lines(standing_answers))
     if describe:
         write_text_atomic(out_dir / RUN_DESCRIPTIONS, _dump_lines(standing_descriptions))
@@ -392,6 +407,33 @@ def run_model(
     skipped = (len(cases) - len(pending_cases) + len(frames) - len(pending_frames)
                + len(variants) - len(pending_rotations))
     return RunResult(out_dir=out_dir, summary=summary, calls_made=calls, skipped=skipped)
+
+
+def _budget(budget_usd: float | None, price: Price | None, max_tokens: int) -> Budget | None:
+    if budget_usd is None:
+        return None
+    if price is None:
+        raise ValueError(f"a budget of ${budget_usd} needs the model's price; add 'price: "
+                         "{input_per_m: ..., output_per_m: ...}' (USD per 1M tokens) to its "
+                         "entry in the models file")
+    return Budget(budget_usd, price, max_tokens)
+
+
+def _run_cost(price: Price | None, answers: Sequence[Record], descriptions: Sequence[Record],
+              rotations: Sequence[Record] | None, budget: BudgetOutcome | None,
+              ) -> RunCost | None:
+    """What the standing records cost; None without a price (no price is not $0)."""
+    if price is None:
+        return None
+
+    def total(records: Sequence[Record]) -> float:
+        return round(sum(price.cost(r.usage) for r in records), 6)
+
+    parts = [total(answers), total(descriptions) if descriptions else None,
+             total(rotations) if rotations is not None else None]
+    return RunCost(price=price, answers_usd=parts[0], descriptions_usd=parts[1],
+                   rotations_usd=parts[2], total_usd=round(sum(p or 0.0 for p in parts), 6),
+                   budget=budget)
 
 
 @contextlib.contextmanager
