@@ -157,13 +157,15 @@ class OpenAIVLMClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def request_body(self, messages: list[Message]) -> dict[str, Any]:
+        """The chat-completions request of ``messages`` (also each line of a batch)."""
+        return {"model": self.settings.model, "messages": messages,
+                "temperature": self.settings.temperature,
+                "max_tokens": self.settings.endpoint.max_tokens}
+
     def chat(self, messages: list[Message], label: str = "") -> ChatResult:
         """One logical call: attempts with backoff until a reply, a final error, or no retries."""
-        return self._chat.complete(
-            {"model": self.settings.model, "messages": messages,
-             "temperature": self.settings.temperature,
-             "max_tokens": self.settings.endpoint.max_tokens},
-            label=label)
+        return self._chat.complete(self.request_body(messages), label=label)
 
     def _common(self, result: ChatResult) -> dict[str, Any]:
         return {
@@ -181,7 +183,11 @@ class OpenAIVLMClient:
 
     def answer(self, case: Case, png: bytes) -> AnswerRecord:
         """Ask one case with the dimOS runner prompt and map the reply to a choice."""
-        result = self.chat(vqa_messages(png, case.question, case.choices), label=case.id)
+        return self.answer_from(
+            case, self.chat(vqa_messages(png, case.question, case.choices), label=case.id))
+
+    def answer_from(self, case: Case, result: ChatResult) -> AnswerRecord:
+        """The record of a reply to ``case`` however it came (a call, a batch's output line)."""
         choice = tier = None
         if result.ok and result.content is not None:
             match = match_choice(result.content, case.choices)
@@ -191,7 +197,10 @@ class OpenAIVLMClient:
 
     def describe(self, frame: str, image: str, png: bytes) -> DescriptionRecord:
         """Ask for a free-text description of one frame."""
-        result = self.chat(description_messages(png), label=frame)
+        return self.describe_from(frame, image, self.chat(description_messages(png), label=frame))
+
+    def describe_from(self, frame: str, image: str, result: ChatResult) -> DescriptionRecord:
+        """The record of a description however it came (a call, a batch's output line)."""
         return DescriptionRecord(frame=frame, image=image, **self._common(result))
 
 
