@@ -200,3 +200,10 @@ class BatchRunner:
                     item.finish(result_of(line, self.max_chars))
                     collected += 1
         return collected
+
+
+def batch_runner_for(base_url: str, api_key: str, *, max_tokens: int, timeout_s: float,
+                     wait_s: float = 0.0) -> BatchRunner:
+    """The batch runner of an endpoint (its URL, key and reply cap), polling up to ``wait_s``."""
+    return BatchRunner(BatchAPI(base_url, api_key, timeout_s), max_tokens=max_tokens,
+                       wait_s=wait_s)

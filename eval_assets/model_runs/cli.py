@@ -87,9 +87,15 @@ def vqa_run_command(
     budget_usd: float | None = typer.Option(
         None, help="Stop before this invocation could spend more (USD; needs the model's price "
                    "in the models file, default: its budget_usd); rerun to continue."),
+    batch: bool = typer.Option(
+        False, "--batch/--no-batch", help="Send the calls through the OpenAI Batch API (half "
+        "price, results within 24 h); a batch still in flight is collected by the next run."),
+    batch_wait_s: float = typer.Option(
+        60.0, help="With --batch: how long to wait for the batch before leaving it in flight."),
 ) -> None:
     """Answer every case of DATASET with one model and write the run folder (no scoring)."""
     from eval_assets.layout import StorageLayout, default_models_file, default_storage_root
+    from eval_assets.model_runs.batch import batch_runner_for
     from eval_assets.model_runs.client import open_model
     from eval_assets.model_runs.runner import public_fingerprint, run_model
     from eval_assets.schemas.predictions import ModelSpec, load_model_specs
@@ -109,7 +115,8 @@ def vqa_run_command(
                  "max_tokens": max_tokens, "timeout_s": timeout_s, "max_retries": max_retries}
     given = {k: v for k, v in overrides.items() if v is not None}
     spec = ModelSpec.model_validate({"name": spec.name, "price": spec.price,
-                                     "budget_usd": spec.budget_usd, "endpoint": {
+                                     "budget_usd": spec.budget_usd, "batch": spec.batch,
+                                     "endpoint": {
         **spec.endpoint.model_dump(exclude_unset=True), **given}})
     # The default folder carries the dataset's content hash: a dataset regenerated under the
     # same name gets a run folder of its own instead of sharing the old one.
@@ -117,7 +124,11 @@ def vqa_run_command(
         f"{dataset.resolve().name}-{public_fingerprint(dataset)[:12]}", spec.name)
     try:
         with open_model(spec, base_url=base_url) as client:
-            result = run_model(dataset, client, out,
+            endpoint = client.settings.endpoint
+            batcher = batch_runner_for(
+                client.settings.base_url, endpoint.api_key(), max_tokens=endpoint.max_tokens,
+                timeout_s=endpoint.timeout_s, wait_s=batch_wait_s) if batch else None
+            result = run_model(dataset, client, out, batch=batcher,
                                max_concurrency=client.settings.max_concurrency,
                                describe=describe, rotations=circular, price=spec.price,
                                budget_usd=budget_usd if budget_usd is not None
@@ -138,6 +149,9 @@ def vqa_run_command(
         typer.echo(f"descriptions: {d.success}/{d.total}, {d.failed} failed")
     typer.echo(f"run folder: {out}")
     _echo_cost(result.summary)
+    if result.batch_in_flight is not None:
+        typer.echo(f"batch {result.batch_in_flight} in flight (recorded in {out}); rerun the "
+                   f"same command later to collect it", err=True)
     if not result.summary.complete:
         errors = {**answers.error_counts}
         for summary in (result.summary.rotations, result.summary.descriptions):

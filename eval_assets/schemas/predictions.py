@@ -217,6 +217,7 @@ class ModelSpec(BaseModel):
     price: Price | None = Field(None, description="USD per 1M tokens; None: no price set")
     budget_usd: float | None = Field(
         None, ge=0, description="most one run of this model may spend (needs price)")
+    batch: bool = Field(False, description="nightly runs go through the Batch API (half price)")
 
     @model_validator(mode="before")
     @classmethod

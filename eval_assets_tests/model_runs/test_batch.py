@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from typer.testing import CliRunner
+
+from eval_assets.cli import app
 from eval_assets.model_runs.batch import BATCH_STATE, BatchAPI, BatchRunner
 from eval_assets.model_runs.client import ClientSettings, OpenAIVLMClient
 from eval_assets.model_runs.runner import RunResult, run_model
@@ -110,3 +113,18 @@ def test_lines_of_the_errors_file_are_failed_calls_and_the_next_batch_retries_th
     assert described.error_counts == {"server_error": 1} and not first.summary.complete
     assert len(retried) == 1 and "description-" in retried[0]
     assert second.summary.complete and second.calls_made == 1
+
+
+def test_vqa_run_batch_leaves_the_batch_in_flight_and_the_rerun_collects(tmp_path: Path) -> None:
+    dataset = make_dataset(tmp_path / "ds", n_frames=1, cases_per_frame=2)
+    with FakeBatchServer(answer_by_text) as srv:
+        args = ["vqa", "run", str(dataset.root), "--model", "vlm", "--base-url", srv.base_url,
+                "--output", str(tmp_path / "run"), "--batch", "--batch-wait-s", "0"]
+        srv.hold()
+        first = CliRunner().invoke(app, args)
+        srv.release()
+        srv.poll("batch_1")  # the batch finishes meanwhile
+        second = CliRunner().invoke(app, [*args[:-1], "5"])
+    assert first.exit_code == 1 and "batch batch_1 in flight" in first.output
+    assert second.exit_code == 0, second.output
+    assert "2/2 cases answered" in second.output and "3 calls made" in second.output

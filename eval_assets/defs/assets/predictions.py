@@ -24,6 +24,7 @@ from eval_assets.defs.partitions import (
 )
 from eval_assets.defs.resources import ProjectStorage, VLMClientResource
 from eval_assets.layout import RUN_ANSWERS, RUN_ROTATIONS, RUN_SUMMARY
+from eval_assets.model_runs.batch import batch_runner_for
 from eval_assets.model_runs.runner import run_model
 from eval_assets.schemas.cost import NO_PRICE
 
@@ -61,13 +62,22 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
     night = context.run.tags.get(NIGHT_TAG)
     spec = vlm.model_spec(model)
     with vlm.open(model, requery=night) as client:
-        result = run_model(layout.dataset_dir(recording), client, out_dir,
+        # A nightly run of a batch model goes through the Batch API; one that ends before the
+        # batch does leaves it in flight for the next tick to collect.
+        endpoint = client.settings.endpoint
+        batcher = batch_runner_for(
+            client.settings.base_url, endpoint.api_key(), max_tokens=endpoint.max_tokens,
+            timeout_s=endpoint.timeout_s) if spec.batch and night else None
+        result = run_model(layout.dataset_dir(recording), client, out_dir, batch=batcher,
                            max_concurrency=client.settings.max_concurrency,
                            rotations=vlm.rotations, price=spec.price,
                            budget_usd=spec.budget_usd)
     answers = result.summary.answers
     where = f"{model} on {recording}"
-    if answers.success == 0:
+    if result.batch_in_flight is not None:
+        context.log.info(f"{where}: batch {result.batch_in_flight} in flight; the next run "
+                         f"collects it")
+    elif answers.success == 0:
         raise RuntimeError(
             f"{where}: no call succeeded ({answers.error_counts}); see {out_dir / RUN_ANSWERS} "
             f"for the errors, fix the endpoint in the models file or the vlm resource, and "
