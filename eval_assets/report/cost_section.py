@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval_assets.layout import RUN_SUMMARY
+from eval_assets.layout import AVLM_JUDGE_RESULTS, RUN_SUMMARY, StorageLayout
 from eval_assets.report.markup import esc, section, table
 from eval_assets.schemas.cost import NO_PRICE
 from eval_assets.schemas.results import CellScores
+from eval_assets.scoring.judge import JUDGE
 from eval_assets.scoring.vqa import report_of
 
 NO_PRICE_HTML = f'<span class="na">{NO_PRICE}</span>'
@@ -56,6 +57,19 @@ def cell_costs(results: Sequence[CellScores], run_dirs: dict[tuple[str, str], Pa
         out.append(CellCost(recording=r.recording, model=r.model,
                             model_usd=run_cost_usd(run_dir) if run_dir is not None else None,
                             judge_usd=judge.get(key), cases=overall.n, correct=overall.correct))
+    return out
+
+
+def judge_costs(layout: StorageLayout, results: Sequence[CellScores],
+                ) -> dict[tuple[str, str], float]:
+    """The judge's ``cost_usd`` of each cell whose judge has a price (its results summary)."""
+    out: dict[tuple[str, str], float] = {}
+    for r in results:
+        path = layout.metric_dir(JUDGE.name, r.recording, r.model) / AVLM_JUDGE_RESULTS
+        if path.is_file():
+            cost = json.loads(path.read_text(encoding="utf-8")).get("cost_usd")
+            if cost is not None:
+                out[(r.recording, r.model)] = float(cost)
     return out
 
 

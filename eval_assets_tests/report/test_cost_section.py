@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from eval_assets.report.cost_section import cell_costs, cost_section
+from eval_assets.layout import AVLM_JUDGE_RESULTS, StorageLayout
+from eval_assets.report.cost_section import cell_costs, cost_section, judge_costs
 from eval_assets.report.html import render_report
 from eval_assets.report.leaderboard import build_leaderboard
 from eval_assets.schemas.results import CellScores
+from eval_assets.scoring.judge import JUDGE
 from eval_assets_tests.report.builders import result, row
 
 
@@ -58,3 +60,13 @@ def test_the_report_shows_the_section_only_when_costs_are_given(tmp_path: Path) 
     with_costs = render_report(board, [cell], [], "t", costs=cell_costs([cell], {}))
     assert 'id="cost"' not in without and 'id="cost"' in with_costs
     assert "no price set" in with_costs
+
+
+def test_judge_costs_come_from_the_priced_judges_results_summary(tmp_path: Path) -> None:
+    layout = StorageLayout(tmp_path)
+    priced, unpriced = _cell("paid", 1, 1), _cell("local", 1, 1)
+    for cell, summary in ((priced, {"cost_usd": 0.003}), (unpriced, {"mean_score": 5})):
+        path = layout.metric_dir(JUDGE.name, cell.recording, cell.model) / AVLM_JUDGE_RESULTS
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(summary))
+    assert judge_costs(layout, [priced, unpriced]) == {("rec", "paid"): 0.003}
