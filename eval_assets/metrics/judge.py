@@ -81,7 +81,12 @@ from eval_assets.metrics.judge_config import SCORE_ONLY_FORMAT as SCORE_ONLY_FOR
 from eval_assets.metrics.judge_config import SCORE_ONLY_GUIDANCE as SCORE_ONLY_GUIDANCE
 from eval_assets.metrics.judge_config import JudgeConfig as JudgeConfig
 from eval_assets.metrics.judge_config import JudgeConfigError as JudgeConfigError
-from eval_assets.metrics.judge_journal import JOURNAL_FILE, LOCK_FILE, open_journal
+from eval_assets.metrics.judge_journal import (
+    JOURNAL_FILE,
+    LOCK_FILE,
+    journal_cost_usd,
+    open_journal,
+)
 from eval_assets.metrics.judge_reply import JudgeOutcome as JudgeOutcome
 from eval_assets.metrics.judge_reply import ScoreError as ScoreError
 from eval_assets.metrics.judge_reply import avlm_score as avlm_score
@@ -260,6 +265,9 @@ def judge_dir(inference_dir: Path, config: JudgeConfig, *, judge: Judge | None =
     })
     if config.avlm_compat:
         summary["avlm_coercions"] = document["avlm_coercions"]
+    if config.price is not None:
+        # Every journalled call of this cell, replayed ones included: what the judge cost it.
+        summary["cost_usd"] = journal_cost_usd(journal_path, config.price)
     write_avlm_json(predictions_path, document)
     write_avlm_json(results_path, summary)
     stats = document["statistics"]

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from eval_assets.errors import InputError, first_problem, yaml_problem
 from eval_assets.metrics.judge_journal import JOURNAL_CONTENT_LIMIT
 from eval_assets.metrics.judge_prompt import MetadataPlacement
+from eval_assets.schemas.cost import Price
 from eval_assets.schemas.endpoint import Endpoint, split_endpoint_fields
 
 # AVLM's variable for the judge's key: the judge's key variable unless the config names another.
@@ -98,6 +99,8 @@ class JudgeConfig(BaseModel):
         None, description="sent as the request's response_format; None: not sent")
     avlm_compat: bool = Field(
         False, description="AVLM's score coercions instead of failures (counted by kind)")
+    price: Price | None = Field(None, description="USD per 1M tokens of the judge's calls; "
+                                "None: no price set (the report says so, never $0)")
     calibration_pairs: int = Field(8, ge=0, le=32, description="0: no calibration")
     calibration_frames: int = Field(3, ge=1)
     calibration_min_agreement: float = Field(0.75, ge=0, le=1)

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from eval_assets.hashing import canonical_json_sha256
 from eval_assets.journal import Journal
 from eval_assets.schemas.chat import TokenUsage
+from eval_assets.schemas.cost import Price
 
 JOURNAL_FILE = "judge.journal.jsonl"
 LOCK_FILE = ".judge.lock"
@@ -81,3 +82,17 @@ def call_key(request_digest: str, reply_try: int) -> str:
 def open_journal(path: Path) -> Journal[JudgeCallRecord]:
     """Open (or create) the judge journal at ``path``."""
     return Journal(path, JudgeCallRecord, key=lambda record: record.key)
+
+
+def journal_cost_usd(path: Path, price: Price) -> float:
+    """What the calls journalled at ``path`` cost at ``price`` (0 without a journal)."""
+    if not path.is_file():
+        return 0.0
+    total = 0.0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = JudgeCallRecord.model_validate_json(line)
+        except ValueError:
+            continue  # a blank or torn line (a crash mid-write), which the journal drops too
+        total += price.cost(record.usage)
+    return round(total, 6)

@@ -23,6 +23,8 @@ import typer
 
 from eval_assets.cli_errors import EXIT_BAD_INPUT, guarded
 from eval_assets.local_models.registry import LOCAL_MODELS
+from eval_assets.schemas.cost import NO_PRICE
+from eval_assets.schemas.predictions import RunSummary
 
 
 @guarded
@@ -47,6 +49,20 @@ def _folder_name(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-.") or "model"
 
 
+def _echo_cost(summary: RunSummary) -> None:
+    cost = summary.cost
+    if cost is None:
+        typer.echo(f"cost: {NO_PRICE}")
+        return
+    typer.echo(f"cost: ${cost.total_usd:.4f} for the standing records")
+    budget = cost.budget
+    if budget is not None:
+        typer.echo(f"budget: ${budget.spent_usd:.4f} spent of ${budget.budget_usd:.4f}, "
+                   f"${budget.remaining_usd:.4f} remain"
+                   + (f"; stopped with {budget.calls_left} calls left, rerun to continue "
+                      "(nothing asked is asked again)" if budget.stopped else ""))
+
+
 @guarded
 def vqa_run_command(
     dataset: Path = typer.Argument(..., help="A public dataset folder (cases.jsonl + assets/)."),
@@ -68,9 +84,18 @@ def vqa_run_command(
         help="Also ask every case with its choices rotated (CircularEval, position bias; "
              "rotations.jsonl). A case of k choices then costs k calls."),
     models_file: Path | None = typer.Option(None, help="Models file (default data/models.yaml)."),
+    budget_usd: float | None = typer.Option(
+        None, help="Stop before this invocation could spend more (USD; needs the model's price "
+                   "in the models file, default: its budget_usd); rerun to continue."),
+    batch: bool = typer.Option(
+        False, "--batch/--no-batch", help="Send the calls through the OpenAI Batch API (half "
+        "price, results within 24 h); a batch still in flight is collected by the next run."),
+    batch_wait_s: float = typer.Option(
+        60.0, help="With --batch: how long to wait for the batch before leaving it in flight."),
 ) -> None:
     """Answer every case of DATASET with one model and write the run folder (no scoring)."""
     from eval_assets.layout import StorageLayout, default_models_file, default_storage_root
+    from eval_assets.model_runs.batch import batch_runner_for
     from eval_assets.model_runs.client import open_model
     from eval_assets.model_runs.runner import public_fingerprint, run_model
     from eval_assets.schemas.predictions import ModelSpec, load_model_specs
@@ -89,7 +114,9 @@ def vqa_run_command(
     overrides = {"api_key_env": api_key_env, "max_concurrency": max_concurrency,
                  "max_tokens": max_tokens, "timeout_s": timeout_s, "max_retries": max_retries}
     given = {k: v for k, v in overrides.items() if v is not None}
-    spec = ModelSpec.model_validate({"name": spec.name, "endpoint": {
+    spec = ModelSpec.model_validate({"name": spec.name, "price": spec.price,
+                                     "budget_usd": spec.budget_usd, "batch": spec.batch,
+                                     "endpoint": {
         **spec.endpoint.model_dump(exclude_unset=True), **given}})
     # The default folder carries the dataset's content hash: a dataset regenerated under the
     # same name gets a run folder of its own instead of sharing the old one.
@@ -97,9 +124,15 @@ def vqa_run_command(
         f"{dataset.resolve().name}-{public_fingerprint(dataset)[:12]}", spec.name)
     try:
         with open_model(spec, base_url=base_url) as client:
-            result = run_model(dataset, client, out,
+            endpoint = client.settings.endpoint
+            batcher = batch_runner_for(
+                client.settings.base_url, endpoint.api_key(), max_tokens=endpoint.max_tokens,
+                timeout_s=endpoint.timeout_s, wait_s=batch_wait_s) if batch else None
+            result = run_model(dataset, client, out, batch=batcher,
                                max_concurrency=client.settings.max_concurrency,
-                               describe=describe, rotations=circular)
+                               describe=describe, rotations=circular, price=spec.price,
+                               budget_usd=budget_usd if budget_usd is not None
+                               else spec.budget_usd)
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from exc
@@ -115,6 +148,10 @@ def vqa_run_command(
         d = result.summary.descriptions
         typer.echo(f"descriptions: {d.success}/{d.total}, {d.failed} failed")
     typer.echo(f"run folder: {out}")
+    _echo_cost(result.summary)
+    if result.batch_in_flight is not None:
+        typer.echo(f"batch {result.batch_in_flight} in flight (recorded in {out}); rerun the "
+                   f"same command later to collect it", err=True)
     if not result.summary.complete:
         errors = {**answers.error_counts}
         for summary in (result.summary.rotations, result.summary.descriptions):

@@ -180,13 +180,15 @@ class OpenAIVLMClient:
             return self.capabilities.token_limit_param
         return self.settings.endpoint.token_limit_param
 
+    def request_body(self, messages: list[Message]) -> dict[str, Any]:
+        """The chat-completions request of ``messages`` (also each line of a batch)."""
+        return {"model": self.settings.model, "messages": messages,
+                "temperature": self.settings.temperature,
+                self.token_limit_param: self.settings.endpoint.max_tokens}
+
     def chat(self, messages: list[Message], label: str = "") -> ChatResult:
         """One logical call: attempts with backoff until a reply, a final error, or no retries."""
-        return self._chat.complete(
-            {"model": self.settings.model, "messages": messages,
-             "temperature": self.settings.temperature,
-             self.token_limit_param: self.settings.endpoint.max_tokens},
-            label=label)
+        return self._chat.complete(self.request_body(messages), label=label)
 
     def _common(self, result: ChatResult) -> tuple[dict[str, Any], str | None]:
         """The record fields of a call, and the answer text (None: the reply is no answer)."""
@@ -210,12 +212,16 @@ class OpenAIVLMClient:
         return fields, reply.text if reply.outcome == "answered" else None
 
     def answer(self, case: Case, png: bytes) -> AnswerRecord:
-        """Ask one case with the dimOS runner prompt and map the reply to a choice.
+        """Ask one case with the dimOS runner prompt and map the reply to a choice."""
+        return self.answer_from(
+            case, self.chat(vqa_messages(png, case.question, case.choices), label=case.id))
+
+    def answer_from(self, case: Case, result: ChatResult) -> AnswerRecord:
+        """The record of a reply to ``case`` however it came (a call, a batch's output line).
 
         Only an ``answered`` reply is read for a choice; a truncated or refused one stands
         with none (it scores as wrong).
         """
-        result = self.chat(vqa_messages(png, case.question, case.choices), label=case.id)
         fields, text = self._common(result)
         choice = tier = None
         if text is not None:
@@ -228,7 +234,10 @@ class OpenAIVLMClient:
 
     def describe(self, frame: str, image: str, png: bytes) -> DescriptionRecord:
         """Ask for a free-text description of one frame."""
-        result = self.chat(description_messages(png), label=frame)
+        return self.describe_from(frame, image, self.chat(description_messages(png), label=frame))
+
+    def describe_from(self, frame: str, image: str, result: ChatResult) -> DescriptionRecord:
+        """The record of a description however it came (a call, a batch's output line)."""
         fields, _ = self._common(result)
         return DescriptionRecord(frame=frame, image=image, **fields)
 

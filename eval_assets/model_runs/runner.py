@@ -13,10 +13,11 @@ from __future__ import annotations
 import contextlib
 import math
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -25,14 +26,20 @@ from eval_assets.atomic import write_text_atomic
 from eval_assets.hashing import bytes_sha256, file_digest, file_sha256
 from eval_assets.journal import Journal, exclusive_run_lock
 from eval_assets.jsonio import parse_model, write_json
-from eval_assets.model_runs.client import VLMClient
+from eval_assets.model_runs.batch import BatchItem, BatchRunner, custom_id
+from eval_assets.model_runs.budget import Budget
+from eval_assets.model_runs.client import OpenAIVLMClient, VLMClient
 from eval_assets.model_runs.prompts import (
     DESCRIPTION_PROMPT,
     description_content_sha256,
+    description_messages,
     read_png,
     vqa_content_sha256,
+    vqa_messages,
 )
 from eval_assets.model_runs.store import answer_key, description_key, rotation_key
+from eval_assets.schemas.chat import ChatResult
+from eval_assets.schemas.cost import BudgetOutcome, Price, RunCost
 from eval_assets.schemas.predictions import (
     RUN_ANSWERS,
     RUN_ANSWERS_JOURNAL,
@@ -100,6 +107,7 @@ class RunResult:
     summary: RunSummary
     calls_made: int
     skipped: int
+    batch_in_flight: str | None = None
 
 
 def _check_image_path(dataset_dir: Path, image: str, where: str) -> Path:
@@ -273,6 +281,9 @@ def run_model(
     describe: bool = True,
     rotations: bool = False,
     on_record: Callable[[Record], None] | None = None,
+    price: Price | None = None,
+    budget_usd: float | None = None,
+    batch: BatchRunner | None = None,
 ) -> RunResult:
     """Answer every public case (and describe every frame) once, resuming what is stored.
 
@@ -286,6 +297,13 @@ def run_model(
     keeps only the original order. Without it a ``rotations.jsonl`` of an earlier run is removed
     (its journal stays, so asking again later repeats nothing), so the file always belongs to
     the current answers.
+
+    ``price`` (the model's, from the models file) puts the run's cost in ``summary.json``;
+    ``budget_usd`` (needs ``price``) stops asking before this invocation could spend more
+    (:mod:`eval_assets.model_runs.budget`); the run is then incomplete and a rerun continues.
+    ``batch`` sends the pending calls through the Batch API instead
+    (:mod:`eval_assets.model_runs.batch`); a batch still in flight leaves the run incomplete
+    and its id in ``RunResult.batch_in_flight`` and the run folder.
     """
     if max_concurrency < 1:
         raise ValueError(f"max_concurrency is {max_concurrency}; it must be at least 1")
@@ -305,6 +323,7 @@ def run_model(
         max_concurrency=max_concurrency, client=client.public_settings(),
     )
     model = generation.model
+    budget = _budget(budget_usd, price, generation.max_tokens)
     with exclusive_run_lock(out_dir / RUN_LOCK), \
             Journal(out_dir / RUN_ANSWERS_JOURNAL, AnswerRecord, answer_key) as answers, \
             Journal(out_dir / RUN_DESCRIPTIONS_JOURNAL, DescriptionRecord,
@@ -326,11 +345,14 @@ def run_model(
         pending_rotations = [v for v in variants
                              if rotated is None or not rotated.succeeded(rotation_keys[v.key])]
         calls = 0
+        in_flight: str | None = None
         bar: list[progress.Advance] = []  # set once the loop starts; tasks only run inside it
 
         def record(journal: Journal, result: Record) -> None:
             nonlocal calls
             journal.append(result)
+            if budget is not None:
+                budget.settle(result.usage)
             calls += 1  # only the main thread reads it, after the pool has shut down
             bar[0](1)
             if on_record is not None:
@@ -369,7 +391,17 @@ def run_model(
         label = f"{generation.model}: answers{', rotations' if rotations else ''} and descriptions"
         with progress.task(label, total=len(tasks)) as advance:
             bar.append(advance)
-            _schedule(iter(tasks), max_concurrency)
+            if batch is not None:
+                items = _batch_items(client, dataset_dir, pending_cases, pending_rotations,
+                                     pending_frames, content,
+                                     lambda kind, result: record(
+                                         _journal_of(kind, answers, rotated, descriptions),
+                                         result),
+                                     (answer_keys, rotation_keys, frame_keys))
+                in_flight = batch.run(items, out_dir).in_flight
+            else:
+                _schedule(iter(tasks) if budget is None else budget.gate(iter(tasks)),
+                          max_concurrency)
 
         standing_answers = [r for c in cases
                             if (r := answers.get(answer_keys[c.id])) is not None]
@@ -386,7 +418,10 @@ def run_model(
         s is None or s.success == s.total for s in (description_summary, rotation_summary))
     summary = RunSummary(model=model, config_hash=config_hash, complete=complete,
                          answers=answer_summary, descriptions=description_summary,
-                         rotations=rotation_summary)
+                         rotations=rotation_summary,
+                         cost=_run_cost(price, standing_answers, standing_descriptions,
+                                        standing_rotations if rotations else None,
+                                        budget.outcome() if budget is not None else None))
     write_text_atomic(out_dir / RUN_ANSWERS, _dump_lines(standing_answers))
     if describe:
         write_text_atomic(out_dir / RUN_DESCRIPTIONS, _dump_lines(standing_descriptions))
@@ -397,7 +432,90 @@ def run_model(
     _write_document(out_dir / RUN_SUMMARY, summary)
     skipped = (len(cases) - len(pending_cases) + len(frames) - len(pending_frames)
                + len(variants) - len(pending_rotations))
-    return RunResult(out_dir=out_dir, summary=summary, calls_made=calls, skipped=skipped)
+    return RunResult(out_dir=out_dir, summary=summary, calls_made=calls, skipped=skipped,
+                     batch_in_flight=in_flight)
+
+
+def _batch_items(client: VLMClient, dataset_dir: Path, cases: Sequence[Case],
+                 rotations: Sequence[Rotation], frames: Sequence[Frame],
+                 content: dict[str | tuple[str, int], str],
+                 record: Callable[[str, Record], None],
+                 keys: tuple[Mapping[str, Sequence[str]], Mapping[tuple[str, int], Sequence[str]],
+                             Mapping[str, Sequence[str]]]) -> list[BatchItem]:
+    """The pending calls as batch lines, each journalled like a direct call when its reply
+    comes (the record the client would have made, by the same content hash)."""
+    if not isinstance(client, OpenAIVLMClient):
+        raise ValueError("batch mode needs an OpenAI-compatible endpoint (base_url)")
+    answer_keys, rotation_keys, frame_keys = keys
+    items: list[BatchItem] = []
+    for case in cases:
+        png = read_png(dataset_dir / case.image)
+
+        def answer_record(result: ChatResult, c: Case = case) -> None:
+            record("answer", client.answer_from(c, result).model_copy(
+                update={"content_sha256": content[c.id]}))
+        items.append(BatchItem(
+            custom_id("answer", answer_keys[case.id]),
+            client.request_body(vqa_messages(png, case.question, case.choices)), answer_record))
+    for variant in rotations:
+        shown = variant.shown()
+        png = read_png(dataset_dir / shown.image)
+
+        def rotation_record(result: ChatResult, v: Rotation = variant, s: Case = shown) -> None:
+            reply = client.answer_from(s, result)
+            record("rotation", RotationRecord.model_validate({
+                **reply.model_dump(exclude={"kind"}), "rotation": v.rotation,
+                "choices": s.choices, "content_sha256": content[v.key]}))
+        items.append(BatchItem(
+            custom_id("rotation", rotation_keys[variant.key]),
+            client.request_body(vqa_messages(png, shown.question, shown.choices)),
+            rotation_record))
+    for frame in frames:
+        png = read_png(dataset_dir / frame.image)
+
+        def description_record(result: ChatResult, f: Frame = frame) -> None:
+            record("description", client.describe_from(f.frame, f.image, result).model_copy(
+                update={"content_sha256": content[f.image]}))
+        items.append(BatchItem(
+            custom_id("description", frame_keys[frame.frame]),
+            client.request_body(description_messages(png)), description_record))
+    return items
+
+
+def _journal_of(kind: str, answers: Journal[AnswerRecord], rotated: Journal[RotationRecord] | None,
+                descriptions: Journal[DescriptionRecord]) -> Journal[Any]:
+    journals: dict[str, Journal[Any] | None] = {
+        "answer": answers, "rotation": rotated, "description": descriptions}
+    journal = journals[kind]
+    assert journal is not None  # rotation items exist only with the rotations journal
+    return journal
+
+
+def _budget(budget_usd: float | None, price: Price | None, max_tokens: int) -> Budget | None:
+    if budget_usd is None:
+        return None
+    if price is None:
+        raise ValueError(f"a budget of ${budget_usd} needs the model's price; add 'price: "
+                         "{input_per_m: ..., output_per_m: ...}' (USD per 1M tokens) to its "
+                         "entry in the models file")
+    return Budget(budget_usd, price, max_tokens)
+
+
+def _run_cost(price: Price | None, answers: Sequence[Record], descriptions: Sequence[Record],
+              rotations: Sequence[Record] | None, budget: BudgetOutcome | None,
+              ) -> RunCost | None:
+    """What the standing records cost; None without a price (no price is not $0)."""
+    if price is None:
+        return None
+
+    def total(records: Sequence[Record]) -> float:
+        return round(sum(price.cost(r.usage) for r in records), 6)
+
+    parts = [total(answers), total(descriptions) if descriptions else None,
+             total(rotations) if rotations is not None else None]
+    return RunCost(price=price, answers_usd=parts[0], descriptions_usd=parts[1],
+                   rotations_usd=parts[2], total_usd=round(sum(p or 0.0 for p in parts), 6),
+                   budget=budget)
 
 
 @contextlib.contextmanager

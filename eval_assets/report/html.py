@@ -30,6 +30,7 @@ from eval_assets.atomic import write_text_atomic
 from eval_assets.metrics.stats import PairedComparison
 from eval_assets.report.case_browser import CASES_PER_PAGE, cases_section
 from eval_assets.report.circular_section import circular_section
+from eval_assets.report.cost_section import CellCost, cost_section
 from eval_assets.report.coverage import Coverage, build_coverage
 from eval_assets.report.endpoints_section import ModelEndpoint, endpoints_section
 from eval_assets.report.history import NightResult
@@ -72,6 +73,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   coverage: Coverage | None = None,
                   history: Sequence[NightResult] = (),
                   endpoints: Sequence[ModelEndpoint] = (),
+                  costs: Sequence[CellCost] | None = None,
                   generated_at: str | None = None) -> str:
     """The whole report as one self-contained HTML document.
 
@@ -83,6 +85,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     is missing shows a note instead). ``comparisons`` default to ``paired_comparisons(results,
     coverage=coverage)``. ``history`` is ``load_history(...)`` for the "Across nights" section.
     ``generated_at`` is printed verbatim when given; nothing is read from the clock.
+    ``costs`` (``cell_costs(...)``) adds the "Cost" section; None: no section.
     """
     if coverage is None:
         coverage = build_coverage(results)
@@ -103,14 +106,18 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t in (
         ("headline", "Headline"), ("coverage", "Coverage"), ("comparisons", "Comparisons"),
         ("circular", "Position bias"), ("families", "Families"), ("recordings", "Recordings"),
-        ("nights", "Across nights"), ("not-computed", "Not computed"),
+        ("nights", "Across nights"), *((("cost", "Cost"),) if costs is not None else ()),
+        ("not-computed", "Not computed"),
         *((anchor, label) for anchor, label, _ in metrics),
         ("cases", "Cases"), ("methods", "Methods")))
     body = "".join([
         headline_section(leaderboard, coverage), coverage_section(coverage),
         comparisons_section(comparisons), circular_section(results, coverage),
         families_section(leaderboard), recordings_section(leaderboard),
-        nights_section(history), endpoints_section(endpoints), not_computed_section(results),
+        nights_section(history), endpoints_section(endpoints),
+        "" if costs is None else cost_section([c for c in costs
+                                               if (c.recording, c.model) in usable]),
+        not_computed_section(results),
         *(html for _, _, html in metrics), cases_section(cards, frames), _methods(),
     ])
     footer = ("Models are ranked only on the cases every ranked model answered. Leaderboard "

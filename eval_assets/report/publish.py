@@ -17,6 +17,7 @@ import pandas as pd
 from eval_assets.jsonio import read_json
 from eval_assets.layout import AVLM_JUDGE_PREDICTIONS, StorageLayout
 from eval_assets.report.cards import build_case_cards, build_frame_images
+from eval_assets.report.cost_section import cell_costs, judge_costs
 from eval_assets.report.coverage import Coverage, build_coverage
 from eval_assets.report.endpoints_section import load_endpoints
 from eval_assets.report.history import load_history
@@ -129,5 +130,7 @@ def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
                          comparisons=paired_comparisons(results, coverage=coverage),
                          coverage=coverage, history=history, generated_at=generated_at,
                          endpoints=load_endpoints([(r.model, layout.predictions_dir(
-                             r.recording, r.model)) for r in usable]))
+                             r.recording, r.model)) for r in usable]),
+                         costs=cell_costs(usable, {(r.recording, r.model): layout.predictions_dir(
+                             r.recording, r.model) for r in usable}, judge_costs(layout, usable)))
     return write_report(html, layout.report_file())

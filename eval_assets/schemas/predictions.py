@@ -35,6 +35,7 @@ from eval_assets.schemas.chat import RETRYABLE_CATEGORIES as RETRYABLE_CATEGORIE
 from eval_assets.schemas.chat import ChatErrorCategory as ErrorCategory
 from eval_assets.schemas.chat import Outcome as Outcome
 from eval_assets.schemas.chat import TokenUsage as TokenUsage
+from eval_assets.schemas.cost import Price, RunCost
 from eval_assets.schemas.endpoint import Endpoint, split_endpoint_fields
 
 Status = Literal["success", "failed"]
@@ -218,6 +219,8 @@ class RunSummary(BaseModel):
     descriptions: CallSummary | None
     rotations: CallSummary | None = Field(
         default=None, description="The rotated re-asks (CircularEval); None when not asked.")
+    cost: RunCost | None = Field(
+        default=None, description="What the standing records cost; None: the model has no price.")
 
 
 class ModelSpec(BaseModel):
@@ -233,6 +236,10 @@ class ModelSpec(BaseModel):
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     endpoint: Endpoint = Field(default_factory=Endpoint)
+    price: Price | None = Field(None, description="USD per 1M tokens; None: no price set")
+    budget_usd: float | None = Field(
+        None, ge=0, description="most one run of this model may spend (needs price)")
+    batch: bool = Field(False, description="nightly runs go through the Batch API (half price)")
 
     @model_validator(mode="before")
     @classmethod

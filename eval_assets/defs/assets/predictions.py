@@ -24,7 +24,9 @@ from eval_assets.defs.partitions import (
 )
 from eval_assets.defs.resources import ProjectStorage, VLMClientResource
 from eval_assets.layout import RUN_ANSWERS, RUN_ROTATIONS, RUN_SUMMARY
+from eval_assets.model_runs.batch import batch_runner_for
 from eval_assets.model_runs.runner import run_model
+from eval_assets.schemas.cost import NO_PRICE
 
 __all__ = ["model_partitions", "predictions"]
 
@@ -58,18 +60,35 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
     layout = storage.layout()
     out_dir = layout.predictions_dir(recording, model)
     night = context.run.tags.get(NIGHT_TAG)
+    spec = vlm.model_spec(model)
     with vlm.open(model, requery=night) as client:
-        result = run_model(layout.dataset_dir(recording), client, out_dir,
+        # A nightly run of a batch model goes through the Batch API; one that ends before the
+        # batch does leaves it in flight for the next tick to collect.
+        endpoint = client.settings.endpoint
+        batcher = batch_runner_for(
+            client.settings.base_url, endpoint.api_key(), max_tokens=endpoint.max_tokens,
+            timeout_s=endpoint.timeout_s) if spec.batch and night else None
+        result = run_model(layout.dataset_dir(recording), client, out_dir, batch=batcher,
                            max_concurrency=client.settings.max_concurrency,
-                           rotations=vlm.rotations)
+                           rotations=vlm.rotations, price=spec.price,
+                           budget_usd=spec.budget_usd)
     answers = result.summary.answers
     where = f"{model} on {recording}"
-    if answers.success == 0:
+    if result.batch_in_flight is not None:
+        context.log.info(f"{where}: batch {result.batch_in_flight} in flight; the next run "
+                         f"collects it")
+    elif answers.success == 0:
         raise RuntimeError(
             f"{where}: no call succeeded ({answers.error_counts}); see {out_dir / RUN_ANSWERS} "
             f"for the errors, fix the endpoint in the models file or the vlm resource, and "
             f"re-materialize")
     rotated = result.summary.rotations
+    cost = result.summary.cost
+    if cost is not None and cost.budget is not None and cost.budget.stopped:
+        context.log.warning(
+            f"{where}: budget_usd reached: ${cost.budget.spent_usd:.4f} spent of "
+            f"${cost.budget.budget_usd:.4f}, {cost.budget.calls_left} calls left; "
+            f"re-materialize to continue")
     if not result.summary.complete:
         failed = answers.failed + (rotated.failed if rotated else 0)
         errors = dict(answers.error_counts)
@@ -93,6 +112,7 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
         "resumed": result.skipped,
         "latency_p50_s": answers.latency_s.p50,
         "total_tokens": answers.tokens.total_tokens,
+        "cost_usd": cost.total_usd if cost is not None else NO_PRICE,
         "config_hash": result.summary.config_hash,
         "summary": MetadataValue.path(str(out_dir / RUN_SUMMARY)),
         "answers": MetadataValue.path(str(out_dir / RUN_ANSWERS)),

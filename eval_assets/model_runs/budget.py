@@ -1,0 +1,91 @@
+"""A spending limit for a run: refuse the next call when it could take the run over budget.
+
+Before each call is started the budget reserves what it could cost: the mean prompt cost of the
+calls settled so far plus the most a reply of ``max_tokens`` tokens can cost (the worst case, so
+the limit holds whatever the model writes). A call is started only while what was spent, plus
+what the calls in flight reserved, plus this reservation stays within the budget; otherwise the
+run stops asking (calls in flight finish and are journalled) and the rest is left for a rerun,
+which resumes from the journal without repeating a call. The very first call's prompt cost is
+unknown, so only its reply is reserved: a budget smaller than one prompt can be overrun by that.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+
+from eval_assets.schemas.chat import TokenUsage
+from eval_assets.schemas.cost import BudgetOutcome, Price
+
+
+class Budget:
+    """What one invocation of a run may spend, thread-safe; see the module docstring."""
+
+    def __init__(self, budget_usd: float, price: Price, max_tokens: int) -> None:
+        if budget_usd < 0:
+            raise ValueError(f"budget_usd is {budget_usd}; it must be at least 0")
+        self.budget_usd = budget_usd
+        self.price = price
+        self._reply_bound = price.max_output_cost(max_tokens)
+        self._lock = threading.Lock()
+        self._spent = 0.0
+        self._prompt_cost = 0.0
+        self._settled = 0
+        self._reserved = 0.0
+        self._calls_left = 0
+        self._stopped = False
+
+    @property
+    def spent_usd(self) -> float:
+        """What the settled calls cost."""
+        with self._lock:
+            return self._spent
+
+    def estimate(self) -> float:
+        """The reservation of the next call: mean prompt cost so far + the longest reply's cost."""
+        with self._lock:
+            return self._estimate()
+
+    def _estimate(self) -> float:
+        mean_prompt = self._prompt_cost / self._settled if self._settled else 0.0
+        return mean_prompt + self._reply_bound
+
+    def settle(self, usage: TokenUsage | None) -> None:
+        """Account one finished call's usage (called once the record is journalled)."""
+        prompt_only = TokenUsage(prompt_tokens=usage.prompt_tokens) if usage else None
+        with self._lock:
+            self._spent += self.price.cost(usage)
+            self._prompt_cost += self.price.cost(prompt_only)
+            self._settled += 1
+
+    def gate(self, tasks: Iterator[Callable[[], None]]) -> Iterator[Callable[[], None]]:
+        """``tasks`` while the next one fits the budget; each holds its reservation until done.
+
+        Pulled lazily by the scheduler, so each check sees the calls settled so far.
+        """
+        for task in tasks:
+            with self._lock:
+                reservation = self._estimate()
+                if self._spent + self._reserved + reservation > self.budget_usd:
+                    self._stopped = True
+                    self._calls_left = 1 + sum(1 for _ in tasks)
+                    return
+                self._reserved += reservation
+            yield self._holding(task, reservation)
+
+    def _holding(self, task: Callable[[], None], reservation: float) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                task()
+            finally:
+                with self._lock:
+                    self._reserved -= reservation
+        return run
+
+    def outcome(self) -> BudgetOutcome:
+        """What was spent and what remains, and whether the budget stopped the run."""
+        with self._lock:
+            return BudgetOutcome(
+                budget_usd=self.budget_usd, spent_usd=round(self._spent, 6),
+                remaining_usd=round(max(self.budget_usd - self._spent, 0.0), 6),
+                stopped=self._stopped, calls_left=self._calls_left)

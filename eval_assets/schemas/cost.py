@@ -1,0 +1,66 @@
+"""What a model's tokens cost, and what a run spent.
+
+A :class:`Price` is written in the models file beside an entry's endpoint fields (``price:
+{input_per_m: 0.15, output_per_m: 0.6}``); a model without one has no cost, shown as "no price
+set", never as $0. Prices are US dollars per million tokens, as providers publish them.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from eval_assets.schemas.chat import TokenUsage
+
+NO_PRICE = "no price set"
+
+
+class Price(BaseModel):
+    """US dollars per million tokens: prompt (input), completion (output), cached prompt."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input_per_m: float = Field(ge=0, description="USD per 1M prompt tokens")
+    output_per_m: float = Field(ge=0, description="USD per 1M completion tokens")
+    cached_input_per_m: float | None = Field(
+        None, ge=0, description="USD per 1M cached prompt tokens; None: the input price")
+
+    def cost(self, usage: TokenUsage | None, cached_tokens: int = 0) -> float:
+        """The cost of one call's usage (a call without reported usage costs 0 known dollars).
+
+        ``cached_tokens`` of the prompt are charged at the cached price (servers report them
+        inside ``prompt_tokens``).
+        """
+        if usage is None:
+            return 0.0
+        prompt = usage.prompt_tokens or 0
+        cached = min(cached_tokens, prompt)
+        cached_price = (self.cached_input_per_m if self.cached_input_per_m is not None
+                        else self.input_per_m)
+        return ((prompt - cached) * self.input_per_m + cached * cached_price
+                + (usage.completion_tokens or 0) * self.output_per_m) / 1e6
+
+    def max_output_cost(self, max_tokens: int) -> float:
+        """The most one reply of at most ``max_tokens`` tokens can cost."""
+        return max_tokens * self.output_per_m / 1e6
+
+
+class BudgetOutcome(BaseModel):
+    """How a run with a budget ended: spent, what was left, whether the budget stopped it."""
+
+    budget_usd: float
+    spent_usd: float = Field(description="What this invocation's calls cost.")
+    remaining_usd: float
+    stopped: bool = Field(description="Calls were left unasked because the next ones could "
+                                      "have exceeded the budget; a rerun continues.")
+    calls_left: int = Field(description="Calls not asked by this invocation.")
+
+
+class RunCost(BaseModel):
+    """What the standing records of a run cost (every call they took), in USD."""
+
+    price: Price
+    answers_usd: float
+    descriptions_usd: float | None = None
+    rotations_usd: float | None = None
+    total_usd: float
+    budget: BudgetOutcome | None = None
