@@ -17,7 +17,13 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from eval_assets_tests.fakes.openai_server import HttpError, Reply, completion_body
+from eval_assets_tests.fakes.openai_server import (
+    PROBE_MARKER,
+    HttpError,
+    Reply,
+    completion_body,
+    message_text,
+)
 
 ReplyFn = Callable[[dict[str, Any]], Reply | HttpError]
 PROGRESSION = ("validating", "in_progress", "completed")
@@ -32,6 +38,7 @@ class FakeBatchServer:
         self.batches: dict[str, dict[str, Any]] = {}
         self.polls = 0
         self.chat_calls = 0  # stays 0: a batch run never calls chat completions
+        self.probes = 0  # the capability preflight's few direct calls, answered like OpenAI's
         self._held = False
         self._lock = threading.RLock()  # _finish adds files while holding it
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -147,6 +154,12 @@ def _handler(fake: FakeBatchServer) -> type[BaseHTTPRequestHandler]:
                     self._send(200, fake.create(json.loads(data)))
                 except KeyError:
                     self._send(404, {"error": {"message": "no such input file"}})
+            elif self.path.endswith("/chat/completions") and PROBE_MARKER in message_text(
+                    body := json.loads(data)):
+                # The real Batch API's host serves chat completions too: the preflight probes
+                # it directly before a batch is spent.
+                fake.probes += 1
+                self._send(200, completion_body("A", body["model"], fake.probes, "stop", None))
             else:
                 if self.path.endswith("/chat/completions"):
                     fake.chat_calls += 1
