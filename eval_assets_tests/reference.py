@@ -50,51 +50,58 @@ def network_reachable(timeout_s: float = 5.0) -> bool:
     return False
 
 
-def build_dimos_venv() -> Path:
-    """Build (or find cached) the dimOS venv and return its python.
-
-    Raises ``RuntimeError`` with the script's output when the build fails.
-    """
+def build_venv(script: Path) -> Path:
+    """Build (or find cached) a reference venv with its ``scripts/reference`` script and return its
+    python. Raises ``RuntimeError`` with the script's output when the build fails."""
     try:
-        proc = subprocess.run(["bash", str(DIMOS_VENV_SCRIPT)], capture_output=True, text=True,
+        proc = subprocess.run(["bash", str(script)], capture_output=True, text=True,
                               timeout=_BUILD_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired as exc:
-        raise RuntimeError(f"{DIMOS_VENV_SCRIPT} did not finish in {_BUILD_TIMEOUT_S} s") from exc
+        raise RuntimeError(f"{script} did not finish in {_BUILD_TIMEOUT_S} s") from exc
     lines = proc.stdout.strip().splitlines()
     python = Path(lines[-1]) if lines else None
     if proc.returncode != 0 or python is None or not python.is_file():
         raise RuntimeError(
-            f"{DIMOS_VENV_SCRIPT} failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}"
+            f"{script} failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}"
             f"\n{proc.stderr[-4000:]}"
         )
     return python
+
+
+def reference_python(python_env: str, script: Path, what: str) -> Path:
+    """The python of a reference venv: ``$python_env`` when set (no build), else built by
+    ``script``. Skips only when the build fails, the package index is unreachable and
+    ``EVAL_ASSETS_REQUIRE_REFERENCE`` is unset; every other failure fails the test."""
+    given = os.environ.get(python_env)
+    if given:
+        if not Path(given).is_file():
+            pytest.fail(f"{python_env}={given} is not a file; unset it or run "
+                        f"{script.relative_to(REPO)}, which prints the path", pytrace=False)
+        return Path(given)
+    try:
+        return build_venv(script)
+    except RuntimeError as exc:
+        if not os.environ.get(REQUIRE_ENV) and not network_reachable():
+            pytest.skip(
+                f"{what} venv cannot be built without network (package index unreachable); "
+                f"run {script.relative_to(REPO)} once online, or set {REQUIRE_ENV}=1 to fail "
+                f"instead of skipping. Build error: {str(exc).splitlines()[0]}"
+            )
+        raise
+
+
+def build_dimos_venv() -> Path:
+    """Build (or find cached) the dimOS venv and return its python."""
+    return build_venv(DIMOS_VENV_SCRIPT)
 
 
 @pytest.fixture(scope="session")
 def dimos_python() -> Path:
     """Path to the python of the dimOS 0.0.15 reference venv (built once, cached).
 
-    ``EVAL_ASSETS_DIMOS_PYTHON``, when set, names it (no build). Skips only when the build
-    fails, the package index is unreachable and ``EVAL_ASSETS_REQUIRE_REFERENCE`` is unset; every
-    other failure fails the test.
+    ``EVAL_ASSETS_DIMOS_PYTHON``, when set, names it (no build).
     """
-    given = os.environ.get(PYTHON_ENV)
-    if given:
-        if not Path(given).is_file():
-            pytest.fail(f"{PYTHON_ENV}={given} is not a file; unset it or run "
-                        "scripts/reference/dimos_venv.sh, which prints the path", pytrace=False)
-        return Path(given)
-    try:
-        return build_dimos_venv()
-    except RuntimeError as exc:
-        if not os.environ.get(REQUIRE_ENV) and not network_reachable():
-            pytest.skip(
-                "reference dimOS venv cannot be built without network (package index "
-                "unreachable); run scripts/reference/dimos_venv.sh once online, or set "
-                f"{REQUIRE_ENV}=1 to fail instead of skipping. Build error: "
-                f"{str(exc).splitlines()[0]}"
-            )
-        raise
+    return reference_python(PYTHON_ENV, DIMOS_VENV_SCRIPT, "reference dimOS")
 
 
 def run_dimos(python: Path, script: str, *args: object, timeout_s: float = 300,
@@ -114,4 +121,5 @@ def run_dimos(python: Path, script: str, *args: object, timeout_s: float = 300,
     return proc.stdout
 
 
-__all__ = ["build_dimos_venv", "dimos_python", "network_reachable", "run_dimos"]
+__all__ = ["build_dimos_venv", "build_venv", "dimos_python", "network_reachable",
+           "reference_python", "run_dimos"]

@@ -29,12 +29,11 @@ from pathlib import Path
 
 import pytest
 
-from eval_assets_tests.reference import REQUIRE_ENV, network_reachable
+from eval_assets_tests.reference import build_venv, reference_python
 
 REPO = Path(__file__).resolve().parents[2]
 LITELLM_VENV_SCRIPT = REPO / "scripts" / "reference" / "litellm_venv.sh"
 PYTHON_ENV = "EVAL_ASSETS_LITELLM_PYTHON"  # set by scripts/run_tests.sh, which builds the venv
-_BUILD_TIMEOUT_S = 1200
 _START_TIMEOUT_S = 120.0
 # Offline: no download of the cost map, no telemetry; no key or database of the user's leaks in.
 _OFFLINE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY": "False",
@@ -51,37 +50,13 @@ def free_port() -> int:
 
 def build_litellm_venv() -> Path:
     """Build (or find cached) the LiteLLM venv and return its python; ``RuntimeError`` if not."""
-    try:
-        proc = subprocess.run(["bash", str(LITELLM_VENV_SCRIPT)], capture_output=True, text=True,
-                              timeout=_BUILD_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise RuntimeError(f"{LITELLM_VENV_SCRIPT} did not finish in {_BUILD_TIMEOUT_S} s") from exc
-    lines = proc.stdout.strip().splitlines()
-    python = Path(lines[-1]) if lines else None
-    if proc.returncode != 0 or python is None or not python.is_file():
-        raise RuntimeError(f"{LITELLM_VENV_SCRIPT} failed (exit {proc.returncode}):\n"
-                           f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
-    return python
+    return build_venv(LITELLM_VENV_SCRIPT)
 
 
 @pytest.fixture(scope="session")
 def litellm_python() -> Path:
     """Path to the python of the LiteLLM proxy venv (``EVAL_ASSETS_LITELLM_PYTHON``, else built)."""
-    given = os.environ.get(PYTHON_ENV)
-    if given:
-        if not Path(given).is_file():
-            pytest.fail(f"{PYTHON_ENV}={given} is not a file; unset it or run "
-                        "scripts/reference/litellm_venv.sh, which prints the path", pytrace=False)
-        return Path(given)
-    try:
-        return build_litellm_venv()
-    except RuntimeError as exc:
-        if not os.environ.get(REQUIRE_ENV) and not network_reachable():
-            pytest.skip("LiteLLM proxy venv absent and cannot be built without the package "
-                        "index; run scripts/reference/litellm_venv.sh once online, or set "
-                        f"{REQUIRE_ENV}=1 to fail instead of skipping. Build error: "
-                        f"{str(exc).splitlines()[0]}")
-        raise
+    return reference_python(PYTHON_ENV, LITELLM_VENV_SCRIPT, "LiteLLM proxy")
 
 
 def proxy_config(model_name: str, upstream_model: str, api_base: str, rpm: int) -> str:

@@ -1,13 +1,9 @@
 #!/usr/bin/env bash
 # Builds (once) a separate virtual environment with the real dimOS 0.0.15 from the registry, for the
-# parity tests. Kept apart from ./.venv so users' setup stays as light as it is; cached by the
-# requirements file's hash, so a second call costs nothing. Prints the venv's python path last.
+# parity tests (scripts/reference/build_venv.sh builds and caches it). Prints its python last.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 REQ="$HERE/dimos_0.0.15_requirements.txt"
-KEY=$(sha256sum "$REQ" | cut -c1-12)
-CACHE="${EVAL_ASSETS_REFERENCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/eval_assets}"
-VENV="$CACHE/dimos-0.0.15-$KEY"
 log() { printf '[dimos-venv] %s\n' "$*" >&2; }
 
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -21,19 +17,5 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if [ ! -f "$VENV/.complete" ]; then
-    log "building $VENV (about two minutes, once)"
-    rm -rf "$VENV"
-    mkdir -p "$CACHE"
-    python3.11 -m venv "$VENV"
-    # --no-deps with a full pinned set: dimOS declares torch and GPU stacks it does not import here.
-    # pip's output goes to a log beside the venv: this machine's pip prints a warning per package.
-    if ! "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r "$REQ" \
-            >"$VENV.log" 2>&1; then
-        tail -20 "$VENV.log" >&2
-        log "pip failed; full log: $VENV.log"
-        exit 1
-    fi
-    touch "$VENV/.complete"
-fi
-echo "$VENV/bin/python"
+# --no-deps with a full pinned set: dimOS declares torch and GPU stacks it does not import here.
+exec bash "$HERE/build_venv.sh" dimos-0.0.15 "$REQ" --no-deps
