@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import json
 import math
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -26,6 +27,7 @@ from eval_assets import progress
 from eval_assets.atomic import write_text_atomic
 from eval_assets.journal import Journal, exclusive_run_lock
 from eval_assets.model_runs.client import VLMClient
+from eval_assets.model_runs.concurrency import AdaptiveController, controller_for
 from eval_assets.model_runs.prompts import (
     DESCRIPTION_PROMPT,
     description_content_sha256,
@@ -33,6 +35,7 @@ from eval_assets.model_runs.prompts import (
     vqa_content_sha256,
 )
 from eval_assets.model_runs.store import answer_key, description_key, rotation_key
+from eval_assets.schemas.concurrency import ConcurrencyHistory
 from eval_assets.schemas.predictions import (
     RUN_ANSWERS,
     RUN_ANSWERS_JOURNAL,
@@ -235,29 +238,49 @@ def _dump_lines(records: Sequence[BaseModel]) -> str:
     return "".join(r.model_dump_json() + "\n" for r in records)
 
 
-def _dump_document(model: BaseModel) -> str:
-    return json.dumps(model.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+def _dump_document(model: BaseModel, exclude: set[str] | None = None) -> str:
+    return json.dumps(model.model_dump(mode="json", exclude=exclude), indent=2,
+                      sort_keys=True) + "\n"
 
 
-def _schedule(tasks: Iterator[Callable[[], None]], max_concurrency: int) -> None:
+def _schedule(tasks: Iterator[Callable[[], None]], max_concurrency: int,
+              controller: AdaptiveController | None = None) -> None:
     """Run ``tasks`` with ``max_concurrency`` in flight, starting one as soon as one finishes.
 
-    Tasks are pulled lazily, so an interruption (Ctrl-C, a failing task) starts nothing new; the
-    calls already in flight are let finish and journal their records before it propagates.
+    With a ``controller`` the number in flight is its current limit (at most its cap) and each
+    start waits for its pacing. Tasks are pulled lazily, so an interruption (Ctrl-C, a failing
+    task) starts nothing new; the calls already in flight are let finish and journal their
+    records before it propagates.
     """
-    pool = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="vlm")
+    workers = max_concurrency if controller is None else controller.cap
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vlm")
     in_flight: set[Future[None]] = set()
+
+    def settle(timeout: float | None) -> None:
+        nonlocal in_flight
+        if not in_flight:
+            time.sleep(timeout or 0.0)
+            return
+        done, in_flight = wait(in_flight, timeout=timeout, return_when=FIRST_COMPLETED)
+        for future in done:
+            future.result()
+
     try:
         for task in tasks:
+            while True:
+                limit = max_concurrency if controller is None else controller.limit
+                if len(in_flight) >= limit:
+                    settle(None)
+                    continue
+                delay = 0.0 if controller is None else controller.start_delay()
+                if delay <= 0:
+                    break
+                settle(delay)
+            if controller is not None:
+                controller.started()
             in_flight.add(pool.submit(task))
-            if len(in_flight) >= max_concurrency:
-                done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-                for future in done:
-                    future.result()
         while in_flight:
-            done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-            for future in done:
-                future.result()
+            settle(None)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -271,6 +294,7 @@ def run_model(
     describe: bool = True,
     rotations: bool = False,
     on_record: Callable[[Record], None] | None = None,
+    controller: AdaptiveController | None = None,
 ) -> RunResult:
     """Answer every public case (and describe every frame) once, resuming what is stored.
 
@@ -284,6 +308,10 @@ def run_model(
     keeps only the original order. Without it a ``rotations.jsonl`` of an earlier run is removed
     (its journal stays, so asking again later repeats nothing), so the file always belongs to
     the current answers.
+
+    A model reached over HTTP gets adaptive concurrency (:mod:`eval_assets.model_runs.concurrency`,
+    or the given ``controller``), capped by an explicit ``max_concurrency``; its limit's history
+    goes into ``summary.json``. A local model keeps ``max_concurrency`` in flight.
     """
     if max_concurrency < 1:
         raise ValueError(f"max_concurrency is {max_concurrency}; it must be at least 1")
@@ -363,7 +391,9 @@ def run_model(
         label = f"{generation.model}: answers{', rotations' if rotations else ''} and descriptions"
         with progress.task(label, total=len(tasks)) as advance:
             bar.append(advance)
-            _schedule(iter(tasks), max_concurrency)
+            if controller is None and tasks:
+                controller = controller_for(client, max_concurrency)
+            _schedule(iter(tasks), max_concurrency, controller)
 
         standing_answers = [r for c in cases
                             if (r := answers.get(answer_keys[c.id])) is not None]
@@ -380,7 +410,9 @@ def run_model(
         s is None or s.success == s.total for s in (description_summary, rotation_summary))
     summary = RunSummary(model=model, config_hash=config_hash, complete=complete,
                          answers=answer_summary, descriptions=description_summary,
-                         rotations=rotation_summary)
+                         rotations=rotation_summary,
+                         concurrency=(controller.history() if controller is not None
+                                      else _previous_concurrency(out_dir)))
     write_text_atomic(out_dir / RUN_ANSWERS, _dump_lines(standing_answers))
     if describe:
         write_text_atomic(out_dir / RUN_DESCRIPTIONS, _dump_lines(standing_descriptions))
@@ -388,10 +420,21 @@ def run_model(
         write_text_atomic(out_dir / RUN_ROTATIONS, _dump_lines(standing_rotations))
     else:
         (out_dir / RUN_ROTATIONS).unlink(missing_ok=True)
-    write_text_atomic(out_dir / RUN_SUMMARY, _dump_document(summary))
+    write_text_atomic(out_dir / RUN_SUMMARY, _dump_document(
+        summary, exclude={"concurrency"} if summary.concurrency is None else None))
     skipped = (len(cases) - len(pending_cases) + len(frames) - len(pending_frames)
                + len(variants) - len(pending_rotations))
     return RunResult(out_dir=out_dir, summary=summary, calls_made=calls, skipped=skipped)
+
+
+def _previous_concurrency(out_dir: Path) -> ConcurrencyHistory | None:
+    """The limit's history of the run that made the standing records, kept by a rerun that made
+    no call (so that it rewrites identical files)."""
+    try:
+        return RunSummary.model_validate_json(
+            (out_dir / RUN_SUMMARY).read_text(encoding="utf-8")).concurrency
+    except (OSError, ValueError):
+        return None
 
 
 @contextlib.contextmanager

@@ -35,6 +35,7 @@ from eval_assets.layout import RUN_SUMMARY as RUN_SUMMARY
 from eval_assets.schemas.chat import RETRYABLE_CATEGORIES as RETRYABLE_CATEGORIES
 from eval_assets.schemas.chat import ChatErrorCategory as ErrorCategory
 from eval_assets.schemas.chat import TokenUsage as TokenUsage
+from eval_assets.schemas.concurrency import ConcurrencyHistory
 from eval_assets.schemas.endpoint import Endpoint, split_endpoint_fields
 
 Status = Literal["success", "failed"]
@@ -196,6 +197,9 @@ class RunSummary(BaseModel):
     descriptions: CallSummary | None
     rotations: CallSummary | None = Field(
         default=None, description="The rotated re-asks (CircularEval); None when not asked.")
+    concurrency: ConcurrencyHistory | None = Field(
+        default=None, description="The adaptive concurrency limit's history (models reached "
+        "over HTTP); absent for a local model, which keeps its max_concurrency.")
 
 
 class ModelSpec(BaseModel):
