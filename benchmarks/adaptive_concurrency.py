@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
 
     rate = 40.0
-    with TokenBucketServer(rate=rate, burst=10, latency_s=0.05) as bucket:
+    with TokenBucketServer(rate=rate, burst=20, latency_s=0.05) as bucket:
         n = max(20, int(600 * scale))
         elapsed, _, ctl = drive(bucket, n, 64, settings)
     achieved = n / elapsed
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     # Long enough a latency that this process's own overhead at 64 in flight stays small.
     latency = 0.5
     with FixedLatencyServer(latency_s=latency) as free:
-        n = max(64, int(2700 * scale))
+        n = max(64, int(5120 * scale))
         elapsed, _, ctl = drive(free, n, 64, settings)
     ideal = n / (-(-n // 64) * latency)
     print(f"fixed latency {latency:g} s, cap 64: {n / elapsed:.1f} req/s = "

@@ -16,8 +16,10 @@ What inspect lacks, added here:
   ``pace_share`` of that rate instead of waiting for 429s. Values that make no sense (Azure's
   -1, a reset of zero or of days) are ignored: the controller then works from 429s alone;
 - a latency signal for servers that queue instead of refusing: each round's median latency is
-  compared to the unloaded baseline (the lowest per-round 10th percentile seen); a median over
-  ``latency_factor`` times it while throughput did not grow is a back-off like a retry episode.
+  compared to the unloaded baseline (the lowest per-round 10th percentile seen); over
+  ``latency_factor`` times it the limit stops growing, and if throughput did not grow either
+  (against the best of the last rounds) it is multiplied by ``decrease`` (each round measures
+  the limit set before it, so no time cooldown).
 
 Everything takes a clock (``time.monotonic`` by default) so tests drive it deterministically.
 """
@@ -45,7 +47,7 @@ _MAX_RESET_S = 3600.0  # a reset further away than this is not a pacing hint
 class ControllerSettings:
     """The controller's constants; tests shrink ``cooldown_s``."""
 
-    initial: int = 8
+    initial: int = 16
     decrease: float = 0.8
     increase: float = 0.05
     cooldown_s: float = 15.0
@@ -200,10 +202,11 @@ class AdaptiveController:
         if self._decrease(now, "retry_episode"):
             self._episodes += 1
 
-    def _decrease(self, now: float, reason: str) -> bool:
-        if now - self._last_decrease < self.settings.cooldown_s:
+    def _decrease(self, now: float, reason: str, cooldown: bool = True) -> bool:
+        if cooldown and now - self._last_decrease < self.settings.cooldown_s:
             return False
-        self._last_decrease = now
+        if cooldown:
+            self._last_decrease = now
         self._slow_start = False
         self._limit = max(1.0, self._limit * self.settings.decrease)
         self._round.backed_off = True
@@ -227,8 +230,10 @@ class AdaptiveController:
                 or throughput < 1.1 * max(self._throughputs))
         if throughput is not None:
             self._throughputs = [*self._throughputs[-3:], throughput]
-        if median > self.settings.latency_factor * self._baseline and flat:
-            if self._decrease(now, "latency"):
+        if median > self.settings.latency_factor * self._baseline:
+            # Queueing: never grow. Back off when throughput did not grow with the latency; a
+            # round is measured wholly at the limit set before it, so no time cooldown applies.
+            if flat and self._decrease(now, "latency", cooldown=False):
                 self._latency_backoffs += 1
             return
         if current.backed_off or self._limit >= self.cap:

@@ -43,6 +43,9 @@ class PacedServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes: with Nagle's algorithm the body would wait
+            # for the client's delayed ACK (40 ms), a latency no real server adds.
+            disable_nagle_algorithm = True
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)

@@ -118,7 +118,7 @@ def _drive(server: object, n: int, cap: int) -> tuple[AdaptiveController, list[f
 
 
 def test_token_bucket_server_paced_by_its_headers() -> None:
-    with TokenBucketServer(rate=50, burst=10, latency_s=0.02) as srv:
+    with TokenBucketServer(rate=50, burst=20, latency_s=0.02) as srv:
         ctl, _ = _drive(srv, 60, 16)
     assert srv.served == 60 and srv.refused <= 15
     assert ctl.history().paced_by_headers
