@@ -98,7 +98,6 @@ def vqa_run_command(
     try:
         with open_model(spec, base_url=base_url) as client:
             result = run_model(dataset, client, out,
-                               max_concurrency=client.settings.max_concurrency,
                                describe=describe, rotations=circular)
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         typer.echo(f"error: {exc}", err=True)

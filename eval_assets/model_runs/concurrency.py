@@ -264,15 +264,22 @@ class AdaptiveController:
                 changes=list(self._changes))
 
 
-def controller_for(client: Any, max_concurrency: int,
+def fixed_concurrency(client: Any) -> int:
+    """The number a model without adaptive concurrency keeps in flight: its endpoint's
+    ``max_concurrency`` (4 when the client has no endpoint)."""
+    endpoint = getattr(getattr(client, "settings", None), "endpoint", None)
+    return int(getattr(endpoint, "max_concurrency", 4))
+
+
+def controller_for(client: Any, max_concurrency: int | None = None,
                    settings: ControllerSettings | None = None) -> AdaptiveController | None:
-    """An adaptive controller watching ``client``'s chat client, or None to keep the fixed
-    ``max_concurrency``.
+    """An adaptive controller watching ``client``'s chat client, or None to keep a fixed number
+    in flight.
 
     Only a model reached over HTTP adapts: a local model served in-process (``serve``) is
     CPU-bound, so its entry's ``max_concurrency`` stays the number in flight (and its results
-    stay what they were). An endpoint that sets ``max_concurrency`` explicitly caps the limit;
-    otherwise the cap is :data:`DEFAULT_ADAPTIVE_CAP`.
+    stay what they were). The cap: ``max_concurrency`` when given, else the endpoint's when the
+    entry sets it explicitly, else :data:`DEFAULT_ADAPTIVE_CAP`.
     """
     chat = getattr(client, "_chat", None)
     endpoint = getattr(getattr(client, "settings", None), "endpoint", None)
@@ -280,8 +287,9 @@ def controller_for(client: Any, max_concurrency: int,
         return None
     if getattr(endpoint, "serve", None) is not None:
         return None
-    explicit = "max_concurrency" in endpoint.model_fields_set
-    controller = AdaptiveController(max_concurrency if explicit else DEFAULT_ADAPTIVE_CAP,
-                                    settings)
+    if max_concurrency is None:
+        explicit = "max_concurrency" in endpoint.model_fields_set
+        max_concurrency = endpoint.max_concurrency if explicit else DEFAULT_ADAPTIVE_CAP
+    controller = AdaptiveController(max_concurrency, settings)
     chat.observer = controller.observe
     return controller

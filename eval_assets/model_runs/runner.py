@@ -27,7 +27,11 @@ from eval_assets import progress
 from eval_assets.atomic import write_text_atomic
 from eval_assets.journal import Journal, exclusive_run_lock
 from eval_assets.model_runs.client import VLMClient
-from eval_assets.model_runs.concurrency import AdaptiveController, controller_for
+from eval_assets.model_runs.concurrency import (
+    AdaptiveController,
+    controller_for,
+    fixed_concurrency,
+)
 from eval_assets.model_runs.prompts import (
     DESCRIPTION_PROMPT,
     description_content_sha256,
@@ -290,7 +294,7 @@ def run_model(
     client: VLMClient,
     out_dir: Path,
     *,
-    max_concurrency: int,
+    max_concurrency: int | None = None,
     describe: bool = True,
     rotations: bool = False,
     on_record: Callable[[Record], None] | None = None,
@@ -310,9 +314,15 @@ def run_model(
     the current answers.
 
     A model reached over HTTP gets adaptive concurrency (:mod:`eval_assets.model_runs.concurrency`,
-    or the given ``controller``), capped by an explicit ``max_concurrency``; its limit's history
-    goes into ``summary.json``. A local model keeps ``max_concurrency`` in flight.
+    or the given ``controller``), capped by ``max_concurrency`` (None: the endpoint's explicit
+    ``max_concurrency``, else :data:`~eval_assets.model_runs.concurrency.DEFAULT_ADAPTIVE_CAP`);
+    its limit's history goes into ``summary.json``. A local model keeps ``max_concurrency``
+    (None: its entry's) in flight.
     """
+    if controller is None:
+        controller = controller_for(client, max_concurrency)
+    max_concurrency = controller.cap if controller is not None else (
+        max_concurrency or fixed_concurrency(client))
     if max_concurrency < 1:
         raise ValueError(f"max_concurrency is {max_concurrency}; it must be at least 1")
     dataset_dir = Path(dataset_dir).resolve()
@@ -391,8 +401,6 @@ def run_model(
         label = f"{generation.model}: answers{', rotations' if rotations else ''} and descriptions"
         with progress.task(label, total=len(tasks)) as advance:
             bar.append(advance)
-            if controller is None and tasks:
-                controller = controller_for(client, max_concurrency)
             _schedule(iter(tasks), max_concurrency, controller)
 
         standing_answers = [r for c in cases
@@ -411,7 +419,7 @@ def run_model(
     summary = RunSummary(model=model, config_hash=config_hash, complete=complete,
                          answers=answer_summary, descriptions=description_summary,
                          rotations=rotation_summary,
-                         concurrency=(controller.history() if controller is not None
+                         concurrency=(controller.history() if controller is not None and calls
                                       else _previous_concurrency(out_dir)))
     write_text_atomic(out_dir / RUN_ANSWERS, _dump_lines(standing_answers))
     if describe:

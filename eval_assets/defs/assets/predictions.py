@@ -60,7 +60,6 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
     night = context.run.tags.get(NIGHT_TAG)
     with vlm.open(model, requery=night) as client:
         result = run_model(layout.dataset_dir(recording), client, out_dir,
-                           max_concurrency=client.settings.max_concurrency,
                            rotations=vlm.rotations)
     answers = result.summary.answers
     where = f"{model} on {recording}"
