@@ -57,7 +57,9 @@ def vqa_run_command(
         None, help="Run folder (default <storage root>/runs/<dataset>-<content hash>/<model>)."),
     api_key_env: str | None = typer.Option(
         None, help="NAME of the environment variable holding the API key."),
-    max_concurrency: int | None = typer.Option(None, help="Requests in flight (default 4)."),
+    max_concurrency: int | None = typer.Option(
+        None, help="Most requests in flight (default: adaptive up to 64 over HTTP; a local "
+        "model's entry)."),
     max_tokens: int | None = typer.Option(None, help="Reply token limit (default 256)."),
     timeout_s: float | None = typer.Option(None, help="Seconds per request (default 60)."),
     max_retries: int | None = typer.Option(
