@@ -7,7 +7,8 @@ Each scenario runs the runner's scheduler with an :class:`AdaptiveController` wa
 :class:`ChatClient` (as ``vqa run`` does with no concurrency flag), and prints:
 
 - token bucket (R requests/s, 429 + headers above it): achieved rate / R (target >= 0.90) and
-  the share of requests answered 429 (target <= 0.02);
+  the share of requests answered 429 (target <= 0.02); then the same bucket sending 429 and
+  ``retry-after`` only, shown without a target;
 - C slots that queue: median latency / unloaded latency (target <= 1.5) and throughput / the
   slots' throughput C / service time (target >= 0.80);
 - unlimited fixed latency, cap 64: throughput / ideal (target >= 0.95), ideal being 64 in flight
@@ -76,6 +77,15 @@ def main(argv: list[str] | None = None) -> int:
           f"429 share {share:.4f} ({bucket.refused} of {bucket.served + bucket.refused}); "
           f"limit {ctl.history().final_limit}, paced {ctl.history().paced_by_headers}")
     ok &= achieved / rate >= 0.90 and share <= 0.02
+
+    # The same bucket without pacing headers (only 429 + retry-after): shown, no target.
+    with TokenBucketServer(rate=rate, burst=20, latency_s=0.05, headers=False) as bare:
+        n = max(20, int(600 * scale))
+        elapsed, _, ctl = drive(bare, n, 64, settings)
+    share = bare.refused / max(1, bare.served + bare.refused)
+    print(f"token bucket R={rate:g}/s, 429s alone (no x-ratelimit headers): "
+          f"{n / elapsed / rate:.3f} of R, 429 share {share:.4f}; "
+          f"{ctl.history().retry_episodes} retry episodes (no target)")
 
     slots, service = 4, 0.1
     with SlotServer(slots=slots, service_s=service) as queue:

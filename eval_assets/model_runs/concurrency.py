@@ -199,6 +199,8 @@ class AdaptiveController:
         wait = parse_retry_after(headers)
         if wait is not None and 0 < wait <= _MAX_RESET_S:
             self._hold_until = max(self._hold_until, now + wait)
+        # Like inspect: a round that saw any retry does not grow, whether or not it cut.
+        self._round.backed_off = True
         if self._decrease(now, "retry_episode"):
             self._episodes += 1
 
