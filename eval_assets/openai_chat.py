@@ -31,8 +31,9 @@ import email.utils
 import json
 import logging
 import random
+import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import ModuleType
@@ -53,6 +54,12 @@ from eval_assets.schemas.endpoint import (
 )
 
 log = logging.getLogger(__name__)
+
+AttemptObserver = Callable[[int | None, float, Mapping[str, str]], None]
+"""Told of every HTTP attempt: its status (None: no reply), latency and rate-limit headers."""
+
+_PACING_HEADERS = ("retry-after", "retry-after-ms", "x-ratelimit-limit-requests",
+                   "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests")
 
 
 def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
@@ -276,6 +283,9 @@ class ChatClient:
         self.max_reply_bytes = max_reply_bytes
         self.max_reply_chars = max_reply_chars
         self._api_key = api_key or ""
+        # Set by a run's adaptive concurrency controller; the client's own behaviour is the same.
+        self.observer: AttemptObserver | None = None
+        self._seen = threading.local()
         httpx = _httpx()
         self._httpx = httpx
         headers = {"Content-Type": "application/json", "Accept": "application/json",
@@ -335,6 +345,8 @@ class ChatClient:
             t0 = time.perf_counter()
             attempt = self._attempt(body, max_bytes, max_chars)
             latency = time.perf_counter() - t0
+            if self.observer is not None:
+                self.observer(attempt.status_code, latency, getattr(self._seen, "headers", {}))
             cost = {"latency_s": latency, "attempts": attempts, "waited_s": waited,
                     "wall_s": time.perf_counter() - start}
             if attempt.category is None:
@@ -396,9 +408,13 @@ class ChatClient:
     def _attempt(self, body: bytes, max_bytes: int, max_chars: int) -> _Attempt:
         httpx = self._httpx
         deadline = time.perf_counter() + self.timeout_s
+        self._seen.headers = {}
         try:
             with self._http.stream("POST", self.url, content=body) as response:
                 status = response.status_code
+                if self.observer is not None:
+                    self._seen.headers = {k: response.headers[k] for k in _PACING_HEADERS
+                                          if k in response.headers}
                 if not 200 <= status < 300:
                     raw, _ = self._read(response, _ERROR_BODY_BYTES, deadline)
                     retryable = is_retryable_status(status)

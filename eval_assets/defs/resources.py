@@ -149,7 +149,9 @@ class VLMClientResource(ConfigurableResource):
     temperature: float = 0.0
     max_tokens: int = _ENDPOINT_DEFAULTS["max_tokens"]
     timeout_s: float = _ENDPOINT_DEFAULTS["timeout_s"]
-    max_concurrency: int = _ENDPOINT_DEFAULTS["max_concurrency"]
+    # 0: not set here, so a model reached over HTTP adapts its concurrency (a local model keeps
+    # its entry's); a number caps every model that does not set its own.
+    max_concurrency: int = 0
     max_retries: int = _ENDPOINT_DEFAULTS["max_retries"]
     backoff_base_s: float = _ENDPOINT_DEFAULTS["backoff_base_s"]
     backoff_max_s: float = _ENDPOINT_DEFAULTS["backoff_max_s"]
@@ -160,10 +162,12 @@ class VLMClientResource(ConfigurableResource):
 
     def defaults(self) -> Endpoint:
         """The endpoint settings that do not pick an endpoint (empty strings and 0: unset)."""
+        # Only what is set counts as explicit: an explicit max_concurrency caps adaptive
+        # concurrency (eval_assets.model_runs.concurrency.controller_for).
+        capped = {"max_concurrency": self.max_concurrency} if self.max_concurrency else {}
         return Endpoint(
-            api_key_env=self.api_key_env,
-            max_tokens=self.max_tokens, timeout_s=self.timeout_s,
-            max_concurrency=self.max_concurrency, max_retries=self.max_retries,
+            **capped, api_key_env=self.api_key_env,
+            max_tokens=self.max_tokens, timeout_s=self.timeout_s, max_retries=self.max_retries,
             backoff_base_s=self.backoff_base_s, backoff_max_s=self.backoff_max_s,
             retry_after_max_s=self.retry_after_max_s, announce_wait_s=self.announce_wait_s,
             # 0: the client's default cap, derived from max_tokens.

@@ -73,7 +73,9 @@ def vqa_run_command(
         None, help="Run folder (default <storage root>/runs/<dataset>-<content hash>/<model>)."),
     api_key_env: str | None = typer.Option(
         None, help="NAME of the environment variable holding the API key."),
-    max_concurrency: int | None = typer.Option(None, help="Requests in flight (default 4)."),
+    max_concurrency: int | None = typer.Option(
+        None, help="Most requests in flight (default: adaptive up to 64 over HTTP; a local "
+        "model's entry)."),
     max_tokens: int | None = typer.Option(None, help="Reply token limit (default 256)."),
     timeout_s: float | None = typer.Option(None, help="Seconds per request (default 60)."),
     max_retries: int | None = typer.Option(
@@ -129,8 +131,7 @@ def vqa_run_command(
                 client.settings.base_url, endpoint.api_key(), max_tokens=endpoint.max_tokens,
                 timeout_s=endpoint.timeout_s, wait_s=batch_wait_s) if batch else None
             result = run_model(dataset, client, out, batch=batcher,
-                               max_concurrency=client.settings.max_concurrency,
-                               describe=describe, rotations=circular, price=spec.price,
+                                   describe=describe, rotations=circular, price=spec.price,
                                budget_usd=budget_usd if budget_usd is not None
                                else spec.budget_usd)
     except (ValueError, FileNotFoundError, RuntimeError) as exc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -29,6 +30,11 @@ from eval_assets.jsonio import parse_model, write_json
 from eval_assets.model_runs.batch import BatchItem, BatchRunner, custom_id
 from eval_assets.model_runs.budget import Budget
 from eval_assets.model_runs.client import OpenAIVLMClient, VLMClient
+from eval_assets.model_runs.concurrency import (
+    AdaptiveController,
+    controller_for,
+    fixed_concurrency,
+)
 from eval_assets.model_runs.prompts import (
     DESCRIPTION_PROMPT,
     description_content_sha256,
@@ -39,6 +45,7 @@ from eval_assets.model_runs.prompts import (
 )
 from eval_assets.model_runs.store import answer_key, description_key, rotation_key
 from eval_assets.schemas.chat import ChatResult
+from eval_assets.schemas.concurrency import ConcurrencyHistory
 from eval_assets.schemas.cost import BudgetOutcome, Price, RunCost
 from eval_assets.schemas.predictions import (
     RUN_ANSWERS,
@@ -245,29 +252,48 @@ def _dump_lines(records: Sequence[BaseModel]) -> str:
     return "".join(r.model_dump_json() + "\n" for r in records)
 
 
-def _write_document(path: Path, model: BaseModel) -> None:
-    write_json(path, model.model_dump(mode="json"), sort_keys=True)
+def _write_document(path: Path, model: BaseModel, exclude: set[str] | None = None) -> None:
+    write_json(path, model.model_dump(mode="json", exclude=exclude), sort_keys=True)
 
 
-def _schedule(tasks: Iterator[Callable[[], None]], max_concurrency: int) -> None:
+def _schedule(tasks: Iterator[Callable[[], None]], max_concurrency: int,
+              controller: AdaptiveController | None = None) -> None:
     """Run ``tasks`` with ``max_concurrency`` in flight, starting one as soon as one finishes.
 
-    Tasks are pulled lazily, so an interruption (Ctrl-C, a failing task) starts nothing new; the
-    calls already in flight are let finish and journal their records before it propagates.
+    With a ``controller`` the number in flight is its current limit (at most its cap) and each
+    start waits for its pacing. Tasks are pulled lazily, so an interruption (Ctrl-C, a failing
+    task) starts nothing new; the calls already in flight are let finish and journal their
+    records before it propagates.
     """
-    pool = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="vlm")
+    workers = max_concurrency if controller is None else controller.cap
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vlm")
     in_flight: set[Future[None]] = set()
+
+    def settle(timeout: float | None) -> None:
+        nonlocal in_flight
+        if not in_flight:
+            time.sleep(timeout or 0.0)
+            return
+        done, in_flight = wait(in_flight, timeout=timeout, return_when=FIRST_COMPLETED)
+        for future in done:
+            future.result()
+
     try:
         for task in tasks:
+            while True:
+                limit = max_concurrency if controller is None else controller.limit
+                if len(in_flight) >= limit:
+                    settle(None)
+                    continue
+                delay = 0.0 if controller is None else controller.start_delay()
+                if delay <= 0:
+                    break
+                settle(delay)
+            if controller is not None:
+                controller.started()
             in_flight.add(pool.submit(task))
-            if len(in_flight) >= max_concurrency:
-                done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-                for future in done:
-                    future.result()
         while in_flight:
-            done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-            for future in done:
-                future.result()
+            settle(None)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -277,13 +303,14 @@ def run_model(
     client: VLMClient,
     out_dir: Path,
     *,
-    max_concurrency: int,
+    max_concurrency: int | None = None,
     describe: bool = True,
     rotations: bool = False,
     on_record: Callable[[Record], None] | None = None,
     price: Price | None = None,
     budget_usd: float | None = None,
     batch: BatchRunner | None = None,
+    controller: AdaptiveController | None = None,
 ) -> RunResult:
     """Answer every public case (and describe every frame) once, resuming what is stored.
 
@@ -304,7 +331,17 @@ def run_model(
     ``batch`` sends the pending calls through the Batch API instead
     (:mod:`eval_assets.model_runs.batch`); a batch still in flight leaves the run incomplete
     and its id in ``RunResult.batch_in_flight`` and the run folder.
+
+    A model reached over HTTP gets adaptive concurrency (:mod:`eval_assets.model_runs.concurrency`,
+    or the given ``controller``), capped by ``max_concurrency`` (None: the endpoint's explicit
+    ``max_concurrency``, else :data:`~eval_assets.model_runs.concurrency.DEFAULT_ADAPTIVE_CAP`);
+    its limit's history goes into ``summary.json``. A local model keeps ``max_concurrency``
+    (None: its entry's) in flight.
     """
+    if controller is None:
+        controller = controller_for(client, max_concurrency)
+    max_concurrency = controller.cap if controller is not None else (
+        max_concurrency or fixed_concurrency(client))
     if max_concurrency < 1:
         raise ValueError(f"max_concurrency is {max_concurrency}; it must be at least 1")
     dataset_dir = Path(dataset_dir).resolve()
@@ -401,7 +438,7 @@ def run_model(
                 in_flight = batch.run(items, out_dir).in_flight
             else:
                 _schedule(iter(tasks) if budget is None else budget.gate(iter(tasks)),
-                          max_concurrency)
+                          max_concurrency, controller)
 
         standing_answers = [r for c in cases
                             if (r := answers.get(answer_keys[c.id])) is not None]
@@ -421,7 +458,9 @@ def run_model(
                          rotations=rotation_summary,
                          cost=_run_cost(price, standing_answers, standing_descriptions,
                                         standing_rotations if rotations else None,
-                                        budget.outcome() if budget is not None else None))
+                                        budget.outcome() if budget is not None else None),
+                         concurrency=(controller.history() if controller is not None and calls
+                                      else _previous_concurrency(out_dir)))
     write_text_atomic(out_dir / RUN_ANSWERS, _dump_lines(standing_answers))
     if describe:
         write_text_atomic(out_dir / RUN_DESCRIPTIONS, _dump_lines(standing_descriptions))
@@ -429,7 +468,8 @@ def run_model(
         write_text_atomic(out_dir / RUN_ROTATIONS, _dump_lines(standing_rotations))
     else:
         (out_dir / RUN_ROTATIONS).unlink(missing_ok=True)
-    _write_document(out_dir / RUN_SUMMARY, summary)
+    _write_document(out_dir / RUN_SUMMARY, summary,
+                    exclude={"concurrency"} if summary.concurrency is None else None)
     skipped = (len(cases) - len(pending_cases) + len(frames) - len(pending_frames)
                + len(variants) - len(pending_rotations))
     return RunResult(out_dir=out_dir, summary=summary, calls_made=calls, skipped=skipped,
@@ -516,6 +556,16 @@ def _run_cost(price: Price | None, answers: Sequence[Record], descriptions: Sequ
     return RunCost(price=price, answers_usd=parts[0], descriptions_usd=parts[1],
                    rotations_usd=parts[2], total_usd=round(sum(p or 0.0 for p in parts), 6),
                    budget=budget)
+
+
+def _previous_concurrency(out_dir: Path) -> ConcurrencyHistory | None:
+    """The limit's history of the run that made the standing records, kept by a rerun that made
+    no call (so that it rewrites identical files)."""
+    try:
+        return RunSummary.model_validate_json(
+            (out_dir / RUN_SUMMARY).read_text(encoding="utf-8")).concurrency
+    except (OSError, ValueError):
+        return None
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ Nothing is read from the clock: a generation time appears only when the caller p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -30,6 +30,7 @@ from eval_assets.atomic import write_text_atomic
 from eval_assets.metrics.stats import PairedComparison
 from eval_assets.report.case_browser import CASES_PER_PAGE, cases_section
 from eval_assets.report.circular_section import circular_section
+from eval_assets.report.concurrency_section import concurrency_section
 from eval_assets.report.cost_section import CellCost, cost_section
 from eval_assets.report.coverage import Coverage, build_coverage
 from eval_assets.report.endpoints_section import ModelEndpoint, endpoints_section
@@ -45,6 +46,7 @@ from eval_assets.report.ranking_sections import (
     headline_section,
     recordings_section,
 )
+from eval_assets.schemas.concurrency import ConcurrencyHistory
 from eval_assets.schemas.report import CaseCard, FrameImage
 from eval_assets.schemas.results import CellScores
 from eval_assets.scoring.mcq import MCQ_NOT_MEASURED
@@ -74,7 +76,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   history: Sequence[NightResult] = (),
                   endpoints: Sequence[ModelEndpoint] = (),
                   costs: Sequence[CellCost] | None = None,
-                  generated_at: str | None = None) -> str:
+                  generated_at: str | None = None,
+                  concurrency: Mapping[str, ConcurrencyHistory] | None = None) -> str:
     """The whole report as one self-contained HTML document.
 
     ``coverage`` comes from ``build_coverage(results, ...)`` (default: from ``results`` alone,
@@ -86,6 +89,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     coverage=coverage)``. ``history`` is ``load_history(...)`` for the "Across nights" section.
     ``generated_at`` is printed verbatim when given; nothing is read from the clock.
     ``costs`` (``cell_costs(...)``) adds the "Cost" section; None: no section.
+    ``concurrency`` is ``load_concurrency(...)`` of the runs (no section when empty).
     """
     if coverage is None:
         coverage = build_coverage(results)
@@ -117,6 +121,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         nights_section(history), endpoints_section(endpoints),
         "" if costs is None else cost_section([c for c in costs
                                                if (c.recording, c.model) in usable]),
+        concurrency_section(concurrency or {}),
         not_computed_section(results),
         *(html for _, _, html in metrics), cases_section(cards, frames), _methods(),
     ])

@@ -17,6 +17,7 @@ import pandas as pd
 from eval_assets.jsonio import read_json
 from eval_assets.layout import AVLM_JUDGE_PREDICTIONS, StorageLayout
 from eval_assets.report.cards import build_case_cards, build_frame_images
+from eval_assets.report.concurrency_section import load_concurrency
 from eval_assets.report.cost_section import cell_costs, judge_costs
 from eval_assets.report.coverage import Coverage, build_coverage
 from eval_assets.report.endpoints_section import load_endpoints
@@ -123,6 +124,8 @@ def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
                                current_fingerprints=current_fingerprints,
                                stale_cells=stale_cells)
     usable = [r for r in results if coverage.usable(r)]
+    run_dirs = {(r.recording, r.model): layout.predictions_dir(r.recording, r.model)
+                for r in usable}
     cards, frames = report_cards(layout, usable)
     history = load_history(layout.history_dir() if history_dir is None else history_dir)
     html = render_report(build_leaderboard(results, coverage=coverage), results, cards,
@@ -131,6 +134,8 @@ def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
                          coverage=coverage, history=history, generated_at=generated_at,
                          endpoints=load_endpoints([(r.model, layout.predictions_dir(
                              r.recording, r.model)) for r in usable]),
-                         costs=cell_costs(usable, {(r.recording, r.model): layout.predictions_dir(
-                             r.recording, r.model) for r in usable}, judge_costs(layout, usable)))
+                         costs=cell_costs(usable, run_dirs, judge_costs(layout, usable)),
+                         concurrency=load_concurrency(
+                             (f"{model} on {recording}", run_dir)
+                             for (recording, model), run_dir in run_dirs.items()))
     return write_report(html, layout.report_file())

@@ -35,6 +35,7 @@ from eval_assets.schemas.chat import RETRYABLE_CATEGORIES as RETRYABLE_CATEGORIE
 from eval_assets.schemas.chat import ChatErrorCategory as ErrorCategory
 from eval_assets.schemas.chat import Outcome as Outcome
 from eval_assets.schemas.chat import TokenUsage as TokenUsage
+from eval_assets.schemas.concurrency import ConcurrencyHistory
 from eval_assets.schemas.cost import Price, RunCost
 from eval_assets.schemas.endpoint import Endpoint, split_endpoint_fields
 
@@ -221,6 +222,9 @@ class RunSummary(BaseModel):
         default=None, description="The rotated re-asks (CircularEval); None when not asked.")
     cost: RunCost | None = Field(
         default=None, description="What the standing records cost; None: the model has no price.")
+    concurrency: ConcurrencyHistory | None = Field(
+        default=None, description="The adaptive concurrency limit's history (models reached "
+        "over HTTP); absent for a local model, which keeps its max_concurrency.")
 
 
 class ModelSpec(BaseModel):

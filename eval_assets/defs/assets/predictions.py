@@ -69,7 +69,6 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
             client.settings.base_url, endpoint.api_key(), max_tokens=endpoint.max_tokens,
             timeout_s=endpoint.timeout_s) if spec.batch and night else None
         result = run_model(layout.dataset_dir(recording), client, out_dir, batch=batcher,
-                           max_concurrency=client.settings.max_concurrency,
                            rotations=vlm.rotations, price=spec.price,
                            budget_usd=spec.budget_usd)
     answers = result.summary.answers
