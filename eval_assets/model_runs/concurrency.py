@@ -26,12 +26,13 @@ Everything takes a clock (``time.monotonic`` by default) so tests drive it deter
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import statistics
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,6 +133,7 @@ class AdaptiveController:
             raise ValueError(f"cap is {cap}; it must be at least 1")
         self.cap = cap
         self.settings = settings or ControllerSettings()
+        self._ignored = False
         self._clock = clock
         self._lock = threading.Lock()
         self._t0 = clock()
@@ -172,9 +174,23 @@ class AdaptiveController:
                     self.settings.pace_share * self._rate)
 
     # --- what the chat client reports -----------------------------------------------------
+    @contextlib.contextmanager
+    def ignoring(self) -> Iterator[None]:
+        """Attempts made meanwhile are not observed: the capability preflight's probes are tiny
+        requests, whose latency would set an unloaded baseline no real call can meet."""
+        with self._lock:
+            self._ignored = True
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._ignored = False
+
     def observe(self, status: int | None, latency_s: float, headers: Mapping[str, str]) -> None:
         """One HTTP attempt: its status (None: no reply), latency and pacing headers."""
         with self._lock:
+            if self._ignored:
+                return
             now = self._clock()
             self._pace(headers, now)
             if status is not None and 200 <= status < 300:

@@ -370,7 +370,8 @@ def run_model(
         # The endpoint's capability preflight (endpoint.json), before any case is asked.
         prepare = getattr(client, "prepare", None)
         if prepare is not None:
-            prepare(out_dir)
+            with contextlib.nullcontext() if controller is None else controller.ignoring():
+                prepare(out_dir)
         content = _content_hashes(dataset_dir, cases, frames, variants)
         answer_keys = {c.id: (c.id, model, config_hash, content[c.id])
                        for c in cases}

@@ -49,6 +49,19 @@ def test_slow_start_doubles_then_caps() -> None:
                                                          "slow_start"]
 
 
+def test_attempts_made_while_ignoring_are_not_observed() -> None:
+    # The preflight's probes: a 429 among them cuts nothing and their latency sets no baseline.
+    clock = Clock()
+    ctl = AdaptiveController(20, ControllerSettings(initial=4), clock)
+    with ctl.ignoring():
+        ctl.observe(429, 0.001, {"retry-after": "30"})
+        ok(ctl, clock, 4, latency=0.001)
+    assert ctl.limit == 4 and ctl.history().retry_episodes == 0
+    assert ctl.start_delay() == 0
+    ok(ctl, clock, 4)
+    assert ctl.limit == 8
+
+
 def test_retry_episode_decreases_once_per_cooldown_then_additive_increase() -> None:
     clock = Clock()
     ctl = AdaptiveController(64, ControllerSettings(initial=10, cooldown_s=1.0), clock)
