@@ -110,7 +110,9 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t in (
         ("headline", "Headline"), ("coverage", "Coverage"), ("comparisons", "Comparisons"),
         ("circular", "Position bias"), ("families", "Families"), ("recordings", "Recordings"),
-        ("nights", "Across nights"), *((("cost", "Cost"),) if costs is not None else ()),
+        ("nights", "Across nights"), *((("endpoints", "Endpoints"),) if endpoints else ()),
+        *((("concurrency", "Concurrency"),) if concurrency else ()),
+        *((("cost", "Cost"),) if costs is not None else ()),
         ("not-computed", "Not computed"),
         *((anchor, label) for anchor, label, _ in metrics),
         ("cases", "Cases"), ("methods", "Methods")))
@@ -119,9 +121,9 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         comparisons_section(comparisons), circular_section(results, coverage),
         families_section(leaderboard), recordings_section(leaderboard),
         nights_section(history), endpoints_section(endpoints),
+        concurrency_section(concurrency or {}),
         "" if costs is None else cost_section([c for c in costs
                                                if (c.recording, c.model) in usable]),
-        concurrency_section(concurrency or {}),
         not_computed_section(results),
         *(html for _, _, html in metrics), cases_section(cards, frames), _methods(),
     ])
