@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from eval_assets.choices import match_choice
 from eval_assets.model_runs.outcomes import classify
+from eval_assets.model_runs.preflight import preflight
 from eval_assets.model_runs.prompts import (
     PROMPT_VERSION,
     description_messages,
@@ -168,8 +169,6 @@ class OpenAIVLMClient:
         Raises :class:`~eval_assets.model_runs.preflight.PreflightError` when the endpoint
         cannot take an image.
         """
-        from eval_assets.model_runs.preflight import preflight
-
         self.capabilities = preflight(self._chat, self.settings, run_dir)
         return self.capabilities
 

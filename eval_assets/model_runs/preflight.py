@@ -29,7 +29,7 @@ import io
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from eval_assets.atomic import write_text_atomic
 from eval_assets.layout import RUN_ENDPOINT
@@ -37,14 +37,30 @@ from eval_assets.model_runs.prompts import image_data_url
 from eval_assets.openai_chat import ChatClient, RetryPolicy
 from eval_assets.schemas.chat import ChatResult, Message
 from eval_assets.schemas.endpoint import (
+    Endpoint,
     EndpointCapabilities,
     EndpointError,
     ReasoningWhere,
     TokenLimitParam,
 )
 
-if TYPE_CHECKING:
-    from eval_assets.model_runs.client import ClientSettings
+
+class ClientSettings(Protocol):
+    """What the preflight reads of a model's client settings
+    (:class:`eval_assets.model_runs.client.ClientSettings` is one): a protocol, so that the client,
+    which runs the preflight, is not imported back."""
+
+    @property
+    def endpoint(self) -> Endpoint: ...
+
+    @property
+    def endpoint_id(self) -> str | None: ...
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
 
 PREFLIGHT_VERSION = 1
 MAX_IMAGES_PROBED = 4
