@@ -32,6 +32,8 @@ POINTS_DIR = "points"
 DETECTIONS_TABLE = "detections.parquet"
 FRAMES_DIR = "frames"
 MASKS_DIR = "masks"
+# object_tracks: world-frame objects fused from detections, LiDAR and TF (eval_assets.schemas.spatial).
+TRACKS_FILE = "tracks.json"
 # question_proposals.
 PROPOSALS_FILE = "proposals.jsonl"
 PROPOSALS_SUMMARY = "summary.json"
@@ -43,6 +45,11 @@ DATASET_AUDIT = "audit"
 AUDIT_RUN = "run.json"
 # Our sidecar: one full Label per case (dimOS has no such file and ignores it).
 AUDIT_LABELS = "labels.jsonl"
+# The spatial families (beyond dimOS, eval_assets.schemas.spatial): a second public file of cases,
+# its public labels, and the full labels in the audit. dimOS never reads them.
+SPATIAL_CASES = "spatial_cases.jsonl"
+SPATIAL_LABELS = "spatial_labels.jsonl"
+AUDIT_SPATIAL_LABELS = "spatial_labels.jsonl"
 AUDIT_FRAME_FILES = ("frame.json", "ground_truth.json", "cases.json", "labels.json")
 # Our per-frame sidecar: what the detector was asked and every detection (masks as RLE).
 AUDIT_FRAME_EVIDENCE = "evidence.json"

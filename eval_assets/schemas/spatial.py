@@ -1,0 +1,155 @@
+"""Records of the spatial families: object tracks, and the second public file of cases.
+
+dimOS's ``cases.jsonl``/``labels.jsonl`` hold single-image multiple-choice rows only and stay
+exactly dimOS's (:mod:`eval_assets.schemas.vqa`). The families beyond dimOS (numeric answers and
+questions across frames, ``../shared/specs/spatial.md``) live beside them:
+
+- ``spatial_cases.jsonl``: :class:`SpatialCase`, what a model under test may see (a list of images
+  in time order, the question, the answer type, choices or unit);
+- ``spatial_labels.jsonl``: :class:`SpatialPrivateLabel`, id and answer (numbers as decimal
+  strings);
+- ``audit/spatial_labels.jsonl``: :class:`SpatialLabel`, the answer with everything that decided
+  it (frames, objects, ``evidence.tracks`` with world-frame centres), checkable against the
+  synthesizer's scene truth.
+
+The tracks asset writes :class:`ObjectTracks`: detections lifted to 3D with LiDAR and TF and fused
+across frames into world-frame objects.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from eval_assets.layout import AUDIT_SPATIAL_LABELS as AUDIT_SPATIAL_LABELS
+from eval_assets.layout import SPATIAL_CASES as SPATIAL_CASES
+from eval_assets.layout import SPATIAL_LABELS as SPATIAL_LABELS
+from eval_assets.layout import TRACKS_FILE as TRACKS_FILE
+from eval_assets.schemas.vqa import NonEmptyString
+
+AnswerType = Literal["choice", "number"]
+Unit = Literal["cm", "m", "m2"]
+
+# family -> (answer type, unit or None). The one table of the spatial families.
+SPATIAL_FAMILIES: dict[str, tuple[AnswerType, Unit | None]] = {
+    "object_size_cm": ("number", "cm"),
+    "pair_distance_m": ("number", "m"),
+    "camera_distance_m": ("number", "m"),
+    "room_area_m2": ("number", "m2"),
+    "appearance_order": ("choice", None),
+    "object_count_across_frames": ("number", None),
+    "relative_direction": ("choice", None),
+}
+SPATIAL_FAMILY_NAMES: tuple[str, ...] = tuple(SPATIAL_FAMILIES)
+RELATIVE_DIRECTIONS: tuple[str, ...] = ("front-left", "front-right", "back-left", "back-right")
+
+
+class SpatialCase(BaseModel):
+    """A public spatial case (a ``spatial_cases.jsonl`` line): what a model under test may see.
+
+    ``images`` are asset paths relative to the dataset folder, in time order; a ``choice`` case
+    has at least two distinct ``choices``, a ``number`` case has none and may state its ``unit``
+    (``None`` for counts).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: NonEmptyString
+    images: list[NonEmptyString] = Field(min_length=1)
+    question: NonEmptyString
+    answer_type: AnswerType
+    choices: list[NonEmptyString] | None = None
+    unit: Unit | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> SpatialCase:
+        if self.answer_type == "choice":
+            if not self.choices or len(self.choices) < 2:
+                raise ValueError("a 'choice' case needs at least two choices")
+            if len({c.casefold() for c in self.choices}) != len(self.choices):
+                raise ValueError(f"choices {self.choices!r} repeat a choice (ignoring case)")
+            if self.unit is not None:
+                raise ValueError("a 'choice' case has no unit")
+        elif self.choices is not None:
+            raise ValueError("a 'number' case has no choices")
+        return self
+
+
+class SpatialPrivateLabel(BaseModel):
+    """A ``spatial_labels.jsonl`` line: the case id and its answer (numbers as decimal strings)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: NonEmptyString
+    answer: NonEmptyString
+
+
+class SpatialLabel(BaseModel):
+    """Everything private about one spatial case (``audit/spatial_labels.jsonl``).
+
+    ``evidence["tracks"]`` has one entry per object named: ``{"name", "center_world": [x, y, z]}``
+    in metres in the recording's TF world frame (the frame of the synthesizer's scene truth),
+    besides whatever else the audit needs.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    answer: str
+    family: str
+    answer_type: AnswerType
+    unit: Unit | None = None
+    choices: list[str] | None = None
+    object_names: list[str]
+    frame_index: int | None = None
+    frame_indices: list[int] | None = None
+    reference_frame: int | None = None
+    evidence: dict[str, Any]
+
+    @field_validator("family")
+    @classmethod
+    def _known_family(cls, family: str) -> str:
+        if family not in SPATIAL_FAMILIES:
+            raise ValueError(f"family {family!r} is not one of {SPATIAL_FAMILY_NAMES}")
+        return family
+
+    @model_validator(mode="after")
+    def _has_frames_and_tracks(self) -> SpatialLabel:
+        if self.frame_index is None and not self.frame_indices:
+            raise ValueError("a spatial label names its frame_index or frame_indices")
+        tracks = self.evidence.get("tracks")
+        if not isinstance(tracks, list) or len(tracks) < len(set(self.object_names)):
+            raise ValueError("evidence.tracks needs one entry per object named")
+        return self
+
+    def public(self) -> SpatialPrivateLabel:
+        """The ``spatial_labels.jsonl`` line of this label."""
+        return SpatialPrivateLabel(id=self.id, answer=self.answer)
+
+
+class ObjectTrack(BaseModel):
+    """One world-frame object fused from detections of one name across frames."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    track_id: str = Field(description="stable within a recording, e.g. 'red ball#0'")
+    name: str
+    center_world: list[float] = Field(min_length=3, max_length=3, description="metres")
+    extent_m: list[float] = Field(min_length=3, max_length=3,
+                                  description="oriented length, width, height (metres)")
+    yaw_rad: float = Field(description="rotation of the extent's length axis about world z")
+    frames: list[int] = Field(description="frame indices it was detected in, ascending")
+    pixels: dict[int, int] = Field(description="mask pixels per frame index")
+    points: int = Field(ge=0, description="LiDAR points fused into it")
+
+
+class ObjectTracks(BaseModel):
+    """The tracks asset's file: every object of one recording, and the detections left out."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    world_frame: str = Field(description="the recording's TF world frame id")
+    tracks: list[ObjectTrack]
+    skipped: list[dict[str, Any]] = Field(default_factory=list,
+                                          description="detections not fused, each with a reason")
