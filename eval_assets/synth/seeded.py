@@ -4,7 +4,10 @@ Everything is drawn from one ``numpy`` generator seeded by the scene seed, so a 
 on every machine. The benchmark objects use only the colour/shape vocabulary the offline detector
 knows (:data:`~eval_assets.synth.scene.PALETTE` × :data:`~eval_assets.synth.scene.SHAPES`) with
 the palette's exact albedos, one shape per colour in a scene (as in the sample, so a colour alone
-names an object), and every name count from 1 to 3 present for the counting questions. Room
+names an object), and every name count from 1 to 3 present for the counting questions. Most names
+are unique (5–6 names, one of them twice and one three times, the rest once: the spatial families
+need names that pick one object), and objects sharing a name stand at least
+:data:`SAME_NAME_APART_M` apart, so their detections cannot be fused into one object. Room
 surfaces and most distractors are desaturated (HSV saturation ≤ 0.15, where the detector needs
 0.45); the saturated distractors have hues ≥ 40° from every vocabulary hue (the detector accepts
 22°), so none of them can be taken for a vocabulary object.
@@ -42,6 +45,9 @@ _WALL_MARGIN_M = 0.25
 # palette hue (green 126°, blue 229°, purple 278°, red 0°).
 _OFF_VOCABULARY = {"cyan": (25, 185, 180), "magenta": (205, 40, 150)}
 _MAX_TRIES = 400
+# Centre-to-centre floor distance between two objects of one name: several object sizes, so the
+# tracks' fusion (centres within about one extent) keeps them apart.
+SAME_NAME_APART_M = 1.5
 
 
 def _grey(rng: np.random.Generator, value: tuple[float, float],
@@ -111,8 +117,10 @@ class _Placer:
         self.track = path.samples()
         self.taken: list[tuple[float, float, float]] = []  # x, y, footprint radius
 
-    def place(self, radius: float, gap: float = 0.25) -> tuple[float, float] | None:
-        """A free (x, y) for a footprint of ``radius``, or None when the room is too full."""
+    def place(self, radius: float, gap: float = 0.25,
+              apart_from: tuple[tuple[float, float], ...] = ()) -> tuple[float, float] | None:
+        """A free (x, y) for a footprint of ``radius``, at least :data:`SAME_NAME_APART_M` from
+        every point of ``apart_from``, or None when the room is too full."""
         for _ in range(_MAX_TRIES):
             x = float(self.rng.uniform(self.lo[0] + _WALL_MARGIN_M + radius,
                                        self.hi[0] - _WALL_MARGIN_M - radius))
@@ -122,6 +130,8 @@ class _Placer:
             if to_track < radius + _ROBOT_HALF_WIDTH_M + _CLEARANCE_M:
                 continue
             if any(math.hypot(x - ox, y - oy) < radius + r + gap for ox, oy, r in self.taken):
+                continue
+            if any(math.hypot(x - ax, y - ay) < SAME_NAME_APART_M for ax, ay in apart_from):
                 continue
             self.taken.append((x, y, radius))
             return x, y
@@ -141,22 +151,25 @@ def _object_size(rng: np.random.Generator, shape: str) -> tuple[float, float, fl
 
 def _objects(rng: np.random.Generator, placer: _Placer) -> tuple[SceneObject, ...]:
     colours = list(PALETTE)
-    chosen = [colours[i] for i in rng.permutation(len(colours))[: int(rng.integers(4, 7))]]
+    chosen = [colours[i] for i in rng.permutation(len(colours))[: int(rng.integers(5, 7))]]
     # Shapes cycle through a permutation, so every scene has all three shapes.
     shapes = [SHAPES[i] for i in rng.permutation(len(SHAPES))]
-    # Counts 1, 2 and 3 are always present (the counting family needs each answer).
-    counts = [1, 2, 3] + [int(c) for c in rng.integers(1, 4, len(chosen) - 3)]
+    # Counts 1, 2 and 3 are always present (the counting family needs each answer); every other
+    # name is unique, so most names pick one object.
+    counts = [1, 2, 3] + [1] * (len(chosen) - 3)
     counts = [counts[i] for i in rng.permutation(len(counts))]
     objects: list[SceneObject] = []
     for k, (colour, count) in enumerate(zip(chosen, counts, strict=True)):
         shape = shapes[k % len(shapes)]
+        same_name: list[tuple[float, float]] = []
         for _ in range(count):
             size = _object_size(rng, shape)
             yaw = float(rng.uniform(0.0, math.pi / 2)) if shape == "box" else 0.0
-            xy = placer.place(_footprint_radius(size))
+            xy = placer.place(_footprint_radius(size), apart_from=tuple(same_name))
             if xy is None:
                 raise RuntimeError("the seeded room has no free floor left for the objects; "
                                    "this seed cannot make a scene (report it)")
+            same_name.append(xy)
             objects.append(SceneObject(len(objects), colour, shape, PALETTE[colour],
                                        (xy[0], xy[1], size[2] / 2), size, yaw))
     return tuple(objects)
@@ -210,7 +223,7 @@ def seeded_scene(scene_seed: int, camera: CameraModel, t0: float = 1_700_000_000
     """A new scene for ``scene_seed``, seen through ``camera``, the robot driving from ``t0``.
 
     The room (7–10 m × 5.5–8 m, 2.4–3.2 m high, desaturated surfaces), the robot's loop (an
-    ellipse or a figure of eight, 0.3–0.45 m/s), 4–6 vocabulary colours with 1–3 objects each,
+    ellipse or a figure of eight, 0.3–0.45 m/s), 5–6 vocabulary colours with 1–3 objects each,
     and 3–7 distractors (grey crates and bins, textured wall panels, cyan or magenta objects) all
     change with the seed; the rig mounts and LiDAR rings are the sample's.
     """

@@ -13,7 +13,7 @@ import pytest
 
 from eval_assets.synth.render import MID360_ELEVATION_DEG, mid360_directions
 from eval_assets.synth.scene import PALETTE, SHAPES, Scene, rig_camera, sample_camera
-from eval_assets.synth.seeded import seeded_scene
+from eval_assets.synth.seeded import SAME_NAME_APART_M, seeded_scene
 from eval_assets.synth.stream import (
     PROFILES,
     IdMapsWriter,
@@ -67,6 +67,18 @@ def test_seeded_objects_are_detectable_vocabulary_objects_on_free_floor(seed: in
     track = scene.path.samples(4096)
     for center, reach in floor:
         assert np.min(np.linalg.norm(track - center, axis=1)) - reach > 0.16 + 0.25
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_most_names_are_unique_and_namesakes_stand_apart(seed: int) -> None:
+    scene = seeded_scene(seed, sample_camera())
+    counts = Counter(o.name for o in scene.objects)
+    assert sum(c == 1 for c in counts.values()) > len(counts) / 2
+    for i, a in enumerate(scene.objects):
+        for b in scene.objects[i + 1:]:
+            if a.name == b.name:
+                gap = math.dist(a.center[:2], b.center[:2])
+                assert gap >= SAME_NAME_APART_M, (a.name, gap)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
