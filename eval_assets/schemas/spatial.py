@@ -142,6 +142,9 @@ class ObjectTrack(BaseModel):
     frames: list[int] = Field(description="frame indices it was detected in, ascending")
     pixels: dict[int, int] = Field(description="mask pixels per frame index")
     points: int = Field(ge=0, description="LiDAR points fused into it")
+    ranges_m: dict[int, float] = Field(
+        default_factory=dict,
+        description="median camera-to-surface LiDAR range (metres) per frame index")
 
 
 class ObjectTracks(BaseModel):

@@ -1,0 +1,58 @@
+"""Object tracks of one recording from its stored stage folders (frames, point clouds, detections).
+
+One pass over the selected frames, one frame's masks in memory at a time: linear in the number of
+frames. The Dagster asset ``object_tracks`` and ``eval-assets vqa generate`` both call
+:func:`build_tracks`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from eval_assets.frames import load_points, read_pointcloud_frames, read_rectified_frames
+from eval_assets.geometry.ranging import camera_points
+from eval_assets.perception.evidence_io import load_mask, read_detections
+from eval_assets.recording import Recording
+from eval_assets.schemas.spatial import ObjectTracks
+from eval_assets.tracks.fuse import build_object_tracks
+from eval_assets.tracks.lift import Sighting, Skipped, camera_poses, lift_detection, visible_points
+
+
+def build_tracks(recording: Recording, frames_dir: Path, clouds_dir: Path,
+                 detections_dir: Path) -> ObjectTracks:
+    """Lift every stored detection with its frame's LiDAR and TF and fuse them into tracks.
+
+    A detection without enough LiDAR points, or of a frame without a point cloud or a camera
+    pose, is listed in ``skipped`` with the reason.
+    """
+    frames = read_rectified_frames(frames_dir)
+    clouds = {c.frame_index: c for c in read_pointcloud_frames(clouds_dir)}
+    detections = {d.frame_index: d for d in read_detections(detections_dir)}
+    world, poses, no_pose = camera_poses(recording, frames)
+    sightings: list[Sighting] = []
+    skipped: list[Skipped] = []
+    for frame in sorted(frames, key=lambda f: f.frame_index):
+        index = frame.frame_index
+        dets = detections.get(index)
+        if dets is None or not dets.detections:
+            continue
+        # Names as questions use them: lower case, single spaces (vqa.families.normalize_name).
+        names = [" ".join(d.name.split()).lower() for d in dets.detections]
+        cloud = clouds.get(index)
+        why = (no_pose.get(index) if index not in poses else
+               "no point cloud" if cloud is None else
+               cloud.reason if cloud.status != "ok" else None)
+        if why is not None or cloud is None:
+            skipped += [Skipped(index, n, "no_lidar", why or "no point cloud") for n in names]
+            continue
+        K = np.asarray(frame.K_rect, dtype=np.float64).reshape(3, 3)
+        pts = camera_points(load_points(clouds_dir, cloud),
+                            np.asarray(cloud.camera_from_cloud, dtype=np.float64).reshape(4, 4))
+        u, v, xyz = visible_points(pts, K, frame.width, frame.height)
+        for name, det in zip(names, dets.detections, strict=True):
+            lifted = lift_detection(index, name, load_mask(detections_dir, det), u, v, xyz, K,
+                                    poses[index])
+            (sightings if isinstance(lifted, Sighting) else skipped).append(lifted)  # type: ignore[arg-type]
+    return build_object_tracks(world, sightings, skipped)

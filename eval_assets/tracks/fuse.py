@@ -1,0 +1,143 @@
+"""Fuse sightings across frames into world-frame object tracks, and read/write the tracks file.
+
+Two sightings of one name are the same object when their centres are closer than
+:data:`FUSE_FACTOR` times the larger of the two objects' sizes (at least :data:`MIN_FUSE_M`);
+otherwise they are different objects. Sightings are taken in frame order and each joins the
+nearest matching track, so the result is the same on every run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from eval_assets.atomic import write_text_atomic
+from eval_assets.schemas.spatial import TRACKS_FILE, ObjectTrack, ObjectTracks
+from eval_assets.tracks.lift import Sighting, Skipped
+
+FUSE_FACTOR = 1.5
+MIN_FUSE_M = 0.3
+# Points this close above a track's lowest point are left out of its footprint (floor at its foot).
+FOOT_BAND_M = 0.05
+_SPAN = (1.0, 99.0)
+# Decimals kept in the tracks file: 0.1 mm, far below the LiDAR's noise, and stable text.
+_DECIMALS = 4
+
+
+@dataclass
+class _Growing:
+    name: str
+    sightings: list[Sighting] = field(default_factory=list)
+
+    @property
+    def center(self) -> np.ndarray:
+        weights = np.array([len(s.points_world) for s in self.sightings], dtype=np.float64)
+        centers = np.stack([s.center_world for s in self.sightings])
+        return np.asarray((centers * weights[:, None]).sum(axis=0) / weights.sum())
+
+    @property
+    def size(self) -> float:
+        return max(_sighting_size(s) for s in self.sightings)
+
+
+def _sighting_size(s: Sighting) -> float:
+    if s.size_m is not None:
+        return max(s.size_m)
+    return float(np.max(np.ptp(s.points_world, axis=0)))
+
+
+def _round(value: float) -> float:
+    return round(float(value), _DECIMALS) + 0.0
+
+
+def _extent(track: _Growing) -> tuple[list[float], float]:
+    """Oriented (length, width, height) and the length axis's yaw about world z.
+
+    The footprint is the smallest-area rectangle (yaw searched in 1° steps) around the fused
+    points above the track's lowest band: the points at the object's foot are mostly floor seen
+    through the mask's rim. Each side spans the 1st to 99th percentile, so a stray point does not
+    stretch it. The height runs from the lowest point (the floor it stands on) to the highest.
+    """
+    pts = np.concatenate([s.points_world for s in track.sightings])
+    low, top = float(pts[:, 2].min()), float(pts[:, 2].max())
+    body = pts[pts[:, 2] >= low + FOOT_BAND_M]
+    if len(body) < 3:
+        body = pts
+    xy = body[:, :2]
+    best: tuple[float, float, float, float] | None = None
+    for step in range(90):
+        a = math.radians(step)
+        axis, normal = np.array([math.cos(a), math.sin(a)]), np.array([-math.sin(a), math.cos(a)])
+        lo_a, hi_a = np.percentile(xy @ axis, _SPAN)
+        lo_n, hi_n = np.percentile(xy @ normal, _SPAN)
+        along, across = float(hi_a - lo_a), float(hi_n - lo_n)
+        if best is None or along * across < best[0] - 1e-12:
+            best = (along * across, along, across, a)
+    assert best is not None
+    _, along, across, a = best
+    if across > along:  # the length axis is the longer side
+        along, across, a = across, along, a + math.pi / 2
+    return [_round(along), _round(across), _round(top - low)], _round(a)
+
+
+def fuse_sightings(sightings: Iterable[Sighting]) -> list[ObjectTrack]:
+    """Tracks from sightings, in order of first sighting; ids ``'<name>#<n>'`` per name."""
+    tracks: list[_Growing] = []
+    ordered = sorted(sightings, key=lambda s: (s.frame_index, s.name))
+    for s in ordered:
+        best, best_d = None, math.inf
+        for t in tracks:
+            if t.name != s.name or any(x.frame_index == s.frame_index for x in t.sightings):
+                continue  # one object is seen once per frame
+            d = float(np.linalg.norm(t.center - s.center_world))
+            limit = max(MIN_FUSE_M, FUSE_FACTOR * max(t.size, _sighting_size(s)))
+            if d < limit and d < best_d:
+                best, best_d = t, d
+        if best is None:
+            best = _Growing(s.name)
+            tracks.append(best)
+        best.sightings.append(s)
+    per_name: dict[str, int] = {}
+    out: list[ObjectTrack] = []
+    for t in tracks:
+        n = per_name.get(t.name, 0)
+        per_name[t.name] = n + 1
+        extent, yaw = _extent(t)
+        out.append(ObjectTrack(
+            track_id=f"{t.name}#{n}", name=t.name,
+            center_world=[_round(c) for c in t.center], extent_m=extent, yaw_rad=yaw,
+            frames=sorted(s.frame_index for s in t.sightings),
+            pixels={s.frame_index: s.pixels for s in t.sightings},
+            points=sum(len(s.points_world) for s in t.sightings),
+            ranges_m={s.frame_index: _round(s.surface_range_m) for s in t.sightings}))
+    return out
+
+
+def build_object_tracks(world_frame: str, sightings: Sequence[Sighting],
+                        skipped: Sequence[Skipped]) -> ObjectTracks:
+    """The tracks file's record: fused tracks and every detection left out, with its reason."""
+    return ObjectTracks(
+        world_frame=world_frame, tracks=fuse_sightings(sightings),
+        skipped=[{"frame_index": s.frame_index, "name": s.name, "reason": s.reason,
+                  "detail": s.detail} for s in skipped])
+
+
+def write_object_tracks(out_dir: Path, tracks: ObjectTracks) -> Path:
+    """Write ``tracks.json`` under ``out_dir`` atomically; returns its path."""
+    path = Path(out_dir) / TRACKS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, tracks.model_dump_json(indent=2) + "\n")
+    return path
+
+
+def read_object_tracks(out_dir: Path) -> ObjectTracks:
+    """The tracks stored under ``out_dir``; a clear error when they were never built."""
+    path = Path(out_dir) / TRACKS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist; materialize the object_tracks asset "
+                                "for this recording")
+    return ObjectTracks.model_validate_json(path.read_text(encoding="utf-8"))

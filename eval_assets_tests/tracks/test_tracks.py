@@ -1,0 +1,114 @@
+"""Object tracks: lifting one detection with LiDAR points, fusing sightings across frames."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from eval_assets.schemas.spatial import ObjectTracks
+from eval_assets.tracks import fuse_sightings, read_object_tracks, write_object_tracks
+from eval_assets.tracks.fuse import build_object_tracks
+from eval_assets.tracks.lift import Sighting, Skipped, lift_detection, visible_points
+
+K = np.array([[400.0, 0.0, 320.0], [0.0, 400.0, 240.0], [0.0, 0.0, 1.0]])
+W, H = 640, 480
+
+
+def _box_surface(center: tuple[float, float, float], size: float, step: float = 0.02
+                 ) -> np.ndarray:
+    """Points on the camera-facing face (z = centre z − size/2) of a cube in camera coordinates."""
+    cx, cy, cz = center
+    g = np.arange(-size / 2, size / 2 + 1e-9, step)
+    xs, ys = np.meshgrid(g, g)
+    return np.column_stack([cx + xs.ravel(), cy + ys.ravel(),
+                            np.full(xs.size, cz - size / 2)])
+
+
+def _mask_of(points: np.ndarray) -> np.ndarray:
+    proj = points @ K.T
+    u, v = (proj[:, 0] / proj[:, 2]).astype(int), (proj[:, 1] / proj[:, 2]).astype(int)
+    mask = np.zeros((H, W), dtype=bool)
+    mask[v.min():v.max() + 1, u.min():u.max() + 1] = True
+    return mask
+
+
+def test_a_cube_is_lifted_to_its_centre_and_size_with_the_background_gated_out() -> None:
+    face = _box_surface((0.2, 0.1, 3.0), 0.4)
+    wall = _box_surface((0.2, 0.1, 6.0), 2.0, 0.05)  # behind it, seen through the mask's rim
+    u, v, xyz = visible_points(np.concatenate([face, wall]), K, W, H)
+    world_from_camera = np.eye(4)
+    world_from_camera[:3, 3] = (10.0, -2.0, 0.5)
+    lifted = lift_detection(7, "red box", _mask_of(face), u, v, xyz, K, world_from_camera)
+    assert isinstance(lifted, Sighting)
+    assert lifted.points_world[:, 2].max() < 0.5 + 3.0  # no wall point kept
+    np.testing.assert_allclose(lifted.center_world, (10.2, -1.9, 3.5), atol=0.03)
+    # The silhouette is taken half a width behind the face (round objects): 9 % large for a cube.
+    assert lifted.size_m is not None and lifted.size_m[0] == pytest.approx(0.42, abs=0.025)
+    assert lifted.surface_range_m == pytest.approx(2.8, abs=0.05)
+
+
+def test_a_mask_without_points_is_skipped_with_the_reason() -> None:
+    face = _box_surface((0.2, 0.1, 3.0), 0.4)
+    u, v, xyz = visible_points(face, K, W, H)
+    mask = np.zeros((H, W), dtype=bool)
+    mask[:5, :5] = True
+    lifted = lift_detection(3, "red box", mask, u, v, xyz, K, np.eye(4))
+    assert isinstance(lifted, Skipped) and lifted.reason == "too_few_points"
+
+
+def _sighting(frame: int, name: str, center: tuple[float, float, float],
+              size: float = 0.3) -> Sighting:
+    rng = np.random.default_rng(frame)
+    pts = np.array(center) + rng.uniform(-size / 2, size / 2, (40, 3))
+    return Sighting(frame, name, 500, pts, np.array(center, dtype=float), (size, size),
+                    2.0 + frame / 10)
+
+
+def test_sightings_of_one_name_fuse_when_close_and_stay_apart_when_far() -> None:
+    sightings = [_sighting(0, "red ball", (1.0, 0.0, 0.15)),
+                 _sighting(1, "red ball", (1.05, 0.02, 0.15)),
+                 _sighting(1, "red ball", (3.0, 1.0, 0.15)),  # a second red ball, 2 m away
+                 _sighting(2, "blue box", (1.0, 0.0, 0.15)),  # another name, same place
+                 _sighting(3, "red ball", (2.95, 1.0, 0.15))]
+    tracks = fuse_sightings(sightings)
+    assert [(t.track_id, t.frames) for t in tracks] == [
+        ("red ball#0", [0, 1]), ("red ball#1", [1, 3]), ("blue box#0", [2])]
+    assert tracks[0].center_world == pytest.approx([1.025, 0.01, 0.15], abs=1e-3)
+    assert tracks[1].pixels == {1: 500, 3: 500} and tracks[1].points == 80
+    assert tracks[1].ranges_m == {1: 2.1, 3: 2.3}
+    assert max(tracks[0].extent_m) == pytest.approx(0.3, abs=0.05)
+    # The same input in another order gives the same tracks.
+    assert fuse_sightings(sightings[::-1]) == tracks
+
+
+def test_one_object_is_seen_once_per_frame() -> None:
+    tracks = fuse_sightings([_sighting(0, "red ball", (1.0, 0.0, 0.15)),
+                             _sighting(0, "red ball", (1.1, 0.0, 0.15))])
+    assert len(tracks) == 2
+
+
+def test_an_oriented_box_gets_its_sides_and_yaw() -> None:
+    yaw = math.radians(30.0)
+    rot = np.array([[math.cos(yaw), -math.sin(yaw)], [math.sin(yaw), math.cos(yaw)]])
+    rng = np.random.default_rng(0)
+    local = rng.uniform([-0.3, -0.1, 0.0], [0.3, 0.1, 0.4], (400, 3))
+    pts = np.column_stack([local[:, :2] @ rot.T + (2.0, 1.0), local[:, 2]])
+    s = Sighting(0, "blue box", 300, pts, np.array([2.0, 1.0, 0.2]), None, 2.0)
+    (track,) = fuse_sightings([s])
+    assert track.extent_m == pytest.approx([0.6, 0.2, 0.4], abs=0.03)
+    assert math.cos(2 * (track.yaw_rad - yaw)) == pytest.approx(1.0, abs=0.01)
+
+
+def test_tracks_file_round_trips(tmp_path: Path) -> None:
+    tracks = build_object_tracks("world", [_sighting(0, "red ball", (1.0, 0.0, 0.15))],
+                                 [Skipped(2, "red ball", "too_few_points", "3 points")])
+    path = write_object_tracks(tmp_path, tracks)
+    assert read_object_tracks(tmp_path) == tracks
+    text = path.read_text()
+    write_object_tracks(tmp_path, ObjectTracks.model_validate_json(text))
+    assert path.read_text() == text  # byte-stable
+    with pytest.raises(FileNotFoundError, match="object_tracks"):
+        read_object_tracks(tmp_path / "nowhere")
