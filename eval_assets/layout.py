@@ -149,6 +149,10 @@ class StorageLayout:
         """Synchronised LiDAR clouds and ``pointcloud_frames.parquet`` of one recording."""
         return self.asset_dir(names.POINTCLOUD_FRAMES, recording)
 
+    def tracks_dir(self, recording: str) -> Path:
+        """World-frame object tracks (``tracks.json``) of one recording."""
+        return self.asset_dir(names.OBJECT_TRACKS, recording)
+
     def proposals_dir(self, recording: str) -> Path:
         """Question proposals (``proposals.jsonl`` + ``summary.json``) of one recording."""
         return self.asset_dir(names.QUESTION_PROPOSALS, recording)

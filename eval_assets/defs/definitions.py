@@ -13,6 +13,7 @@ from eval_assets.defs.assets import (
     predictions,
     report,
     sources,
+    tracks,
     vqa,
 )
 from eval_assets.defs.automation import automation_sensor, nightly_benchmark, recordings_sensor
@@ -31,7 +32,7 @@ from eval_assets.defs.resources import (
     VLMClientResource,
 )
 
-ASSET_MODULES = [sources, ingest, frames, perception, vqa, predictions, metrics, report]
+ASSET_MODULES = [sources, ingest, frames, perception, tracks, vqa, predictions, metrics, report]
 
 defs = Definitions(
     assets=load_assets_from_modules(ASSET_MODULES),

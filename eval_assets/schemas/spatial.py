@@ -156,3 +156,18 @@ class ObjectTracks(BaseModel):
     tracks: list[ObjectTrack]
     skipped: list[dict[str, Any]] = Field(default_factory=list,
                                           description="detections not fused, each with a reason")
+    cameras: dict[int, FrameCamera] = Field(
+        default_factory=dict, description="per frame index with a pose: the rectified camera")
+
+
+class FrameCamera(BaseModel):
+    """One frame's rectified pinhole camera and its pose in the world frame."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    world_from_camera: list[float] = Field(min_length=16, max_length=16,
+                                           description="row-major 4x4, rectified camera -> world")
+    K: list[float] = Field(min_length=9, max_length=9, description="row-major 3x3 (K_rect)")
+    width: int = Field(gt=0)
+    height: int = Field(gt=0)
+    image_ts: float

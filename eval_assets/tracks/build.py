@@ -15,7 +15,7 @@ from eval_assets.frames import load_points, read_pointcloud_frames, read_rectifi
 from eval_assets.geometry.ranging import camera_points
 from eval_assets.perception.evidence_io import load_mask, read_detections
 from eval_assets.recording import Recording
-from eval_assets.schemas.spatial import ObjectTracks
+from eval_assets.schemas.spatial import FrameCamera, ObjectTracks
 from eval_assets.tracks.fuse import build_object_tracks
 from eval_assets.tracks.lift import Sighting, Skipped, camera_poses, lift_detection, visible_points
 
@@ -33,6 +33,10 @@ def build_tracks(recording: Recording, frames_dir: Path, clouds_dir: Path,
     world, poses, no_pose = camera_poses(recording, frames)
     sightings: list[Sighting] = []
     skipped: list[Skipped] = []
+    cameras = {f.frame_index: FrameCamera(
+        world_from_camera=[round(float(x), 9) + 0.0 for x in poses[f.frame_index].reshape(-1)],
+        K=list(f.K_rect), width=f.width, height=f.height, image_ts=f.image_ts)
+        for f in frames if f.frame_index in poses}
     for frame in sorted(frames, key=lambda f: f.frame_index):
         index = frame.frame_index
         dets = detections.get(index)
@@ -55,4 +59,4 @@ def build_tracks(recording: Recording, frames_dir: Path, clouds_dir: Path,
             lifted = lift_detection(index, name, load_mask(detections_dir, det), u, v, xyz, K,
                                     poses[index])
             (sightings if isinstance(lifted, Sighting) else skipped).append(lifted)  # type: ignore[arg-type]
-    return build_object_tracks(world, sightings, skipped)
+    return build_object_tracks(world, sightings, skipped, cameras)

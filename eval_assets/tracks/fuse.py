@@ -9,14 +9,14 @@ nearest matching track, so the result is the same on every run.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from eval_assets.atomic import write_text_atomic
-from eval_assets.schemas.spatial import TRACKS_FILE, ObjectTrack, ObjectTracks
+from eval_assets.schemas.spatial import TRACKS_FILE, FrameCamera, ObjectTrack, ObjectTracks
 from eval_assets.tracks.lift import Sighting, Skipped
 
 FUSE_FACTOR = 1.5
@@ -118,12 +118,15 @@ def fuse_sightings(sightings: Iterable[Sighting]) -> list[ObjectTrack]:
 
 
 def build_object_tracks(world_frame: str, sightings: Sequence[Sighting],
-                        skipped: Sequence[Skipped]) -> ObjectTracks:
-    """The tracks file's record: fused tracks and every detection left out, with its reason."""
+                        skipped: Sequence[Skipped],
+                        cameras: Mapping[int, FrameCamera] | None = None) -> ObjectTracks:
+    """The tracks file's record: fused tracks, every detection left out (with its reason) and
+    each frame's camera (pose and intrinsics), which the spatial families project with."""
     return ObjectTracks(
         world_frame=world_frame, tracks=fuse_sightings(sightings),
         skipped=[{"frame_index": s.frame_index, "name": s.name, "reason": s.reason,
-                  "detail": s.detail} for s in skipped])
+                  "detail": s.detail} for s in skipped],
+        cameras=dict(sorted((cameras or {}).items())))
 
 
 def write_object_tracks(out_dir: Path, tracks: ObjectTracks) -> Path:
