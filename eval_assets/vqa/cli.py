@@ -147,3 +147,10 @@ def _run(recording: Path, out: Path, selection: tuple[FrameSelectionConfig, Path
     if summary.rejections_per_reason:
         typer.echo("rejected: " + ", ".join(f"{reason} {n}" for reason, n in
                                             summary.rejections_per_reason.items()))
+    spatial = summary.spatial_cases_per_family
+    typer.echo(f"{sum(spatial.values())} spatial cases (spatial_cases.jsonl)")
+    for family, n in spatial.items():
+        typer.echo(f"  {family}: {n}")
+    if summary.spatial_rejections_per_reason:
+        typer.echo("spatial rejected: " + ", ".join(
+            f"{reason} {n}" for reason, n in summary.spatial_rejections_per_reason.items()))

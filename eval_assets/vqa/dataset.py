@@ -24,6 +24,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from dataclasses import replace as replace_fields
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,7 @@ from eval_assets.frames import PointCloudFrame, RectifiedFrame
 from eval_assets.geometry.ranging import RangeStats
 from eval_assets.hashing import bytes_sha256, file_digest
 from eval_assets.schemas.perception import FrameDetections
+from eval_assets.schemas.spatial import AUDIT_SPATIAL_LABELS, SPATIAL_CASES, SPATIAL_LABELS
 from eval_assets.schemas.vqa import (
     AUDIT_FRAME_EVIDENCE,
     AUDIT_LABELS,
@@ -69,6 +71,7 @@ from eval_assets.vqa.families import (
     id_names,
     normalize_name,
 )
+from eval_assets.vqa.spatial import SpatialSet, write_spatial
 
 
 class DatasetExistsError(FileExistsError):
@@ -123,6 +126,10 @@ class DatasetSummary:
     cases_per_family: dict[str, int]
     rejections_per_reason: dict[str, int]
     example_case: Case | None
+    # The spatial families' second public file (spatial_cases.jsonl), counted apart from
+    # dimOS's cases above.
+    spatial_cases_per_family: dict[str, int] = field(default_factory=dict)
+    spatial_rejections_per_reason: dict[str, int] = field(default_factory=dict)
 
 
 def frame_evidence(inputs: FrameInputs) -> FrameEvidence:
@@ -348,8 +355,11 @@ def _write_frames(root: Path, results: Iterable[FrameResult]) -> DatasetTally:
 
 def publish_dataset(dest: Path, results: Iterable[FrameResult],
                     make_run: Callable[[DatasetSummary, DatasetTally], RunAudit],
-                    replace: bool = False) -> DatasetSummary:
+                    replace: bool = False, spatial: SpatialSet | None = None) -> DatasetSummary:
     """Write the dataset beside ``dest``, frame by frame, and rename it into place.
+
+    ``spatial`` (the spatial families' cases) is written beside dimOS's files: its images are
+    frames of the same ``assets/``; a case showing a frame that was not published is an error.
 
     ``make_run`` builds ``audit/run.json`` from the counts once every frame is written. Raises
     :class:`NothingAnswerableError` (publishing nothing) when no frame has a case, and
@@ -364,6 +374,12 @@ def publish_dataset(dest: Path, results: Iterable[FrameResult],
     try:
         tally = _write_frames(tmp, results)
         summary = tally.summary(dest)
+        if spatial is not None:
+            _check_spatial_images(spatial, tally.frame_indices)
+            write_spatial(tmp, spatial)
+            summary = replace_fields(
+                summary, spatial_cases_per_family=spatial.cases_per_family(),
+                spatial_rejections_per_reason=spatial.rejections_per_reason())
         if summary.num_cases == 0:
             raise NothingAnswerableError(
                 f"no proposal of the {summary.num_frames} selected frames could be answered "
@@ -386,6 +402,15 @@ def publish_dataset(dest: Path, results: Iterable[FrameResult],
     return summary
 
 
+def _check_spatial_images(spatial: SpatialSet, published: Sequence[int]) -> None:
+    images = {asset_relpath(i) for i in published}
+    for case in spatial.cases:
+        missing = [image for image in case.images if image not in images]
+        if missing:
+            raise ValueError(f"spatial case {case.id} shows {missing}, which are not published "
+                             "frames; build its tracks from the selected frames only")
+
+
 def dataset_fingerprint(dataset_dir: Path) -> str | None:
     """Identity of a published dataset: SHA-256 over its cases, its labels (public and audit) and
     every image asset (names and bytes); None when no dataset is published there.
@@ -402,6 +427,11 @@ def dataset_fingerprint(dataset_dir: Path) -> str | None:
     for name in (DATASET_CASES, DATASET_LABELS, f"{DATASET_AUDIT}/{AUDIT_LABELS}"):
         path = root / name
         parts += [name.encode("utf-8") + b"\0", file_digest(path) if path.is_file() else b""]
+    # The spatial files only where published, so a dataset without them keeps its identity.
+    for name in (SPATIAL_CASES, SPATIAL_LABELS, f"{DATASET_AUDIT}/{AUDIT_SPATIAL_LABELS}"):
+        path = root / name
+        if path.is_file():
+            parts += [name.encode("utf-8") + b"\0", file_digest(path)]
     assets = root / DATASET_ASSETS
     for image in sorted(assets.rglob("*")) if assets.is_dir() else []:
         if image.is_file():

@@ -41,6 +41,7 @@ from eval_assets.perception.evidence_io import build_detections, load_mask, read
 from eval_assets.perception.protocols import Detector, Segmenter
 from eval_assets.recording import Recording
 from eval_assets.schemas.perception import FrameDetections
+from eval_assets.schemas.spatial import ObjectTracks
 from eval_assets.schemas.vqa import (
     FAMILY_NAMES,
     GenerationAudit,
@@ -48,6 +49,7 @@ from eval_assets.schemas.vqa import (
     RunAudit,
     SourceRecording,
 )
+from eval_assets.tracks import build_tracks
 from eval_assets.vqa.authors import AuthorConfig, build_author
 from eval_assets.vqa.dataset import (
     DatasetSummary,
@@ -64,6 +66,7 @@ from eval_assets.vqa.families import (
     MIN_RANGE_POINTS,
 )
 from eval_assets.vqa.proposals import iter_frame_proposals
+from eval_assets.vqa.spatial import build_spatial
 
 GENERATOR = "eval_assets.vqa"
 
@@ -220,7 +223,8 @@ def build_dataset(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
                   config: dict[str, Any], frame_indices: Sequence[int] | None = None,
                   replace: bool = False, generation: GenerationAudit | None = None,
                   models: dict[str, str] | None = None,
-                  skipped_frames: Sequence[dict[str, Any]] = ()) -> DatasetSummary:
+                  skipped_frames: Sequence[dict[str, Any]] = (),
+                  tracks: ObjectTracks | None = None) -> DatasetSummary:
     """Answer the proposals of the selected frames from stored evidence and publish the dataset.
 
     ``proposals`` may be a stream in frame order (:func:`~eval_assets.vqa.proposals.
@@ -228,7 +232,9 @@ def build_dataset(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
 
     ``config`` is recorded in ``audit/run.json`` next to the evidence thresholds, with dimOS's
     ``generation`` (the selection; default: the recording's name only), ``models`` (author and
-    detector names) and the ``skipped_frames`` the frame stage could not use. Raises
+    detector names) and the ``skipped_frames`` the frame stage could not use. With ``tracks``
+    (the recording's object tracks) the spatial families are published beside dimOS's files,
+    about the selected frames only. Raises
     ``NothingAnswerableError`` (nothing published) when no proposal can be answered and
     ``DatasetExistsError`` when ``output`` holds files and ``replace`` is False.
     """
@@ -259,7 +265,12 @@ def build_dataset(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
             skipped_frames=list(skipped_frames),
         )
 
-    return publish_dataset(output, results, make_run, replace=replace)
+    spatial = None
+    if tracks is not None:
+        published = (frame_indices if frame_indices is not None
+                     else [f.frame_index for f in read_rectified_frames(frames_dir)])
+        spatial = build_spatial(tracks, published)
+    return publish_dataset(output, results, make_run, replace=replace, spatial=spatial)
 
 
 def generate_from_recording(recording: Path, output: Path,
@@ -267,13 +278,14 @@ def generate_from_recording(recording: Path, output: Path,
                             author_config: AuthorConfig, detector: Detector,
                             segmenter: Segmenter, perception_names: Sequence[str] | None = None,
                             allow_pickle: bool = False, selection_file: Path | None = None,
-                            on_frames: Callable[[PreparedFrames], None] | None = None
-                            ) -> DatasetSummary:
-    """Run frames -> perception -> proposals -> dataset on one recording, without Dagster.
+                            on_frames: Callable[[PreparedFrames], None] | None = None,
+                            spatial: bool = True) -> DatasetSummary:
+    """Run frames -> perception -> tracks -> proposals -> dataset on one recording, without Dagster.
 
     ``frame_indices`` is a list of frames or a selection (see :func:`frame_selection`; read from
     ``selection_file``, if any). Bad frames are skipped as in the pipeline; ``on_frames`` gets
-    what was selected and skipped. Intermediate stage folders live in a temporary folder that is
+    what was selected and skipped; ``spatial=False`` leaves out the object tracks and the
+    spatial families. Intermediate stage folders live in a temporary folder that is
     removed afterwards; only the dataset is kept. The detector is asked about
     ``perception_names`` (default: the author's vocabulary), so presence questions about absent
     names get real "no" answers.
@@ -295,6 +307,10 @@ def generate_from_recording(recording: Path, output: Path,
         if on_frames is not None:
             on_frames(prepared)
         detections = build_detections(frames_dir, frames, dets_dir, names, detector, segmenter)
+        tracks = None
+        if spatial:  # object tracks and the spatial families (off: dimOS's families only)
+            with Recording.open(recording, allow_pickle=allow_pickle) as rec:
+                tracks = build_tracks(rec, frames_dir, clouds_dir, dets_dir)
         author = build_author(author_config)
         proposals = iter_frame_proposals(author, frames_dir, frames,
                                    author_config.max_proposals_per_frame)
@@ -304,4 +320,4 @@ def generate_from_recording(recording: Path, output: Path,
         return build_dataset(
             frames_dir, clouds_dir, dets_dir, proposals, output, source, config,
             [f.frame_index for f in frames], generation=generation_audit(prepared.selection),
-            skipped_frames=[s.model_dump(mode="json") for s in prepared.skipped])
+            skipped_frames=[s.model_dump(mode="json") for s in prepared.skipped], tracks=tracks)

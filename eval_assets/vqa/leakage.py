@@ -8,10 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from eval_assets.schemas.spatial import SPATIAL_CASES, SPATIAL_LABELS, SpatialCase
 from eval_assets.schemas.vqa import (
     DATASET_ASSETS,
     DATASET_AUDIT,
     DATASET_CASES,
+    DATASET_LABELS,
     Case,
 )
 
@@ -38,11 +40,12 @@ def _strings(value: Any) -> Iterator[str]:
 def find_leaks(dataset_dir: Path) -> list[str]:
     """Every way the public part of ``dataset_dir`` exposes private data; empty when clean.
 
-    Public files are ``cases.jsonl`` and ``assets/``. Checked: each case has exactly the public
-    fields; every image is a frame PNG under ``assets/``; ``assets/`` holds only such PNGs; and no
-    private evidence value (from ``labels.jsonl`` or ``audit/``) long enough to be telling appears
-    in ``cases.jsonl`` outside the public question, choice, id and image values — and no
-    fractional measurement (a range, a score) anywhere in it.
+    Public files are ``cases.jsonl``, ``spatial_cases.jsonl`` (where published) and
+    ``assets/``. Checked: each case has exactly the public fields; every image is a frame PNG
+    under ``assets/``; ``assets/`` holds only such PNGs; and no private evidence value (from
+    ``labels.jsonl``, ``spatial_labels.jsonl`` or ``audit/``) long enough to be telling appears
+    in a public file outside its public question, choice, id and image values — and no
+    fractional measurement (a range, a score, a centre) anywhere in it.
     """
     problems: list[str] = []
     cases_path = dataset_dir / DATASET_CASES
@@ -79,10 +82,51 @@ def find_leaks(dataset_dir: Path) -> list[str]:
                      if audit_file.suffix == ".jsonl" else [json.loads(text)])
         for document in documents:
             secrets.update(_strings(document))
-    for secret in sorted(secrets):
-        # Fractional measurements (ranges, areas, scores) never occur in our questions or
-        # choices, so they are searched for everywhere; text only outside the public values.
-        telling = _FRACTION.match(secret) is not None and secret in public_text
-        if telling or (len(secret) >= _MIN_SECRET_LEN and secret in residual):
-            problems.append(f"{cases_path}: contains private evidence value {secret!r}")
+    spatial = _spatial_public(dataset_dir, problems)
+    secrets.update(_private_answers(dataset_dir))
+    for path, text, rest in ((cases_path, public_text, residual), *spatial):
+        for secret in sorted(secrets):
+            # Fractional measurements (ranges, areas, scores) never occur in our questions or
+            # choices, so they are searched for everywhere; text only outside the public values.
+            telling = _FRACTION.match(secret) is not None and secret in text
+            if telling or (len(secret) >= _MIN_SECRET_LEN and secret in rest):
+                problems.append(f"{path}: contains private evidence value {secret!r}")
     return problems
+
+
+def _private_answers(dataset_dir: Path) -> set[str]:
+    """The answers of the private label files (a numeric answer is a secret too)."""
+    out: set[str] = set()
+    for name in (DATASET_LABELS, SPATIAL_LABELS):
+        path = dataset_dir / name
+        if path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    out.update(_strings(json.loads(line)))
+    return out
+
+
+def _spatial_public(dataset_dir: Path, problems: list[str]) -> list[tuple[Path, str, str]]:
+    """Check ``spatial_cases.jsonl``'s fields and images (into ``problems``) and return it as
+    ``(path, text, residual)``: its text with the public values cut out; nothing when absent."""
+    path = dataset_dir / SPATIAL_CASES
+    if not path.is_file():
+        return []
+    text = path.read_text(encoding="utf-8")
+    allowed = set(SpatialCase.model_fields)
+    public: set[str] = set(allowed)
+    for number, line in enumerate(text.splitlines(), start=1):
+        record = json.loads(line)
+        extra = sorted(set(record) - allowed)
+        if extra:
+            problems.append(f"{path}:{number}: fields {extra} are not public")
+        case = SpatialCase.model_validate({k: v for k, v in record.items() if k in allowed})
+        for image in case.images:
+            if Path(image).parent != Path(DATASET_ASSETS) or not _ASSET.match(Path(image).name):
+                problems.append(f"{case.id}: image {image!r} is not a frame PNG in assets/")
+        public.update([case.id, case.question, case.answer_type, *case.images,
+                       *(case.choices or []), *([case.unit] if case.unit else [])])
+    residual = text
+    for value in sorted(public, key=len, reverse=True):
+        residual = residual.replace(json.dumps(value), "")
+    return [(path, text, residual)]

@@ -160,8 +160,9 @@ def test_two_runs_are_byte_identical(sample_db: Path, tmp_path: Path) -> None:
     generate(sample_db, first, [0, 8, 16])
     generate(sample_db, second, [0, 8, 16])
     assert hashes(first) == hashes(second)
-    # cases, labels, audit labels, run.json; per frame 5 audit files + asset
-    assert len(hashes(first)) == 4 + 3 * 6
+    # cases, labels, audit labels, run.json; per frame 5 audit files + asset; the spatial
+    # cases, labels, audit labels and rejections
+    assert len(hashes(first)) == 4 + 3 * 6 + 4
 
 
 def test_cli_generate_and_refuse_a_non_empty_output(sample_db: Path, tmp_path: Path,

@@ -22,7 +22,9 @@ from eval_assets.defs.resources import ProjectStorage, QuestionAuthorResource
 from eval_assets.frames import read_rectified_frames, read_selection_record, read_skipped_frames
 from eval_assets.hashing import file_sha256
 from eval_assets.perception.evidence_io import read_detections
+from eval_assets.schemas.spatial import SPATIAL_CASES, SPATIAL_LABELS
 from eval_assets.schemas.vqa import DATASET_CASES, DATASET_LABELS, SourceRecording
+from eval_assets.tracks import read_object_tracks
 from eval_assets.vqa.generate import build_dataset, generation_audit, perception_summary
 from eval_assets.vqa.proposals import (
     iter_frame_proposals,
@@ -65,13 +67,15 @@ def question_proposals(context: AssetExecutionContext, storage: ProjectStorage,
                         keys.OBJECT_TRACKS],
                   code_version="3", automation_condition=RECOMPUTE, kinds={"json"},
                   owners=OWNERS, tags={"visibility": "public"},
-                  description="cases.jsonl + assets/: all a model under test may see."),
+                  description="cases.jsonl + spatial_cases.jsonl + assets/: all a model under "
+                              "test may see."),
         AssetSpec(keys.PRIVATE_LABELS, group_name=GROUP,
                   deps=[keys.QUESTION_PROPOSALS, keys.POINTCLOUD_FRAMES, keys.DETECTIONS_MASKS,
                         keys.OBJECT_TRACKS],
                   code_version="3", automation_condition=RECOMPUTE, kinds={"json"},
                   owners=OWNERS, tags={"visibility": "private"},
-                  description="labels.jsonl + audit/ (dimOS layout): answers, evidence."),
+                  description="labels.jsonl + spatial_labels.jsonl + audit/ (dimOS layout): "
+                              "answers, evidence."),
     ],
     partitions_def=recordings_partitions,
 )
@@ -92,6 +96,7 @@ def vqa_dataset(context: AssetExecutionContext, storage: ProjectStorage,
         SourceRecording(name=recording.name, sha256=file_sha256(recording)), config,
         replace=True, generation=generation_audit(read_selection_record(frames_dir)),
         skipped_frames=[s.model_dump(mode="json") for s in read_skipped_frames(frames_dir)],
+        tracks=read_object_tracks(layout.tracks_dir(key)),
     )
     example = summary.example_case.model_dump(mode="json") if summary.example_case else {}
     yield MaterializeResult(asset_key=keys.PUBLIC_CASES, metadata={
@@ -99,6 +104,9 @@ def vqa_dataset(context: AssetExecutionContext, storage: ProjectStorage,
         "cases_per_family": MetadataValue.json(summary.cases_per_family),
         "example_case": MetadataValue.json(example),
         "cases": MetadataValue.path(str(out / DATASET_CASES)),
+        "num_spatial_cases": sum(summary.spatial_cases_per_family.values()),
+        "spatial_cases_per_family": MetadataValue.json(summary.spatial_cases_per_family),
+        "spatial_cases": MetadataValue.path(str(out / SPATIAL_CASES)),
         "dataset": MetadataValue.path(str(out)),
     })
     yield MaterializeResult(asset_key=keys.PRIVATE_LABELS, metadata={
@@ -107,4 +115,7 @@ def vqa_dataset(context: AssetExecutionContext, storage: ProjectStorage,
         "labels_per_family": MetadataValue.json(summary.cases_per_family),
         "rejections_per_reason": MetadataValue.json(summary.rejections_per_reason),
         "labels": MetadataValue.path(str(out / DATASET_LABELS)),
+        "spatial_rejections_per_reason": MetadataValue.json(
+            summary.spatial_rejections_per_reason),
+        "spatial_labels": MetadataValue.path(str(out / SPATIAL_LABELS)),
     })

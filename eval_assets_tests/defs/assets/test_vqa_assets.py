@@ -12,6 +12,8 @@ from eval_assets.defs.partitions import recordings_partitions
 from eval_assets.defs.resources import ProjectStorage, QuestionAuthorResource
 from eval_assets.hashing import file_sha256
 from eval_assets.layout import StorageLayout
+from eval_assets.schemas.spatial import ObjectTracks
+from eval_assets.tracks import write_object_tracks
 from eval_assets_tests.vqa.helpers import CANARY, make_stages
 
 KEY = "tiny"
@@ -32,6 +34,8 @@ def test_proposals_then_dataset(tmp_path: Path) -> None:
     shutil.copytree(frames_dir, layout.rectified_frames_dir(KEY))
     shutil.copytree(clouds_dir, layout.pointcloud_frames_dir(KEY))
     shutil.copytree(dets_dir, layout.detections_dir(KEY))
+    # No LiDAR-fused object in these stages: the spatial file is published empty.
+    write_object_tracks(layout.tracks_dir(KEY), ObjectTracks(world_frame="world", tracks=[]))
     instance = DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(recordings_partitions.name, [KEY])
     resources = {
@@ -56,6 +60,7 @@ def test_proposals_then_dataset(tmp_path: Path) -> None:
     assert run["source"] == {"name": f"{KEY}.db", "sha256": file_sha256(recordings / f"{KEY}.db")}
     assert run["config"]["perception"]["models"][0]["detector_version"] == CANARY
     assert CANARY not in (out / "cases.jsonl").read_text()
+    assert (out / "spatial_cases.jsonl").read_text() == "" and cases["num_spatial_cases"] == 0
     # Rematerialising replaces the published dataset with identical bytes.
     before = (out / "labels.jsonl").read_bytes()
     again = materialize([vqa_dataset], partition_key=KEY, resources=resources, instance=instance)

@@ -1,0 +1,109 @@
+"""The spatial families' gold answers against the synthesizer's independent scene truth.
+
+    python benchmarks/spatial_truth.py [--seeds 301,302,303,304,305,306] [--frames 72]
+    python benchmarks/spatial_truth.py --smoke   # one short recording: does it still run?
+
+For each scene seed (seeds no test uses) a ``sample``-profile recording is synthesized
+(``eval-assets recording synthesize R.db --scene-seed S --frames N``), its dataset generated as
+``eval-assets vqa generate`` does, and ``audit/spatial_labels.jsonl`` compared with
+``R.scene.json`` (:mod:`eval_assets.vqa.spatial.truth`). Prints per seed and family: cases,
+checkable cases, the mean MRA (numeric families) or agreement (multi-frame families) and the
+rejections per reason; then per family over every seed, against the targets (numeric mean MRA
+≥ 0.85, multi-frame agreement ≥ 95 %). Last, the generation time of the bundled sample with and
+without the spatial families (their ratio; target ≤ 1.5). Exits 1 when a target is missed
+(not in ``--smoke``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from eval_assets.frames import FrameSelectionConfig
+from eval_assets.perception import PerceptionConfig
+from eval_assets.schemas.spatial import AUDIT_SPATIAL_LABELS, SpatialLabel
+from eval_assets.synth.stream import synthesize_recording
+from eval_assets.vqa.authors import AuthorConfig
+from eval_assets.vqa.generate import frame_selection, generate_from_recording
+from eval_assets.vqa.spatial import AUDIT_SPATIAL_REJECTIONS
+from eval_assets.vqa.spatial.truth import MULTI_FRAME, NUMERIC, TruthCheck, check_labels
+
+SAMPLE_DB = Path(__file__).resolve().parent.parent / "data" / "recordings" / "sample.db"
+TARGETS = {**dict.fromkeys(NUMERIC, 0.85), **dict.fromkeys(MULTI_FRAME, 0.95)}
+
+
+def _generate(db: Path, out: Path, spatial: bool = True) -> float:
+    """Seconds ``eval-assets vqa generate`` takes (default options) on ``db``."""
+    selection: tuple[FrameSelectionConfig, Path | None] = frame_selection(db)
+    models = PerceptionConfig()
+    start = time.perf_counter()
+    generate_from_recording(db, out, selection[0], AuthorConfig(), models.build_detector(),
+                            models.build_segmenter(), selection_file=selection[1],
+                            spatial=spatial)
+    return time.perf_counter() - start
+
+
+def _seed(seed: int, frames: int, work: Path) -> tuple[list[TruthCheck], Counter[str]]:
+    db = work / f"s{seed}.db"
+    synthesize_recording(db, profile="sample", scene_seed=seed, frames=frames)
+    out = work / f"ds{seed}"
+    _generate(db, out)
+    labels = [SpatialLabel.model_validate_json(line) for line in
+              (out / "audit" / AUDIT_SPATIAL_LABELS).read_text().splitlines()]
+    rejections = Counter(json.loads(line)["reason"] for line in
+                         (out / "audit" / AUDIT_SPATIAL_REJECTIONS).read_text().splitlines())
+    scene = json.loads(db.with_suffix(".scene.json").read_text())
+    return check_labels(labels, scene), rejections
+
+
+def _row(family: str, checks: list[TruthCheck]) -> str:
+    mine = [c for c in checks if c.family == family]
+    scored = [c.score for c in mine if c.score is not None]
+    figure = f"{sum(scored) / len(scored):.3f}" if scored else "  -  "
+    kind = "MRA" if family in NUMERIC else "agree"
+    return f"  {family:28s} n {len(mine):3d}  checked {len(scored):3d}  {kind} {figure}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the comparison; the exit status says whether every target held."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", default="301,302,303,304,305,306")
+    parser.add_argument("--frames", type=int, default=72)
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args(argv)
+    seeds = [301] if args.smoke else [int(s) for s in args.seeds.split(",")]
+    frames = 16 if args.smoke else args.frames
+    every: list[TruthCheck] = []
+    with tempfile.TemporaryDirectory(prefix="spatial-truth-") as tmp:
+        work = Path(tmp)
+        for seed in seeds:
+            checks, rejections = _seed(seed, frames, work)
+            every += checks
+            print(f"scene seed {seed} ({frames} frames):")
+            for family in (*NUMERIC, *MULTI_FRAME):
+                print(_row(family, checks))
+            print("  rejected: " + (", ".join(f"{r} {n}" for r, n in sorted(rejections.items()))
+                                    or "none"))
+        print(f"all seeds ({', '.join(map(str, seeds))}):")
+        ok = True
+        for family in (*NUMERIC, *MULTI_FRAME):
+            scored = [c.score for c in every if c.family == family and c.score is not None]
+            met = bool(scored) and sum(scored) / len(scored) >= TARGETS[family]
+            ok &= met
+            print(_row(family, every) + f"  target {TARGETS[family]:.2f} "
+                  f"{'met' if met else 'MISSED'}")
+        without = _generate(SAMPLE_DB, work / "sample-dimos", spatial=False)
+        with_spatial = _generate(SAMPLE_DB, work / "sample-spatial")
+        print(f"sample generation: {without:.1f} s without the spatial families, "
+              f"{with_spatial:.1f} s with them (ratio {with_spatial / without:.2f}, target 1.5)")
+        ok &= with_spatial / without <= 1.5
+    return 0 if ok or args.smoke else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""What the spatial families read: the recording's object tracks, judged for strength.
+
+A track is *strong* when it has at least :data:`MIN_TRACK_POINTS` LiDAR points and was seen in
+at least :data:`MIN_TRACK_FRAMES` frames (one sighting is too often a detector's slip); a name
+is *unambiguous* when exactly one track carries it. The families ask about strong tracks of
+unambiguous names only, and record every case they could not ask with its reason
+(:class:`SpatialRejection`, written to ``audit/spatial_rejections.jsonl``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from eval_assets.schemas.spatial import ObjectTrack, ObjectTracks
+
+MIN_TRACK_POINTS = 30
+MIN_TRACK_FRAMES = 2
+# An object this close to a quadrant's boundary (in the reference camera's x or z) is not asked
+# about: a few centimetres of error would flip the answer.
+QUADRANT_MARGIN_M = 0.2
+# Images shown by one case at most, and cases per family and recording at most: generation time
+# and the run's cost stay bounded whatever the recording's length.
+MAX_IMAGES = 8
+MAX_CASES_PER_FAMILY = 12
+
+
+@dataclass(frozen=True)
+class SpatialRejection:
+    """A spatial case that was not asked, and why (the evidence was too weak to be sure)."""
+
+    family: str
+    object_names: tuple[str, ...]
+    reason: str
+    detail: str
+    frame_indices: tuple[int, ...] = ()
+
+    def record(self) -> dict[str, Any]:
+        """The ``audit/spatial_rejections.jsonl`` row."""
+        return {"family": self.family, "object_names": list(self.object_names),
+                "frame_indices": list(self.frame_indices), "reason": self.reason,
+                "detail": self.detail}
+
+
+def track_evidence(track: ObjectTrack) -> dict[str, Any]:
+    """``evidence.tracks`` entry: name and world centre (spec), and what decided them."""
+    return {"name": track.name, "center_world": list(track.center_world),
+            "track_id": track.track_id, "extent_m": list(track.extent_m),
+            "frames": list(track.frames), "points": track.points}
+
+
+@dataclass(frozen=True)
+class TrackIndex:
+    """The tracks of one recording restricted to the published frames (time order)."""
+
+    tracks: ObjectTracks
+    published: tuple[int, ...]
+
+    @cached_property
+    def visible(self) -> tuple[ObjectTrack, ...]:
+        """Tracks seen in a published frame, their frames limited to the published ones."""
+        keep = set(self.published)
+        out = []
+        for t in self.tracks.tracks:
+            frames = [f for f in t.frames if f in keep]
+            if frames:
+                out.append(t.model_copy(update={
+                    "frames": frames, "pixels": {f: t.pixels[f] for f in frames},
+                    "ranges_m": {f: r for f, r in t.ranges_m.items() if f in keep}}))
+        return tuple(sorted(out, key=lambda t: (t.frames[0], t.track_id)))
+
+    def by_name(self, name: str) -> list[ObjectTrack]:
+        """Every visible track of ``name``."""
+        return [t for t in self.visible if t.name == name]
+
+    @staticmethod
+    def weakness(track: ObjectTrack) -> tuple[str, str] | None:
+        """``(reason, detail)`` when the track is too weak to ask about, else None."""
+        if track.points < MIN_TRACK_POINTS:
+            return "too_few_points", (f"{track.track_id} has {track.points} LiDAR points "
+                                      f"(at least {MIN_TRACK_POINTS} needed)")
+        if len(track.frames) < MIN_TRACK_FRAMES:
+            return "too_few_frames", (f"{track.track_id} was seen in {len(track.frames)} frame "
+                                      f"(at least {MIN_TRACK_FRAMES} needed)")
+        return None
+
+    def askable(self, family: str) -> tuple[list[ObjectTrack], list[SpatialRejection]]:
+        """Strong tracks of unambiguous names, and a rejection for every other name."""
+        good: list[ObjectTrack] = []
+        rejected: list[SpatialRejection] = []
+        names = sorted({t.name for t in self.visible})
+        for name in names:
+            tracks = self.by_name(name)
+            if len(tracks) > 1:
+                rejected.append(SpatialRejection(
+                    family, (name,), "ambiguous_name",
+                    f"{len(tracks)} objects are named {name!r}: "
+                    f"{', '.join(t.track_id for t in tracks)}"))
+                continue
+            weak = self.weakness(tracks[0])
+            if weak is not None:
+                rejected.append(SpatialRejection(family, (name,), *weak))
+                continue
+            good.append(tracks[0])
+        return sorted(good, key=lambda t: (t.frames[0], t.track_id)), rejected
+
+    def camera_xyz(self, frame: int, point: Sequence[float]) -> np.ndarray | None:
+        """``point`` (world) in the rectified camera frame of ``frame``; None without a pose."""
+        camera = self.tracks.cameras.get(frame)
+        if camera is None:
+            return None
+        world_from_camera = np.asarray(camera.world_from_camera, dtype=np.float64).reshape(4, 4)
+        rot, shift = world_from_camera[:3, :3], world_from_camera[:3, 3]
+        return np.asarray(rot.T @ (np.asarray(point, dtype=np.float64) - shift))
+
+    def may_be_visible(self, track: ObjectTrack, frame: int) -> bool:
+        """Whether the track's object could show in ``frame``'s image (its centre, grown by
+        its extent, projects into the image in front of the camera); True without a pose."""
+        camera = self.tracks.cameras.get(frame)
+        p = self.camera_xyz(frame, track.center_world)
+        if camera is None or p is None:
+            return True
+        reach = max(track.extent_m) / 2
+        if p[2] <= -reach:
+            return False
+        z = max(float(p[2]), 0.05)
+        K = np.asarray(camera.K, dtype=np.float64).reshape(3, 3)
+        margin_u, margin_v = K[0, 0] * reach / z, K[1, 1] * reach / z
+        u = K[0, 0] * p[0] / z + K[0, 2]
+        v = K[1, 1] * p[1] / z + K[1, 2]
+        return bool(-margin_u < u < camera.width + margin_u
+                    and -margin_v < v < camera.height + margin_v)
+
+
+def best_frames(track: ObjectTrack, n: int) -> list[int]:
+    """The ``n`` frames with the most mask pixels of the track, in time order."""
+    ranked = sorted(track.frames, key=lambda f: (-track.pixels.get(f, 0), f))
+    return sorted(ranked[:n])
+
+
+def spread(frames: Sequence[int], must: Sequence[int], n: int = MAX_IMAGES) -> list[int]:
+    """At most ``n`` of ``frames`` in time order: all of ``must``, the rest evenly spread."""
+    chosen = set(must)
+    pool = [f for f in sorted(set(frames)) if f not in chosen]
+    room = n - len(chosen)
+    if room > 0 and pool:
+        step = len(pool) / room
+        chosen.update(pool[int(i * step)] for i in range(min(room, len(pool))))
+    return sorted(chosen)

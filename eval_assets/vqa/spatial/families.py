@@ -1,0 +1,247 @@
+"""The spatial families: numeric answers from LiDAR tracks, questions across frames.
+
+Each family reads a :class:`~eval_assets.vqa.spatial.evidence.TrackIndex` and yields cases with
+their full labels (``../shared/specs/spatial.md``) or rejections with a reason, deterministically
+and at most :data:`~eval_assets.vqa.spatial.evidence.MAX_CASES_PER_FAMILY` cases per recording.
+
+- ``object_size_cm``: the track's longest oriented extent, in whole centimetres.
+- ``pair_distance_m``: distance between two tracks' centres, shown in a frame seeing both
+  (else in each one's best frame).
+- ``camera_distance_m``: the median LiDAR range from the camera to the object's visible SURFACE
+  in that frame (``evidence.distance = "surface"``; the synthesizer's ``surface_distance_m``).
+- ``appearance_order``: the order in which three (or two) objects were first seen.
+- ``object_count_across_frames``: distinct tracks of one name across the frames shown.
+- ``relative_direction``: an object's quadrant around the camera of a reference frame.
+
+``room_area_m2`` is not generated: the tracks hold objects, not the room, and the point clouds a
+recording's selected frames give cover the walls only where the camera looked. A floor area
+needs the room's whole outline (or a closed loop's map), which no stage builds yet; a partial
+outline would give an area that is confidently wrong, so the family is left out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Iterator, Sequence
+
+from eval_assets.schemas.spatial import (
+    RELATIVE_DIRECTIONS,
+    SPATIAL_FAMILIES,
+    ObjectTrack,
+    SpatialCase,
+    SpatialLabel,
+)
+from eval_assets.schemas.vqa import asset_relpath
+from eval_assets.vqa.families import slug
+from eval_assets.vqa.spatial.evidence import (
+    MAX_CASES_PER_FAMILY,
+    QUADRANT_MARGIN_M,
+    SpatialRejection,
+    TrackIndex,
+    best_frames,
+    spread,
+    track_evidence,
+)
+
+Item = tuple[SpatialCase, SpatialLabel] | SpatialRejection
+_TIME_ORDER = "These images are frames of one video, in time order. "
+
+
+def _case(family: str, names: Sequence[str], frames: Sequence[int], question: str,
+          answer: str, evidence: dict[str, object], tracks: Sequence[ObjectTrack],
+          choices: Sequence[str] | None = None, reference: int | None = None) -> Item:
+    answer_type, unit = SPATIAL_FAMILIES[family]
+    frames = sorted(frames)
+    case_id = f"spatial-{family}-{slug(names)}-" + "-".join(f"{f:06d}" for f in frames)
+    case = SpatialCase(id=case_id, images=[asset_relpath(f) for f in frames], question=question,
+                       answer_type=answer_type, unit=unit,
+                       choices=list(choices) if choices is not None else None)
+    label = SpatialLabel(
+        id=case_id, answer=answer, family=family, answer_type=answer_type, unit=unit,
+        choices=list(choices) if choices is not None else None, object_names=list(names),
+        frame_index=frames[0] if len(frames) == 1 else None,
+        frame_indices=frames if len(frames) > 1 else None, reference_frame=reference,
+        evidence={**evidence, "tracks": [track_evidence(t) for t in tracks]})
+    return case, label
+
+
+def _capped(items: Iterator[Item]) -> Iterator[Item]:
+    asked = 0
+    for item in items:
+        if isinstance(item, SpatialRejection):
+            yield item
+        elif asked < MAX_CASES_PER_FAMILY:
+            asked += 1
+            yield item
+
+
+def object_size_cm(index: TrackIndex) -> Iterator[Item]:
+    """The longest dimension of each askable object, from up to three of its best frames."""
+    good, rejected = index.askable("object_size_cm")
+    yield from rejected
+    for t in good:
+        size_cm = round(100 * max(t.extent_m))
+        if size_cm < 1:
+            yield SpatialRejection("object_size_cm", (t.name,), "degenerate_extent",
+                                   f"{t.track_id} spans {t.extent_m} m")
+            continue
+        yield _case("object_size_cm", [t.name], best_frames(t, 3),
+                    f"How long is the longest dimension (length, width or height) of the "
+                    f"{t.name}, in centimetres?", str(size_cm),
+                    {"extent_m": list(t.extent_m), "measure": "longest oriented extent"}, [t])
+
+
+def pair_distance_m(index: TrackIndex) -> Iterator[Item]:
+    """Centre-to-centre distance of two askable objects, in a frame seeing both if any."""
+    good, rejected = index.askable("pair_distance_m")
+    yield from rejected
+    for a, b in itertools.combinations(good, 2):
+        shared = sorted(set(a.frames) & set(b.frames))
+        # One frame seeing both, else each one's best frame (two images, in time order).
+        frames = ([max(shared, key=lambda f: (min(a.pixels[f], b.pixels[f]), -f))] if shared
+                  else sorted({best_frames(a, 1)[0], best_frames(b, 1)[0]}))
+        names = sorted([a.name, b.name])
+        d = sum((p - q) ** 2 for p, q in zip(a.center_world, b.center_world, strict=True)) ** 0.5
+        if d < 0.05:
+            yield SpatialRejection("pair_distance_m", tuple(names), "degenerate_distance",
+                                   f"centres {d:.3f} m apart", tuple(frames))
+            continue
+        yield _case("pair_distance_m", names, frames,
+                    f"What is the distance between the centre of the {names[0]} and the centre "
+                    f"of the {names[1]}, in metres?", f"{d:.2f}", {"distance": "centre"},
+                    [a, b] if a.name == names[0] else [b, a])
+
+
+def camera_distance_m(index: TrackIndex) -> Iterator[Item]:
+    """Camera to an askable object's visible surface in the frame that shows it best."""
+    good, rejected = index.askable("camera_distance_m")
+    yield from rejected
+    for t in good:
+        ranged = [f for f in t.frames if f in t.ranges_m]
+        if not ranged:
+            continue
+        frame = max(ranged, key=lambda f: (t.pixels.get(f, 0), -f))
+        yield _case("camera_distance_m", [t.name], [frame],
+                    f"How far is the camera from the nearest visible surface of the {t.name}, "
+                    f"in metres?", f"{t.ranges_m[frame]:.2f}",
+                    {"distance": "surface", "range_m": t.ranges_m[frame]}, [t])
+
+
+def _order_choices(gold: tuple[str, ...], key: str) -> list[str]:
+    """The gold ordering and up to three others, in an order drawn from the case id."""
+    def draw(perm: tuple[str, ...]) -> str:
+        return hashlib.sha256(f"{key}|{', '.join(perm)}".encode()).hexdigest()
+
+    others = sorted((p for p in itertools.permutations(gold) if p != gold), key=draw)[:3]
+    return [", ".join(p) for p in sorted([gold, *others], key=draw)]
+
+
+def appearance_order(index: TrackIndex) -> Iterator[Item]:
+    """First-appearance order of three (or two) askable objects, over frames that include each
+    one's first sighting; objects first seen in one frame, or that may show in an earlier frame
+    without being detected, are not asked about."""
+    good, rejected = index.askable("appearance_order")
+    yield from rejected
+    size = 3 if len(good) >= 3 else 2
+    for start in range(len(good) - size + 1):
+        group = good[start:start + size]
+        names = tuple(t.name for t in group)
+        firsts = [t.frames[0] for t in group]
+        if len(set(firsts)) < size:
+            yield SpatialRejection("appearance_order", names, "same_first_frame",
+                                   f"first seen in frames {firsts}", tuple(firsts))
+            continue
+        window = [f for f in index.published if firsts[0] <= f <= firsts[-1]]
+        frames = spread(window, firsts)
+        early = [(t.name, f) for t in group for f in frames
+                 if f < t.frames[0] and index.may_be_visible(t, f)]
+        if early:
+            yield SpatialRejection(
+                "appearance_order", names, "may_be_visible_earlier",
+                f"{early[0][0]!r} may show in frame {early[0][1]} before it was detected",
+                tuple(frames))
+            continue
+        asked = sorted(names)
+        gold = tuple(t.name for t in sorted(group, key=lambda t: t.frames[0]))
+        key = f"{slug(asked)}-{'-'.join(map(str, frames))}"
+        yield _case("appearance_order", asked, frames,
+                    _TIME_ORDER + f"In which order did these objects first appear: "
+                    f"{', '.join(asked)}? Answer with the names in that order, separated by "
+                    "commas.", ", ".join(gold), {"first_seen": dict(zip(names, firsts,
+                                                                         strict=True))},
+                    sorted(group, key=lambda t: t.name), choices=_order_choices(gold, key))
+
+
+def object_count_across_frames(index: TrackIndex) -> Iterator[Item]:
+    """Distinct objects of one name across frames showing each of them (the same object seen
+    twice counts once); a name with any weak track is not asked about."""
+    for name in sorted({t.name for t in index.visible}):
+        tracks = index.by_name(name)
+        weak = [w for w in (index.weakness(t) for t in tracks) if w is not None]
+        if weak:
+            yield SpatialRejection("object_count_across_frames", (name,), weak[0][0], weak[0][1])
+            continue
+        must = sorted({best_frames(t, 1)[0] for t in tracks})
+        frames = spread([f for t in tracks for f in t.frames], must)
+        yield _case("object_count_across_frames", [name], frames,
+                    _TIME_ORDER + f"How many different {name} objects appear across these "
+                    "images? The same object seen in several images counts once.",
+                    str(len(tracks)), {"track_ids": [t.track_id for t in tracks]}, tracks)
+
+
+def _quadrant(x: float, z: float) -> str:
+    return f"{'front' if z > 0 else 'back'}-{'right' if x > 0 else 'left'}"
+
+
+def _references(index: TrackIndex, t: ObjectTrack) -> list[int]:
+    """Reference frames to try for ``t``: not showing it first, in an order drawn from its id."""
+    def draw(f: int) -> str:
+        return hashlib.sha256(f"{t.track_id}|{f}".encode()).hexdigest()
+
+    return sorted(index.published, key=lambda f: (f in t.frames, draw(f)))
+
+
+def relative_direction(index: TrackIndex) -> Iterator[Item]:
+    """Quadrant of an askable object around the camera of a reference frame (OpenCV camera:
+    x right, z forward), shown with frames that see the object; objects within
+    :data:`QUADRANT_MARGIN_M` of a quadrant boundary are not asked about."""
+    good, rejected = index.askable("relative_direction")
+    yield from rejected
+    for t in good:
+        asked = 0
+        for ref in _references(index, t):
+            if asked == 2:
+                break
+            p = index.camera_xyz(ref, t.center_world)
+            if p is None:
+                continue
+            x, z = float(p[0]), float(p[2])
+            if min(abs(x), abs(z)) < QUADRANT_MARGIN_M:
+                yield SpatialRejection("relative_direction", (t.name,), "near_quadrant_boundary",
+                                       f"x {x:+.2f} m, z {z:+.2f} m in frame {ref}", (ref,))
+                continue
+            frames = sorted({ref, *best_frames(t, 3)})
+            k = frames.index(ref) + 1
+            asked += 1
+            yield _case("relative_direction", [t.name], frames,
+                        _TIME_ORDER + f"Imagine standing where the camera stood when it took "
+                        f"image {k}, facing the same way. Is the {t.name} front-left, "
+                        "front-right, back-left or back-right of you?", _quadrant(x, z),
+                        {"camera_xz_m": [round(x, 4), round(z, 4)], "reference_image": k},
+                        [t], choices=RELATIVE_DIRECTIONS, reference=ref)
+
+
+FAMILY_GENERATORS = {
+    "object_size_cm": object_size_cm,
+    "pair_distance_m": pair_distance_m,
+    "camera_distance_m": camera_distance_m,
+    "appearance_order": appearance_order,
+    "object_count_across_frames": object_count_across_frames,
+    "relative_direction": relative_direction,
+}
+
+
+def spatial_items(index: TrackIndex) -> list[Item]:
+    """Every family's cases (capped) and rejections, family by family, in a fixed order."""
+    return [item for generator in FAMILY_GENERATORS.values() for item in _capped(generator(index))]
