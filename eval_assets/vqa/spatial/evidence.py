@@ -147,7 +147,9 @@ def spread(frames: Sequence[int], must: Sequence[int], n: int = MAX_IMAGES) -> l
     chosen = set(must)
     pool = [f for f in sorted(set(frames)) if f not in chosen]
     room = n - len(chosen)
-    if room > 0 and pool:
+    if len(pool) <= room:
+        chosen.update(pool)
+    elif room > 0:
         step = len(pool) / room
-        chosen.update(pool[int(i * step)] for i in range(min(room, len(pool))))
+        chosen.update(pool[int(i * step)] for i in range(room))
     return sorted(chosen)

@@ -1,0 +1,178 @@
+"""The spatial families on hand-built tracks: answers, rejections, determinism, leaks."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from eval_assets.schemas.spatial import (
+    RELATIVE_DIRECTIONS,
+    FrameCamera,
+    ObjectTrack,
+    ObjectTracks,
+    SpatialLabel,
+)
+from eval_assets.vqa.dataset import dataset_fingerprint
+from eval_assets.vqa.leakage import find_leaks
+from eval_assets.vqa.spatial import build_spatial, write_spatial
+from eval_assets.vqa.spatial.evidence import SpatialRejection, spread
+
+STEP_DEG = 50.0  # the camera turns this much about the vertical from one frame to the next
+
+
+def _camera(frame: int) -> FrameCamera:
+    """Frame ``f`` looks along world (sin θ, 0, cos θ), θ = f · 50°; camera axes: x right."""
+    t = math.radians(STEP_DEG * frame)
+    rot = np.array([[math.cos(t), 0.0, math.sin(t)], [0.0, 1.0, 0.0],
+                    [-math.sin(t), 0.0, math.cos(t)]])
+    m = np.eye(4)
+    m[:3, :3] = rot
+    return FrameCamera(world_from_camera=m.reshape(-1).tolist(),
+                       K=[400.0, 0.0, 320.0, 0.0, 400.0, 240.0, 0.0, 0.0, 1.0],
+                       width=640, height=480, image_ts=float(frame))
+
+
+def _at(angle_deg: float, distance: float) -> list[float]:
+    a = math.radians(angle_deg)
+    return [distance * math.sin(a), 0.0, distance * math.cos(a)]
+
+
+def _track(track_id: str, center: list[float], frames: list[int], points: int = 200,
+           extent: tuple[float, float, float] = (0.4, 0.3, 0.5)) -> ObjectTrack:
+    return ObjectTrack(track_id=track_id, name=track_id.split("#")[0], center_world=center,
+                       extent_m=list(extent), yaw_rad=0.0, frames=frames,
+                       pixels={f: 1000 + 10 * f for f in frames}, points=points,
+                       ranges_m={f: 2.5 + f / 10 for f in frames})
+
+
+TRACKS = ObjectTracks(world_frame="world", cameras={f: _camera(f) for f in range(6)}, tracks=[
+    _track("red ball#0", _at(0, 3.0), [0, 1]),
+    _track("blue box#0", _at(100, 4.0), [2, 3], extent=(0.3, 0.2, 0.62)),
+    _track("green cylinder#0", _at(200, 5.0), [4, 5]),
+    _track("yellow box#0", _at(60, 2.0), [1]),  # one sighting: too weak to ask about
+    _track("purple ball#0", _at(150, 3.0), [3, 4], points=10),
+    _track("orange box#0", _at(250, 3.0), [5, 0]),
+    _track("orange box#1", _at(-80, 3.0), [4, 5]),
+])
+
+
+def _labels(family: str) -> list[SpatialLabel]:
+    return [lab for lab in build_spatial(TRACKS, range(6)).labels if lab.family == family]
+
+
+def test_numeric_families_answer_from_the_tracks() -> None:
+    (size,) = [lab for lab in _labels("object_size_cm") if lab.object_names == ["blue box"]]
+    assert (size.answer, size.unit, size.frame_indices) == ("62", "cm", [2, 3])
+    pairs = {tuple(lab.object_names): lab for lab in _labels("pair_distance_m")}
+    pair = pairs[("blue box", "red ball")]
+    expected = math.dist(_at(100, 4.0), _at(0, 3.0))
+    assert pair.answer == f"{expected:.2f}" and pair.unit == "m"
+    assert [t["name"] for t in pair.evidence["tracks"]] == ["blue box", "red ball"]
+    assert pair.evidence["tracks"][1]["center_world"] == pytest.approx(_at(0, 3.0))
+    (distance,) = [lab for lab in _labels("camera_distance_m") if lab.object_names == ["red ball"]]
+    # The frame with the most pixels (frame 1), its median surface range.
+    assert (distance.answer, distance.frame_index, distance.evidence["distance"]) == \
+        ("2.60", 1, "surface")
+
+
+def test_weak_and_ambiguous_names_are_rejected_with_reasons() -> None:
+    spatial = build_spatial(TRACKS, range(6))
+    asked = {name for lab in spatial.labels for name in lab.object_names
+             if lab.family == "object_size_cm"}
+    assert asked == {"red ball", "blue box", "green cylinder"}
+    reasons = {(r.family, r.object_names, r.reason) for r in spatial.rejections}
+    assert ("object_size_cm", ("yellow box",), "too_few_frames") in reasons
+    assert ("object_size_cm", ("purple ball",), "too_few_points") in reasons
+    assert ("object_size_cm", ("orange box",), "ambiguous_name") in reasons
+    assert all(isinstance(r, SpatialRejection) and r.detail for r in spatial.rejections)
+
+
+def test_appearance_order_and_counts_across_frames() -> None:
+    (order,) = _labels("appearance_order")
+    assert order.answer == "red ball, blue box, green cylinder"
+    assert order.choices is not None and order.answer in order.choices
+    assert 2 <= len(order.choices) <= 4 and len(set(order.choices)) == len(order.choices)
+    assert order.frame_indices == [0, 1, 2, 3, 4]
+    counts = {lab.object_names[0]: lab for lab in _labels("object_count_across_frames")}
+    assert counts["orange box"].answer == "2" and counts["red ball"].answer == "1"
+    assert len(counts["orange box"].evidence["tracks"]) == 2
+    assert "yellow box" not in counts and "purple ball" not in counts  # weak tracks
+
+
+def test_relative_direction_is_the_quadrant_in_the_reference_camera() -> None:
+    labels = _labels("relative_direction")
+    assert labels
+    for lab in labels:
+        assert lab.choices == list(RELATIVE_DIRECTIONS) and lab.reference_frame is not None
+        (track,) = [t for t in TRACKS.tracks if t.name == lab.object_names[0]]
+        # Object at angle φ seen from frame θ: x = d sin(φ − θ), z = d cos(φ − θ).
+        phi = math.degrees(math.atan2(track.center_world[0], track.center_world[2]))
+        rel = math.radians(phi - STEP_DEG * lab.reference_frame)
+        expected = f"{'front' if math.cos(rel) > 0 else 'back'}-" \
+                   f"{'right' if math.sin(rel) > 0 else 'left'}"
+        assert lab.answer == expected, lab
+        assert lab.frame_indices is not None and lab.reference_frame in lab.frame_indices
+
+
+def test_spread_keeps_the_frames_that_must_show_and_fills_evenly() -> None:
+    assert spread(range(5), [0, 2, 4]) == [0, 1, 2, 3, 4]
+    assert spread(range(100), [3, 50], n=4) == [0, 3, 50, 51]
+    assert spread(range(3), [], n=8) == [0, 1, 2]
+
+
+def test_same_tracks_same_cases_and_only_published_frames() -> None:
+    assert build_spatial(TRACKS, range(6)) == build_spatial(TRACKS, range(6))
+    fewer = build_spatial(TRACKS, [0, 1, 2])
+    for lab in fewer.labels:
+        assert set(lab.frame_indices or [lab.frame_index]) <= {0, 1, 2}
+
+
+def _tiny_dataset(root: Path) -> Path:
+    """A published-looking folder: one dimOS case, three frames, the spatial files."""
+    (root / "assets").mkdir(parents=True)
+    for f in range(6):
+        (root / "assets" / f"frame-{f:06d}.png").write_bytes(b"png")
+    (root / "cases.jsonl").write_text(json.dumps(
+        {"id": "frame-000000-red-ball-presence", "image": "assets/frame-000000.png",
+         "question": "Is there a red ball?", "choices": ["yes", "no"]}) + "\n")
+    (root / "labels.jsonl").write_text(json.dumps(
+        {"id": "frame-000000-red-ball-presence", "answer": "yes"}) + "\n")
+    (root / "audit").mkdir()
+    write_spatial(root, build_spatial(TRACKS, range(6)))
+    return root
+
+
+def test_spatial_files_pass_the_leak_check_and_leaks_are_found(tmp_path: Path) -> None:
+    clean = _tiny_dataset(tmp_path / "clean")
+    assert find_leaks(clean) == []
+    leaky = tmp_path / "leaky"
+    shutil.copytree(clean, leaky)
+    path = leaky / "spatial_cases.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    labels = [json.loads(line) for line in
+              (leaky / "audit" / "spatial_labels.jsonl").read_text().splitlines()]
+    rows[0]["answer"] = labels[0]["answer"]
+    (centre,) = {json.dumps(lab["evidence"]["tracks"][0]["center_world"][0]) for lab in labels
+                 if lab["object_names"] == ["blue box"]}  # 4 sin 100°: a telling fraction
+    rows[1]["question"] += f" (it stands at x = {centre})"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    problems = find_leaks(leaky)
+    assert any("fields ['answer'] are not public" in p for p in problems), problems
+    assert any(centre in p and "spatial_cases.jsonl" in p for p in problems), problems
+
+
+def test_the_fingerprint_covers_the_spatial_files(tmp_path: Path) -> None:
+    root = _tiny_dataset(tmp_path / "ds")
+    before = dataset_fingerprint(root)
+    labels = root / "spatial_labels.jsonl"
+    labels.write_text(labels.read_text().replace('"answer": "62"', '"answer": "63"'))
+    assert dataset_fingerprint(root) != before
+    changed = dataset_fingerprint(root)
+    cases = root / "spatial_cases.jsonl"
+    cases.write_text(cases.read_text().replace("centimetres", "cm"))
+    assert dataset_fingerprint(root) not in (before, changed)

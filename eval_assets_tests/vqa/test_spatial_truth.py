@@ -1,0 +1,44 @@
+"""End to end on a seeded synthetic recording: the spatial gold answers against scene truth."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from eval_assets.cli import app
+from eval_assets.schemas.spatial import SpatialLabel
+from eval_assets.vqa.leakage import find_leaks
+from eval_assets.vqa.spatial.truth import MULTI_FRAME, NUMERIC, check_labels, per_family
+
+SCENE_SEED = 41  # the benchmark (benchmarks/spatial_truth.py) uses other seeds
+FRAMES = 48
+
+
+@pytest.mark.slow
+def test_spatial_gold_answers_agree_with_the_scene_truth(tmp_path: Path) -> None:
+    db, out = tmp_path / "r.db", tmp_path / "dataset"
+    runner = CliRunner()
+    made = runner.invoke(app, ["recording", "synthesize", str(db), "--scene-seed",
+                               str(SCENE_SEED), "--frames", str(FRAMES)])
+    assert made.exit_code == 0, made.output
+    result = runner.invoke(app, ["vqa", "generate", str(db), "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "spatial cases (spatial_cases.jsonl)" in result.output
+    labels = [SpatialLabel.model_validate_json(line) for line in
+              (out / "audit" / "spatial_labels.jsonl").read_text().splitlines()]
+    public = (out / "spatial_cases.jsonl").read_text().splitlines()
+    assert len(public) == len(labels) == len((out / "spatial_labels.jsonl").read_text()
+                                             .splitlines())
+    checks = check_labels(labels, json.loads(db.with_suffix(".scene.json").read_text()))
+    figures = per_family(checks)
+    for family in NUMERIC:
+        if figures[family]["checked"]:
+            assert figures[family]["score"] >= 0.85, (family, figures)
+    for family in MULTI_FRAME:
+        if figures[family]["checked"]:
+            assert figures[family]["score"] >= 0.95, (family, figures)
+    assert sum(figures[f]["checked"] > 0 for f in (*NUMERIC, *MULTI_FRAME)) >= 5, figures
+    assert find_leaks(out) == []
