@@ -68,17 +68,15 @@ def _extent(track: _Growing) -> tuple[list[float], float]:
     if len(body) < 3:
         body = pts
     xy = body[:, :2]
-    best: tuple[float, float, float, float] | None = None
-    for step in range(90):
-        a = math.radians(step)
-        axis, normal = np.array([math.cos(a), math.sin(a)]), np.array([-math.sin(a), math.cos(a)])
-        lo_a, hi_a = np.percentile(xy @ axis, _SPAN)
-        lo_n, hi_n = np.percentile(xy @ normal, _SPAN)
-        along, across = float(hi_a - lo_a), float(hi_n - lo_n)
-        if best is None or along * across < best[0] - 1e-12:
-            best = (along * across, along, across, a)
-    assert best is not None
-    _, along, across, a = best
+    # Every candidate yaw at once: (points, angles) projections on each axis and its normal.
+    angles = np.radians(np.arange(90.0))
+    along_all = xy @ np.stack([np.cos(angles), np.sin(angles)])
+    across_all = xy @ np.stack([-np.sin(angles), np.cos(angles)])
+    lo_a, hi_a = np.percentile(along_all, _SPAN, axis=0)
+    lo_n, hi_n = np.percentile(across_all, _SPAN, axis=0)
+    spans_a, spans_n = hi_a - lo_a, hi_n - lo_n
+    k = int(np.argmin(np.round(spans_a * spans_n, 12)))  # first of equal areas: stable
+    along, across, a = float(spans_a[k]), float(spans_n[k]), float(angles[k])
     if across > along:  # the length axis is the longer side
         along, across, a = across, along, a + math.pi / 2
     return [_round(along), _round(across), _round(top - low)], _round(a)

@@ -111,14 +111,21 @@ def visible_points(points_cam: np.ndarray, K: np.ndarray, width: int, height: in
     return u[keep], v[keep], pts[keep]
 
 
-def _mask_size(mask: np.ndarray, depth: float, K: np.ndarray) -> tuple[float, float] | None:
-    rows, cols = np.nonzero(mask)
+def _mask_span(mask: np.ndarray) -> tuple[int, int] | None:
+    """Columns and rows the mask spans, or None when it touches the image border."""
+    cols, rows = np.flatnonzero(mask.any(axis=0)), np.flatnonzero(mask.any(axis=1))
     h, w = mask.shape
-    if (cols.min() < BORDER_PX or rows.min() < BORDER_PX or cols.max() >= w - BORDER_PX
-            or rows.max() >= h - BORDER_PX):
+    if (cols[0] < BORDER_PX or rows[0] < BORDER_PX or cols[-1] >= w - BORDER_PX
+            or rows[-1] >= h - BORDER_PX):
         return None
-    return (float(cols.max() - cols.min() + 1) * depth / float(K[0, 0]),
-            float(rows.max() - rows.min() + 1) * depth / float(K[1, 1]))
+    return int(cols[-1] - cols[0] + 1), int(rows[-1] - rows[0] + 1)
+
+
+def _mask_size(span: tuple[int, int] | None, depth: float, K: np.ndarray
+               ) -> tuple[float, float] | None:
+    if span is None:
+        return None
+    return span[0] * depth / float(K[0, 0]), span[1] * depth / float(K[1, 1])
 
 
 def lift_detection(frame_index: int, name: str, mask: np.ndarray, u: np.ndarray, v: np.ndarray,
@@ -139,9 +146,10 @@ def lift_detection(frame_index: int, name: str, mask: np.ndarray, u: np.ndarray,
     K = np.asarray(K, dtype=np.float64).reshape(3, 3)
     surface = pts.mean(axis=0)
     # The silhouette's edges lie about half a width behind the near surface (round objects).
-    first = _mask_size(mask, float(surface[2]), K)
+    span = _mask_span(mask)
+    first = _mask_size(span, float(surface[2]), K)
     half = first[0] / 2 if first is not None else 0.0
-    size = _mask_size(mask, float(surface[2]) + half, K)
+    size = _mask_size(span, float(surface[2]) + half, K)
     sight = surface / np.linalg.norm(surface)
     half = size[0] / 2 if size is not None else float(np.ptp(pts[:, 0])) / 2
     center_cam = surface + sight * half

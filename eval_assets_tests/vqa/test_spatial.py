@@ -93,7 +93,13 @@ def test_weak_and_ambiguous_names_are_rejected_with_reasons() -> None:
 
 
 def test_appearance_order_and_counts_across_frames() -> None:
-    (order,) = _labels("appearance_order")
+    orders = {tuple(lab.object_names): lab for lab in _labels("appearance_order")}
+    # The triple, then every pair (objects are first seen in frames 0, 2 and 4).
+    assert sorted(orders) == [("blue box", "green cylinder"), ("blue box", "green cylinder",
+                                                               "red ball"),
+                              ("blue box", "red ball"), ("green cylinder", "red ball")]
+    assert orders[("blue box", "red ball")].answer == "red ball, blue box"
+    order = orders[("blue box", "green cylinder", "red ball")]
     assert order.answer == "red ball, blue box, green cylinder"
     assert order.choices is not None and order.answer in order.choices
     assert 2 <= len(order.choices) <= 4 and len(set(order.choices)) == len(order.choices)
@@ -176,3 +182,14 @@ def test_the_fingerprint_covers_the_spatial_files(tmp_path: Path) -> None:
     cases = root / "spatial_cases.jsonl"
     cases.write_text(cases.read_text().replace("centimetres", "cm"))
     assert dataset_fingerprint(root) not in (before, changed)
+
+
+def test_an_object_that_may_show_before_its_first_sighting_is_not_ordered() -> None:
+    tracks = ObjectTracks(world_frame="world", cameras={f: _camera(f) for f in range(6)}, tracks=[
+        _track("red ball#0", _at(0, 3.0), [0, 1]),
+        _track("blue box#0", _at(10, 4.0), [2, 3]),  # in frame 0's view, but not detected there
+    ])
+    spatial = build_spatial(tracks, range(6))
+    assert not [lab for lab in spatial.labels if lab.family == "appearance_order"]
+    (rejection,) = [r for r in spatial.rejections if r.family == "appearance_order"]
+    assert rejection.reason == "may_be_visible_earlier" and "frame 0" in rejection.detail

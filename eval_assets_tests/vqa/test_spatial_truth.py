@@ -32,7 +32,14 @@ def test_spatial_gold_answers_agree_with_the_scene_truth(tmp_path: Path) -> None
     public = (out / "spatial_cases.jsonl").read_text().splitlines()
     assert len(public) == len(labels) == len((out / "spatial_labels.jsonl").read_text()
                                              .splitlines())
-    checks = check_labels(labels, json.loads(db.with_suffix(".scene.json").read_text()))
+    scene = json.loads(db.with_suffix(".scene.json").read_text())
+    # The loop makes the order questions meaningful: objects enter and leave the view.
+    seen: dict[int, list[int]] = {}
+    for frame in scene["frames"]:
+        for obj in frame["objects"]:
+            seen.setdefault(obj["id"], []).append(frame["index"])
+    assert any(f[0] > 0 for f in seen.values()) and any(f[-1] < FRAMES - 1 for f in seen.values())
+    checks = check_labels(labels, scene)
     figures = per_family(checks)
     for family in NUMERIC:
         if figures[family]["checked"]:

@@ -138,14 +138,15 @@ def _order_choices(gold: tuple[str, ...], key: str) -> list[str]:
 
 
 def appearance_order(index: TrackIndex) -> Iterator[Item]:
-    """First-appearance order of three (or two) askable objects, over frames that include each
+    """First-appearance order of three (then two) askable objects, over frames that include each
     one's first sighting; objects first seen in one frame, or that may show in an earlier frame
     without being detected, are not asked about."""
     good, rejected = index.askable("appearance_order")
     yield from rejected
-    size = 3 if len(good) >= 3 else 2
-    for start in range(len(good) - size + 1):
-        group = good[start:start + size]
+    # Triples first (the harder question), then pairs; each group in first-seen order.
+    groups = [*itertools.combinations(good, 3), *itertools.combinations(good, 2)]
+    for group in groups:
+        size = len(group)
         names = tuple(t.name for t in group)
         firsts = [t.frames[0] for t in group]
         if len(set(firsts)) < size:
