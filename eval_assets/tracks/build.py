@@ -58,5 +58,8 @@ def build_tracks(recording: Recording, frames_dir: Path, clouds_dir: Path,
         for name, det in zip(names, dets.detections, strict=True):
             lifted = lift_detection(index, name, load_mask(detections_dir, det), u, v, xyz, K,
                                     poses[index])
-            (sightings if isinstance(lifted, Sighting) else skipped).append(lifted)  # type: ignore[arg-type]
+            if isinstance(lifted, Sighting):
+                sightings.append(lifted)
+            else:
+                skipped.append(lifted)
     return build_object_tracks(world, sightings, skipped, cameras)

@@ -56,29 +56,34 @@ class Skipped:
     detail: str
 
 
-def world_frame_of(graph_frames: Sequence[str], children: set[str]) -> str:
-    """The TF tree's root: the one frame that is never a child. Raises ``ValueError`` otherwise."""
-    roots = sorted(f for f in graph_frames if f not in children)
-    if len(roots) != 1:
-        raise ValueError(f"the tf stream has roots {roots}; object tracks need one world frame")
-    return roots[0]
+def root_of(frame: str, parents: dict[str, str]) -> str:
+    """The top of ``frame``'s TF tree: its parent's parent's ... until one has no parent."""
+    seen = {frame}
+    while frame in parents and parents[frame] not in seen:
+        frame = parents[frame]
+        seen.add(frame)
+    return frame
 
 
 def camera_poses(recording: Recording, frames: Sequence[RectifiedFrame]
                  ) -> tuple[str, dict[int, np.ndarray], dict[int, str]]:
     """``(world frame, world_from_camera per frame, reason per frame without a pose)``.
 
+    The world frame is the root of the first camera's TF tree (``world``, ``map``, ...).
     ``world_from_camera`` maps the RECTIFIED camera frame (the one the point clouds are stored
-    in) into the world: the recorded camera pose turned back by ``R_rect``.
+    in) into the world: the recorded camera pose turned back by ``R_rect``. A frame whose pose
+    the TF cannot give is left out with the reason, never guessed.
     """
+    if TF_STREAM not in recording.streams:
+        return "", {}, {f.frame_index: f"the recording has no {TF_STREAM!r} stream" for f in frames}
     errors: list[RecordingError] = []
-    children: set[str] = set()
+    parents: dict[str, str] = {}
     graph = TransformGraph()
     for _, msg in recording.iter_messages(TF_STREAM, errors):
         for tf in msg.transforms:
             graph.add(tf)
-            children.add(tf.child_frame_id)
-    world = world_frame_of(graph.frames, children)
+            parents[tf.child_frame_id] = tf.header.frame_id
+    world = root_of(frames[0].camera_frame_id, parents) if frames else ""
     poses: dict[int, np.ndarray] = {}
     missing: dict[int, str] = {}
     for frame in frames:
@@ -86,7 +91,7 @@ def camera_poses(recording: Recording, frames: Sequence[RectifiedFrame]
             world_from_recorded = graph.lookup(world, frame.camera_frame_id, frame.image_ts,
                                                tolerance=TF_TOLERANCE)
         except TransformUnavailable as exc:
-            missing[frame.frame_index] = str(exc)
+            missing[frame.frame_index] = f"no camera pose in {world!r}: {exc}"
             continue
         unrectify = np.eye(4)
         unrectify[:3, :3] = np.asarray(frame.R_rect, dtype=np.float64).reshape(3, 3).T

@@ -11,7 +11,7 @@ import pytest
 from eval_assets.schemas.spatial import ObjectTracks
 from eval_assets.tracks import fuse_sightings, read_object_tracks, write_object_tracks
 from eval_assets.tracks.fuse import build_object_tracks
-from eval_assets.tracks.lift import Sighting, Skipped, lift_detection, visible_points
+from eval_assets.tracks.lift import Sighting, Skipped, lift_detection, root_of, visible_points
 
 K = np.array([[400.0, 0.0, 320.0], [0.0, 400.0, 240.0], [0.0, 0.0, 1.0]])
 W, H = 640, 480
@@ -112,3 +112,11 @@ def test_tracks_file_round_trips(tmp_path: Path) -> None:
     assert path.read_text() == text  # byte-stable
     with pytest.raises(FileNotFoundError, match="object_tracks"):
         read_object_tracks(tmp_path / "nowhere")
+
+
+def test_the_world_frame_is_the_top_of_the_cameras_tree() -> None:
+    parents = {"camera_optical": "base_link", "base_link": "odom", "odom": "map",
+               "mid360_link": "base_link", "other": "elsewhere"}
+    assert root_of("camera_optical", parents) == "map"
+    assert root_of("map", parents) == "map"
+    assert root_of("a", {"a": "b", "b": "a"}) == "b"  # a loop ends, it does not hang
