@@ -1,10 +1,16 @@
-"""Atomic file writes: write beside the target, then rename, so readers never see half a file."""
+"""Atomic file writes: write beside the target, then rename, so readers never see half a file.
+
+A write the machine refuses (a full disk, a read-only or unwritable folder) raises an ``OSError``
+that names the target path (:func:`naming`), so the message says where; the target keeps its old
+content, so nothing finished is lost and a rerun continues.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 
@@ -19,6 +25,19 @@ def _read_umask() -> int:
 _FILE_MODE = 0o666 & ~_read_umask()
 
 
+@contextlib.contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """Re-raise an ``OSError`` that names no file (``write``/``fsync`` on a full disk say only
+    "No space left on device") as the same error naming ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None or exc.errno is None:
+            raise
+        # OSError(errno, ...) builds the errno's subclass (PermissionError for EACCES, ...).
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+
 def write_bytes_atomic(path: Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` via a temporary file in the same folder and ``os.replace``."""
     return write_chunks_atomic(path, [data])
@@ -27,6 +46,11 @@ def write_bytes_atomic(path: Path, data: bytes) -> Path:
 def write_chunks_atomic(path: Path, chunks: Iterable[bytes]) -> Path:
     """:func:`write_bytes_atomic` for content produced piece by piece (never all in memory);
     if producing a chunk raises, ``path`` is left as it was."""
+    with naming(path):
+        return _write_chunks(path, chunks)
+
+
+def _write_chunks(path: Path, chunks: Iterable[bytes]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -2,7 +2,9 @@
 
 Bad input (:class:`~eval_assets.errors.InputError` and its kin) exits with code 2 and its own
 message, which names the file, the field or stream, and the fix. Anything else is unexpected:
-one line with the exception and a hint, exit code 1. ``--debug`` (or ``EVAL_ASSETS_DEBUG=1``)
+one line with the exception and a hint, exit code 1. A write the machine refused (a full disk,
+a read-only or unwritable output) names the path, the cause and the fix, exit code 1
+(:mod:`eval_assets.output_errors`). ``--debug`` (or ``EVAL_ASSETS_DEBUG=1``)
 prints the traceback as well.
 """
 
@@ -21,6 +23,7 @@ from rich.markup import escape
 
 from eval_assets.console import make_console, print_error, showing_progress
 from eval_assets.errors import InputError
+from eval_assets.output_errors import output_problem
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -71,6 +74,10 @@ def guarded(command: Callable[P, R]) -> Callable[P, R]:
             console = make_console()
             if debug_enabled():
                 console.print(traceback.format_exc(), markup=False, highlight=False)
+            refused = output_problem(exc)  # a full disk, a read-only or unwritable output
+            if refused is not None:
+                print_error(console, refused)
+                raise typer.Exit(EXIT_FAILED) from None
             if isinstance(exc, _BAD_INPUT_TYPES):
                 print_error(console, str(exc))
                 raise typer.Exit(EXIT_BAD_INPUT) from None

@@ -19,6 +19,7 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from eval_assets.atomic import naming
 from eval_assets.jsonio import parse_model
 
 R = TypeVar("R", bound=BaseModel)
@@ -99,8 +100,9 @@ class Journal(Generic[R]):
     def append(self, record: R) -> None:
         """Write one record and fsync it before returning."""
         line = record.model_dump_json().encode("utf-8") + b"\n"
-        with self._lock:
+        with self._lock, naming(self.path):
             # One write of the whole line: a kill can tear it, never interleave it with another.
+            # A full disk may leave part of it written: that torn line is dropped on reopen.
             self._fh.write(line)
             self._fh.flush()
             os.fsync(self._fh.fileno())
@@ -123,7 +125,7 @@ class Journal(Generic[R]):
 
     def close(self) -> None:
         """Close the file (every record is already on disk)."""
-        with self._lock:
+        with self._lock, naming(self.path):
             self._fh.close()
 
     def __enter__(self) -> Journal[R]:

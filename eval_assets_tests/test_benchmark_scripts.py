@@ -29,8 +29,14 @@ def test_every_script_is_covered() -> None:
     assert [s.name for s in SCRIPTS], "no benchmark script found"
 
 
+# Scripts whose smoke mode loads a real model (SmolLM2): slow by the project's rule.
+_LOADS_A_MODEL = {"busy_demo.py"}
+
+
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("script", SCRIPTS, ids=[s.stem for s in SCRIPTS])
+@pytest.mark.parametrize("script", [
+    pytest.param(s, marks=pytest.mark.slow) if s.name in _LOADS_A_MODEL else s for s in SCRIPTS],
+    ids=[s.stem for s in SCRIPTS])
 def test_smoke_mode_runs(script: Path, tmp_path: Path) -> None:
     """``python benchmarks/<script> --smoke`` exits 0 (in a scratch folder, offline)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",

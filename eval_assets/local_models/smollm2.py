@@ -71,6 +71,9 @@ class BlindSmolLM2:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 
+        from eval_assets.local_models.threads import configure_torch_threads
+
+        configure_torch_threads(torch)  # a busy machine: fewer threads, no contention
         self.name = name
         gguf = smollm2_gguf_path()
         self._torch = torch

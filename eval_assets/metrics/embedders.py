@@ -110,6 +110,9 @@ def load_sentence_transformer(model: str, device: str | None = None) -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 
+    from eval_assets.local_models.threads import configure_torch_threads
+
+    configure_torch_threads(torch)  # a busy machine: fewer threads, no contention
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     key = (model, device)

@@ -26,7 +26,7 @@ from eval_assets import progress
 from eval_assets.atomic import write_text_atomic
 from eval_assets.hashing import bytes_sha256, file_digest, file_sha256
 from eval_assets.journal import Journal, exclusive_run_lock
-from eval_assets.jsonio import parse_model, write_json
+from eval_assets.jsonio import write_json
 from eval_assets.model_runs.batch import BatchItem, BatchRunner, custom_id
 from eval_assets.model_runs.budget import Budget
 from eval_assets.model_runs.client import OpenAIVLMClient, VLMClient
@@ -43,6 +43,7 @@ from eval_assets.model_runs.prompts import (
     vqa_content_sha256,
     vqa_messages,
 )
+from eval_assets.model_runs.public_cases import load_public_cases
 from eval_assets.model_runs.store import answer_key, description_key, rotation_key
 from eval_assets.schemas.chat import ChatResult
 from eval_assets.schemas.concurrency import ConcurrencyHistory
@@ -68,13 +69,9 @@ from eval_assets.schemas.predictions import (
     outcome_of,
     rotate_choices,
 )
-from eval_assets.schemas.vqa import DATASET_ASSETS, DATASET_CASES, Case
+from eval_assets.schemas.vqa import DATASET_CASES, Case
 
 Record = AnswerRecord | DescriptionRecord | RotationRecord
-
-_CASE_LINE = ("each line must be a JSON object with exactly id, image, question and choices "
-              "(a list of at least 2 strings); regenerate the dataset")
-
 
 @dataclass(frozen=True)
 class Frame:
@@ -115,51 +112,6 @@ class RunResult:
     calls_made: int
     skipped: int
     batch_in_flight: str | None = None
-
-
-def _check_image_path(dataset_dir: Path, image: str, where: str) -> Path:
-    """The asset file of a case, refusing any path outside ``assets/`` (no private file leaks)."""
-    rel = PurePosixPath(image)
-    if (rel.is_absolute() or ".." in rel.parts or len(rel.parts) < 2
-            or rel.parts[0] != DATASET_ASSETS or rel.suffix.lower() != ".png"):
-        raise ValueError(
-            f"{where}: field 'image' is {image!r}; it must be a relative path to a PNG inside "
-            f"{DATASET_ASSETS}/ (e.g. '{DATASET_ASSETS}/frame-000100.png'); fix the case"
-        )
-    path = dataset_dir / rel
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{where}: image {image!r} does not exist under {dataset_dir}; copy the asset or "
-            f"regenerate the dataset"
-        )
-    return path
-
-
-def load_public_cases(dataset_dir: Path) -> list[Case]:
-    """The cases of a public dataset, validated, in file order; images checked to exist."""
-    dataset_dir = Path(dataset_dir)
-    path = dataset_dir / DATASET_CASES
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path} does not exist; point at a dataset folder (with {DATASET_CASES} and "
-            f"{DATASET_ASSETS}/) made by the VQA generator"
-        )
-    cases: list[Case] = []
-    seen: set[str] = set()
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        case = parse_model(line, Case, where, fix=_CASE_LINE)
-        if case.id in seen:
-            raise ValueError(f"{where}: field 'id' repeats {case.id!r}; case ids must "
-                             f"be unique, regenerate the dataset")
-        seen.add(case.id)
-        _check_image_path(dataset_dir, case.image, where)
-        cases.append(case)
-    if not cases:
-        raise ValueError(f"{path} holds no cases; regenerate the dataset")
-    return cases
 
 
 def frames_of(cases: Sequence[Case]) -> list[Frame]:

@@ -1,0 +1,175 @@
+"""A full disk or an unwritable output: the error names the path and the cause, and a rerun
+continues where the failed one stopped.
+
+The real cases run in a user namespace (``unshare -rm``, no privilege needed beyond what the
+kernel allows unprivileged users): a 48 KiB tmpfs is a real full disk (ENOSPC), a read-only bind
+mount a real read-only output (EROFS; ``chmod`` refuses nothing to root, and tests may run as
+root). Where user namespaces are not available they are skipped with that reason. One test
+simulates ENOSPC by making ``os.fsync`` fail (a full disk cannot be made in-process): fsync is
+where the journal's and the atomic writes' data reaches the disk, and it does report ENOSPC on
+delayed-allocation and network file systems.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from eval_assets.atomic import write_text_atomic
+from eval_assets.cli import app
+from eval_assets.output_errors import output_problem
+from eval_assets_tests.model_runs.helpers import make_dataset
+
+runner = CliRunner()
+EXE = Path(sys.executable).parent / "eval-assets"
+
+
+def _userns_mounts() -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs tmpfs /mnt"],
+                           capture_output=True, check=False)
+    return probe.returncode == 0
+
+
+needs_userns = pytest.mark.skipif(not _userns_mounts(),
+                                  reason="unshare -rm cannot mount here (no user namespaces)")
+
+
+def _in_namespace(script: str, cwd: Path) -> str:
+    """Run ``script`` (sh) in a fresh user and mount namespace; its output, stdout+stderr."""
+    done = subprocess.run(["unshare", "-rm", "sh", "-c", script], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, check=False, cwd=cwd,
+                          env={**os.environ, "COLUMNS": "300"}, timeout=300)
+    return done.stdout
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.slow
+@needs_userns
+def test_a_full_disk_names_the_path_and_a_rerun_continues(tmp_path: Path) -> None:
+    dataset = make_dataset(tmp_path / "ds", n_frames=20, cases_per_frame=5)
+    out = tmp_path / "out"
+    out.mkdir()
+    run = ["vqa", "run", str(dataset.root), "--model", "random", "--output", str(out / "run")]
+    command = " ".join([str(EXE), *run])
+    output = _in_namespace(
+        f"mount -t tmpfs -o size=48k tmpfs {out} && {command}; echo rc=$?; "
+        f"mount -o remount,size=8m {out} && {command}; echo rc=$?", tmp_path)
+    first, _, second = output.partition("rc=")
+    flat = _flat(first)
+    assert output.count("rc=") == 2 and output.split("rc=")[1].startswith("1"), output
+    assert f"cannot write {out / 'run'}" in flat and "the disk is full (ENOSPC" in flat, output
+    assert "free space on the disk holding" in flat and "rerun the same command" in flat
+    assert "Traceback" not in output
+    # Nothing finished was lost: the rerun resumes the journalled calls and completes.
+    assert "rc=0" in output and "100/100 cases answered" in second, output
+    resumed = int(second.split(" resumed")[0].rsplit(" ", 1)[1])
+    assert resumed > 0
+
+
+@pytest.mark.slow
+@needs_userns
+def test_a_read_only_output_names_the_path_and_the_cause(tmp_path: Path) -> None:
+    dataset = make_dataset(tmp_path / "ds", n_frames=1, cases_per_frame=1)
+    out = tmp_path / "out"
+    out.mkdir()
+    command = " ".join([str(EXE), "vqa", "run", str(dataset.root), "--model", "random",
+                        "--output", str(out / "run")])
+    output = _in_namespace(f"mount --bind -o ro {out} {out} && {command}; echo rc=$?",
+                           tmp_path)
+    flat = _flat(output)
+    assert "rc=1" in output and f"{out / 'run'}" in flat, output
+    assert "read-only (EROFS" in flat and "write elsewhere" in flat, output
+
+
+@needs_userns
+def test_a_full_sqlite_database_is_worded_with_its_folder(tmp_path: Path) -> None:
+    # SQLite's own words for a full disk, from a real database on a full tmpfs.
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    script = (
+        "import os, sqlite3, sys\n"
+        "from eval_assets.output_errors import output_problem\n"
+        f"os.environ['DAGSTER_HOME'] = {str(mnt)!r}\n"
+        f"db = sqlite3.connect({str(mnt / 'runs.db')!r})\n"
+        "db.execute('create table t (x blob)')\n"
+        "try:\n"
+        "    for _ in range(100):\n"
+        "        db.execute('insert into t values (?)', (os.urandom(8192),)); db.commit()\n"
+        "except sqlite3.OperationalError as exc:\n"
+        "    print('caught', exc); print(output_problem(exc))\n")
+    (tmp_path / "fill.py").write_text(script)
+    output = _in_namespace(f"mount -t tmpfs -o size=64k tmpfs {mnt} && "
+                           f"{sys.executable} {tmp_path / 'fill.py'}", tmp_path)
+    assert "caught database or disk is full" in output, output
+    assert f"cannot write the SQLite database under {mnt}" in output, output
+
+
+def test_a_wrapped_sqlite_disk_io_error_is_found(tmp_path: Path) -> None:
+    from sqlalchemy.exc import OperationalError
+
+    wrapped = OperationalError("INSERT INTO event_logs ...", {}, sqlite3.OperationalError(
+        "disk I/O error"))
+    try:
+        try:
+            raise wrapped
+        except OperationalError as exc:
+            raise RuntimeError("storage failed") from exc
+    except RuntimeError as outer:
+        message = output_problem(outer)
+    assert message is not None and "disk I/O error" in message
+    assert output_problem(ValueError("no")) is None
+
+
+def _fsync_fails_after(monkeypatch: pytest.MonkeyPatch, calls: int) -> None:
+    """``os.fsync`` reports a full disk (ENOSPC) from its ``calls + 1``-th call on."""
+    real = os.fsync
+    count = {"n": 0}
+
+    def fsync(fd: int) -> None:
+        count["n"] += 1
+        if count["n"] > calls:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+def test_an_atomic_write_on_a_full_disk_names_its_path_and_keeps_the_old_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "summary.json"
+    target.write_text("old")
+    _fsync_fails_after(monkeypatch, 0)
+    with pytest.raises(OSError) as raised:
+        write_text_atomic(target, "new")
+    assert raised.value.errno == errno.ENOSPC and raised.value.filename == str(target)
+    assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "summary.json"]
+
+
+def test_a_simulated_full_disk_mid_run_names_the_journal_and_a_rerun_continues(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dataset = make_dataset(tmp_path / "ds", n_frames=4, cases_per_frame=3)
+    args = ["vqa", "run", str(dataset.root), "--model", "random", "--output",
+            str(tmp_path / "run"), "--max-concurrency", "1"]
+    with monkeypatch.context() as patch:
+        _fsync_fails_after(patch, 8)
+        failed = runner.invoke(app, args)
+    flat = _flat(failed.output)
+    assert failed.exit_code == 1, failed.output
+    assert "cannot write" in flat and ".journal.jsonl" in flat and "ENOSPC" in flat, flat
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert "12/12 cases answered" in again.output and " 0 resumed" not in again.output
