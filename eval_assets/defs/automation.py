@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 
 from dagster import (
     AssetSelection,
@@ -72,12 +73,51 @@ def _load_cursor(raw: str | None) -> dict[str, str]:
     return value if isinstance(value, dict) else {}
 
 
+@dataclass
+class RecordingsTick:
+    """What one look at the recordings folder did, said in the tick's reason (the UI shows it)."""
+
+    registered: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+    writing: dict[str, str] = field(default_factory=dict)
+    inputs: list[str] = field(default_factory=list)
+    watched: int = 0
+
+    def reason(self) -> str:
+        """One line per kind of outcome, e.g. ``registered 1 recording as a partition: alpha``.
+
+        Dagster marks every tick without a run request SKIPPED (this sensor never requests one:
+        the automation conditions do); the reason is what tells the UI's reader what happened.
+        """
+        parts = []
+        if self.registered:
+            parts.append(f"registered {len(self.registered)} recording(s) as partitions: "
+                         f"{', '.join(self.registered)} (the automation sensor runs their chain)")
+        if self.changed:
+            parts.append(f"new content for {len(self.changed)} recording(s): "
+                         f"{', '.join(self.changed)}")
+        if self.refused:
+            parts.append(f"refused {len(self.refused)} recording(s): " + "; ".join(
+                f"{name}: {why}" for name, why in sorted(self.refused.items())))
+        if self.writing:
+            parts.append("still being written, looked at again next tick: " + "; ".join(
+                f"{name} ({why})" for name, why in sorted(self.writing.items())))
+        if self.inputs:
+            parts.append(f"new data versions of {', '.join(self.inputs)}")
+        if not parts:
+            return (f"nothing new: {self.watched} recording file(s) watched, none new, changed "
+                    "or refused; models and judge unchanged")
+        return "; ".join(parts)
+
+
 @sensor(minimum_interval_seconds=int(os.environ.get("EVAL_ASSETS_RECORDINGS_INTERVAL_S", "30")),
         default_status=DefaultSensorStatus.RUNNING,
         description="Registers finished, valid recordings as partitions and reports the data "
-                    "versions of recordings, models and the judge config. Launches nothing.")
+                    "versions of recordings, models and the judge config. Launches nothing; "
+                    "each tick's reason says what it registered, refused or waits for.")
 def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
-                      judge: JudgeResource) -> SensorResult | SkipReason:
+                      judge: JudgeResource) -> SensorResult:
     """Partitions for new recordings; observations for whatever changed since the last tick.
 
     A file still being written (recent writes, a pending SQLite journal) is left for a later tick.
@@ -85,18 +125,21 @@ def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
     and never becomes a partition; if it is replaced by a valid one, the next tick takes it.
     Damaged rows are logged only: the frame stage skips them. The data version covers the
     selection file, so editing it makes the recording's frames stale. The cursor remembers the
-    versions already reported.
+    versions already reported. The tick's reason lists what it did.
     """
     reported = _load_cursor(context.cursor)
     known = set(context.instance.get_dynamic_partitions(RECORDINGS))
     hashes = ContentHashes(storage.layout().content_hashes_file())
-    new: list[str] = []
+    tick = RecordingsTick()
     events = []
     for path in list_recordings(storage.recordings_path()):
+        tick.watched += 1
         key = partition_key_for(path)
         state = file_state(path)
         if not state.settled(DEFAULT_QUIET_S):
             context.log.info(f"{path.name}: still being written; will look again")
+            tick.writing[path.name] = "written to within the last " \
+                                      f"{DEFAULT_QUIET_S:.0f} s or a SQLite journal is pending"
             continue
         version = recording_version(hashes, path, state)
         if reported.get(f"recording:{key}") in (version, f"invalid:{version}"):
@@ -106,27 +149,31 @@ def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
             load_selection_config(selection_file_for(path))
         except (RecordingError, FrameSelectionError) as exc:
             context.log.warning(f"skipping {path.name}: {exc}")
+            tick.refused[path.name] = str(exc)
             reported[f"recording:{key}"] = f"invalid:{version}"
             continue
         if checked.problems:
             context.log.warning(f"{path.name}: {checked.summary()}; the frame stage skips "
                                 "such frames and records why")
-        if key not in known:
-            new.append(key)
+        (tick.changed if key in known else tick.registered).append(key)
         events.append(observation(keys.RECORDING_FILE, version, key))
         reported[f"recording:{key}"] = version
     for model, version in model_versions().items():
         if reported.get(f"model:{model}") != version:
             events.append(observation(keys.MODEL_CONFIG, version, model))
             reported[f"model:{model}"] = version
+            tick.inputs.append(f"model {model}")
     version = judge_version(judge)
     if reported.get("judge") != version:
         events.append(observation(keys.JUDGE_CONFIG, version))
         reported["judge"] = version
+        tick.inputs.append("the judge config")
+    new = tick.registered
     return SensorResult(
         dynamic_partitions_requests=[recordings_partitions.build_add_request(new)] if new else [],
         asset_events=events,
         cursor=json.dumps(reported, sort_keys=True),
+        skip_reason=tick.reason(),
     )
 
 

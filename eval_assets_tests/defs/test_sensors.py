@@ -93,3 +93,35 @@ def test_a_file_being_written_waits_and_a_replaced_file_gets_a_new_version(
     replaced = _tick(instance, recordings, tmp_path, cursor=settled.cursor)
     assert replaced.dynamic_partitions_requests == []
     assert _observed(replaced, keys.RECORDING_FILE) == {"live": file_sha256(recordings / "live.db")}
+
+
+def test_the_tick_that_registers_a_recording_says_so(tmp_path: Path, sample_db: Path) -> None:
+    """The daemon shows a run-less tick's skip message: it must say what was registered, not
+    "Sensor function returned an empty result"."""
+    recordings = tmp_path / "recordings"
+    recordings.mkdir()
+    shutil.copy(sample_db, recordings / "alpha.db")
+    _age(recordings / "alpha.db")
+    (recordings / "broken.db").write_bytes(b"not a sqlite file at all")
+    _age(recordings / "broken.db")
+    (tmp_path / "judge.yaml").write_text(JUDGE)
+    resources = {"storage": ProjectStorage(recordings_dir=str(recordings),
+                                           storage_root=str(tmp_path / "out")),
+                 "judge": JudgeResource(config_file=str(tmp_path / "judge.yaml"))}
+    with DagsterInstance.ephemeral() as instance:
+        data = recordings_sensor.evaluate_tick(
+            build_sensor_context(instance=instance, resources=resources))
+        assert data.run_requests == []
+        assert [list(r.partition_keys) for r in data.dynamic_partitions_requests] == [["alpha"]]
+        message = data.skip_message or ""
+        assert "empty result" not in message
+        assert "registered 1 recording(s) as partitions: alpha" in message, message
+        assert "refused 1 recording(s): broken.db:" in message
+        assert "not a readable SQLite" in message
+
+        # The next tick, with nothing new, says that too.
+        instance.add_dynamic_partitions("recordings", ["alpha"])
+        again = recordings_sensor.evaluate_tick(build_sensor_context(
+            instance=instance, resources=resources, cursor=data.cursor))
+        assert again.dynamic_partitions_requests == []
+        assert (again.skip_message or "").startswith("nothing new: 2 recording file(s) watched")
