@@ -50,10 +50,10 @@ from eval_assets.defs.partitions import (
     recordings_partitions,
 )
 from eval_assets.defs.resources import JudgeResource, ProjectStorage
-from eval_assets.frames.selection import FrameSelectionError, load_selection_config
-from eval_assets.layout import list_recordings, partition_key_for, selection_file_for
+from eval_assets.frames.admission import admit_recording
+from eval_assets.frames.selection import FrameSelectionError
+from eval_assets.layout import list_recordings, partition_key_for
 from eval_assets.recording import RecordingError
-from eval_assets.recording.validate import validate_recording
 from eval_assets.recording.watch import DEFAULT_QUIET_S, ContentHashes, file_state
 
 automation_sensor = AutomationConditionSensorDefinition(
@@ -121,8 +121,9 @@ def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
     """Partitions for new recordings; observations for whatever changed since the last tick.
 
     A file still being written (recent writes, a pending SQLite journal) is left for a later tick.
-    A file that fails validation (structure, or an invalid ``<name>.selection.yaml``) is logged
-    and never becomes a partition; if it is replaced by a valid one, the next tick takes it.
+    A file that fails admission (structure, an invalid ``<name>.selection.yaml``, a selection
+    outside its images, or no selected frame that decodes) is refused with the reason and never
+    becomes a partition; if it is replaced by a valid one, the next tick takes it.
     Damaged rows are logged only: the frame stage skips them. The data version covers the
     selection file, so editing it makes the recording's frames stale. The cursor remembers the
     versions already reported. The tick's reason lists what it did.
@@ -145,8 +146,7 @@ def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
         if reported.get(f"recording:{key}") in (version, f"invalid:{version}"):
             continue
         try:
-            checked = validate_recording(path, allow_pickle=storage.allow_pickle)
-            load_selection_config(selection_file_for(path))
+            checked = admit_recording(path, allow_pickle=storage.allow_pickle)
         except (RecordingError, FrameSelectionError) as exc:
             context.log.warning(f"skipping {path.name}: {exc}")
             tick.refused[path.name] = str(exc)
