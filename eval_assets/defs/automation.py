@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass, field
 
 from dagster import (
@@ -54,7 +55,7 @@ from eval_assets.frames.admission import admit_recording
 from eval_assets.frames.selection import FrameSelectionError
 from eval_assets.layout import list_recordings, partition_key_for
 from eval_assets.recording import RecordingError
-from eval_assets.recording.watch import DEFAULT_QUIET_S, ContentHashes, file_state
+from eval_assets.recording.watch import ContentHashes, FileState, file_state, quiet_seconds
 
 automation_sensor = AutomationConditionSensorDefinition(
     "eval_assets_automation",
@@ -111,6 +112,31 @@ class RecordingsTick:
         return "; ".join(parts)
 
 
+def _still_written(state: FileState, reported: dict[str, str], key: str, now: float,
+                   quiet: float) -> str | None:
+    """Why the file is not finished yet, or None; records this look in ``reported``.
+
+    Finished: SQLite shows nothing pending, no write for ``quiet`` seconds, and the same size
+    and modification time at an earlier tick at least ``quiet`` seconds ago (so a copy that
+    preserves an old mtime, or a writer that closed its file for a pause, is not taken half).
+    """
+    seen_fp, _, seen_at = reported.get(f"seen:{key}", "").partition("@")
+    if seen_fp == state.fingerprint:
+        unchanged_for = max(0.0, now - float(seen_at))
+    else:
+        unchanged_for = 0.0
+        reported[f"seen:{key}"] = f"{state.fingerprint}@{now:.3f}"
+    if state.writing is not None:
+        return state.writing
+    age = now - state.mtime_ns / 1e9
+    if age < quiet:
+        return f"written to {age:.0f} s ago; it must stay unchanged for {quiet:g} s"
+    if unchanged_for < quiet:
+        return (f"its size and time must stay the same between two looks {quiet:g} s apart; "
+                f"unchanged for {unchanged_for:.0f} s so far")
+    return None
+
+
 @sensor(minimum_interval_seconds=int(os.environ.get("EVAL_ASSETS_RECORDINGS_INTERVAL_S", "30")),
         default_status=DefaultSensorStatus.RUNNING,
         description="Registers finished, valid recordings as partitions and reports the data "
@@ -120,7 +146,9 @@ def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
                       judge: JudgeResource) -> SensorResult:
     """Partitions for new recordings; observations for whatever changed since the last tick.
 
-    A file still being written (recent writes, a pending SQLite journal) is left for a later tick.
+    A file still being written is left for a later tick, never called corrupt (see
+    :func:`_still_written`: SQLite's view, the quiet period, and the same size and time at two
+    ticks).
     A file that fails admission (structure, an invalid ``<name>.selection.yaml``, a selection
     outside its images, or no selected frame that decodes) is refused with the reason and never
     becomes a partition; if it is replaced by a valid one, the next tick takes it.
@@ -133,14 +161,15 @@ def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
     hashes = ContentHashes(storage.layout().content_hashes_file())
     tick = RecordingsTick()
     events = []
+    now, quiet = time.time(), quiet_seconds()
     for path in list_recordings(storage.recordings_path()):
         tick.watched += 1
         key = partition_key_for(path)
         state = file_state(path)
-        if not state.settled(DEFAULT_QUIET_S):
-            context.log.info(f"{path.name}: still being written; will look again")
-            tick.writing[path.name] = "written to within the last " \
-                                      f"{DEFAULT_QUIET_S:.0f} s or a SQLite journal is pending"
+        waiting = _still_written(state, reported, key, now, quiet)
+        if waiting is not None:
+            context.log.info(f"{path.name}: still being written ({waiting}); will look again")
+            tick.writing[path.name] = waiting
             continue
         version = recording_version(hashes, path, state)
         if reported.get(f"recording:{key}") in (version, f"invalid:{version}"):

@@ -57,7 +57,9 @@ def test_a_selection_outside_the_images_is_refused(tmp_path: Path) -> None:
     assert str(selection) in str(refused.value) and "outside the 3 images" in str(refused.value)
 
 
-def test_the_sensor_refuses_them_with_the_reason(tmp_path: Path) -> None:
+def test_the_sensor_refuses_them_with_the_reason(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVAL_ASSETS_QUIET_S", "0")  # settled files are taken at the first look
     recordings = tmp_path / "recordings"
     recordings.mkdir()
     _all_garbage(recordings / "garbage.db")
@@ -73,7 +75,8 @@ def test_the_sensor_refuses_them_with_the_reason(tmp_path: Path) -> None:
     with DagsterInstance.ephemeral() as instance:
         data = recordings_sensor.evaluate_tick(
             build_sensor_context(instance=instance, resources=resources))
-    assert [list(r.partition_keys) for r in data.dynamic_partitions_requests] == [["fine"]]
+    assert [list(r.partition_keys) for r in data.dynamic_partitions_requests] == [["fine"]], (
+        data.skip_message)
     message = data.skip_message or ""
     assert "refused 2 recording(s)" in message, message
     assert "garbage.db: " in message and "3 undecodable_image" in message
