@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import time
+from dataclasses import dataclass, field
 
 from dagster import (
     AssetSelection,
@@ -49,11 +51,11 @@ from eval_assets.defs.partitions import (
     recordings_partitions,
 )
 from eval_assets.defs.resources import JudgeResource, ProjectStorage
-from eval_assets.frames.selection import FrameSelectionError, load_selection_config
-from eval_assets.layout import list_recordings, partition_key_for, selection_file_for
+from eval_assets.frames.admission import admit_recording
+from eval_assets.frames.selection import FrameSelectionError
+from eval_assets.layout import list_recordings, partition_key_for
 from eval_assets.recording import RecordingError
-from eval_assets.recording.validate import validate_recording
-from eval_assets.recording.watch import DEFAULT_QUIET_S, ContentHashes, file_state
+from eval_assets.recording.watch import ContentHashes, FileState, file_state, quiet_seconds
 
 automation_sensor = AutomationConditionSensorDefinition(
     "eval_assets_automation",
@@ -72,61 +74,135 @@ def _load_cursor(raw: str | None) -> dict[str, str]:
     return value if isinstance(value, dict) else {}
 
 
+@dataclass
+class RecordingsTick:
+    """What one look at the recordings folder did, said in the tick's reason (the UI shows it)."""
+
+    registered: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+    writing: dict[str, str] = field(default_factory=dict)
+    inputs: list[str] = field(default_factory=list)
+    watched: int = 0
+
+    def reason(self) -> str:
+        """One line per kind of outcome, e.g. ``registered 1 recording as a partition: alpha``.
+
+        Dagster marks every tick without a run request SKIPPED (this sensor never requests one:
+        the automation conditions do); the reason is what tells the UI's reader what happened.
+        """
+        parts = []
+        if self.registered:
+            parts.append(f"registered {len(self.registered)} recording(s) as partitions: "
+                         f"{', '.join(self.registered)} (the automation sensor runs their chain)")
+        if self.changed:
+            parts.append(f"new content for {len(self.changed)} recording(s): "
+                         f"{', '.join(self.changed)}")
+        if self.refused:
+            parts.append(f"refused {len(self.refused)} recording(s): " + "; ".join(
+                f"{name}: {why}" for name, why in sorted(self.refused.items())))
+        if self.writing:
+            parts.append("still being written, looked at again next tick: " + "; ".join(
+                f"{name} ({why})" for name, why in sorted(self.writing.items())))
+        if self.inputs:
+            parts.append(f"new data versions of {', '.join(self.inputs)}")
+        if not parts:
+            return (f"nothing new: {self.watched} recording file(s) watched, none new, changed "
+                    "or refused; models and judge unchanged")
+        return "; ".join(parts)
+
+
+def _still_written(state: FileState, reported: dict[str, str], key: str, now: float,
+                   quiet: float) -> str | None:
+    """Why the file is not finished yet, or None; records this look in ``reported``.
+
+    Finished: SQLite shows nothing pending, no write for ``quiet`` seconds, and the same size
+    and modification time at an earlier tick at least ``quiet`` seconds ago (so a copy that
+    preserves an old mtime, or a writer that closed its file for a pause, is not taken half).
+    """
+    seen_fp, _, seen_at = reported.get(f"seen:{key}", "").partition("@")
+    if seen_fp == state.fingerprint:
+        unchanged_for = max(0.0, now - float(seen_at))
+    else:
+        unchanged_for = 0.0
+        reported[f"seen:{key}"] = f"{state.fingerprint}@{now:.3f}"
+    if state.writing is not None:
+        return state.writing
+    age = now - state.mtime_ns / 1e9
+    if age < quiet:
+        return f"written to {age:.0f} s ago; it must stay unchanged for {quiet:g} s"
+    if unchanged_for < quiet:
+        return (f"its size and time must stay the same between two looks {quiet:g} s apart; "
+                f"unchanged for {unchanged_for:.0f} s so far")
+    return None
+
+
 @sensor(minimum_interval_seconds=int(os.environ.get("EVAL_ASSETS_RECORDINGS_INTERVAL_S", "30")),
         default_status=DefaultSensorStatus.RUNNING,
         description="Registers finished, valid recordings as partitions and reports the data "
-                    "versions of recordings, models and the judge config. Launches nothing.")
+                    "versions of recordings, models and the judge config. Launches nothing; "
+                    "each tick's reason says what it registered, refused or waits for.")
 def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
-                      judge: JudgeResource) -> SensorResult | SkipReason:
+                      judge: JudgeResource) -> SensorResult:
     """Partitions for new recordings; observations for whatever changed since the last tick.
 
-    A file still being written (recent writes, a pending SQLite journal) is left for a later tick.
-    A file that fails validation (structure, or an invalid ``<name>.selection.yaml``) is logged
-    and never becomes a partition; if it is replaced by a valid one, the next tick takes it.
+    A file still being written is left for a later tick, never called corrupt (see
+    :func:`_still_written`: SQLite's view, the quiet period, and the same size and time at two
+    ticks).
+    A file that fails admission (structure, an invalid ``<name>.selection.yaml``, a selection
+    outside its images, or no selected frame that decodes) is refused with the reason and never
+    becomes a partition; if it is replaced by a valid one, the next tick takes it.
     Damaged rows are logged only: the frame stage skips them. The data version covers the
     selection file, so editing it makes the recording's frames stale. The cursor remembers the
-    versions already reported.
+    versions already reported. The tick's reason lists what it did.
     """
     reported = _load_cursor(context.cursor)
     known = set(context.instance.get_dynamic_partitions(RECORDINGS))
     hashes = ContentHashes(storage.layout().content_hashes_file())
-    new: list[str] = []
+    tick = RecordingsTick()
     events = []
+    now, quiet = time.time(), quiet_seconds()
     for path in list_recordings(storage.recordings_path()):
+        tick.watched += 1
         key = partition_key_for(path)
         state = file_state(path)
-        if not state.settled(DEFAULT_QUIET_S):
-            context.log.info(f"{path.name}: still being written; will look again")
+        waiting = _still_written(state, reported, key, now, quiet)
+        if waiting is not None:
+            context.log.info(f"{path.name}: still being written ({waiting}); will look again")
+            tick.writing[path.name] = waiting
             continue
         version = recording_version(hashes, path, state)
         if reported.get(f"recording:{key}") in (version, f"invalid:{version}"):
             continue
         try:
-            checked = validate_recording(path, allow_pickle=storage.allow_pickle)
-            load_selection_config(selection_file_for(path))
+            checked = admit_recording(path, allow_pickle=storage.allow_pickle)
         except (RecordingError, FrameSelectionError) as exc:
             context.log.warning(f"skipping {path.name}: {exc}")
+            tick.refused[path.name] = str(exc)
             reported[f"recording:{key}"] = f"invalid:{version}"
             continue
         if checked.problems:
             context.log.warning(f"{path.name}: {checked.summary()}; the frame stage skips "
                                 "such frames and records why")
-        if key not in known:
-            new.append(key)
+        (tick.changed if key in known else tick.registered).append(key)
         events.append(observation(keys.RECORDING_FILE, version, key))
         reported[f"recording:{key}"] = version
     for model, version in model_versions().items():
         if reported.get(f"model:{model}") != version:
             events.append(observation(keys.MODEL_CONFIG, version, model))
             reported[f"model:{model}"] = version
+            tick.inputs.append(f"model {model}")
     version = judge_version(judge)
     if reported.get("judge") != version:
         events.append(observation(keys.JUDGE_CONFIG, version))
         reported["judge"] = version
+        tick.inputs.append("the judge config")
+    new = tick.registered
     return SensorResult(
         dynamic_partitions_requests=[recordings_partitions.build_add_request(new)] if new else [],
         asset_events=events,
         cursor=json.dumps(reported, sort_keys=True),
+        skip_reason=tick.reason(),
     )
 
 

@@ -20,8 +20,7 @@ from eval_assets.defs import keys
 from eval_assets.defs.accepted import quietly
 from eval_assets.defs.assets.metrics import VQA_FILE
 from eval_assets.defs.partitions import (
-    MODEL_DIM,
-    RECORDING_DIM,
+    cell_of,
     recording_model_partitions,
     recordings_partitions,
 )
@@ -74,9 +73,8 @@ def no_label_leakage(context: AssetCheckExecutionContext,
 def parse_failure_rate_below_bound(context: AssetCheckExecutionContext, storage: ProjectStorage,
                                    scoring: ScoringResource) -> AssetCheckResult:
     """Parse-failure rate of the model's answers at or under ``max_parse_failure_rate``."""
-    dims = context.partition_key.keys_by_dimension
-    folder = storage.layout().metric_dir(keys.name(keys.VQA_ACCURACY), dims[RECORDING_DIM],
-                                         dims[MODEL_DIM])
+    recording, model = cell_of(context.partition_key)
+    folder = storage.layout().metric_dir(keys.name(keys.VQA_ACCURACY), recording, model)
     report = read_model(folder / VQA_FILE, VqaReport)
     rate, bound = report.overall.parse_failure_rate, scoring.max_parse_failure_rate
     # No answered case means no rate (n/a), which is not a failure of this check.

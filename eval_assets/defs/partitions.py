@@ -11,6 +11,7 @@ from functools import cache
 from dagster import (
     BetaWarning,
     DynamicPartitionsDefinition,
+    MultiPartitionKey,
     MultiPartitionsDefinition,
     MultiToSingleDimensionPartitionMapping,
     StaticPartitionsDefinition,
@@ -57,3 +58,26 @@ per_recording = quietly(BetaWarning, lambda: MultiToSingleDimensionPartitionMapp
     partition_dimension_name=RECORDING_DIM))
 per_model = quietly(BetaWarning, lambda: MultiToSingleDimensionPartitionMapping(
     partition_dimension_name=MODEL_DIM))
+
+
+def cell_of(partition_key: str) -> tuple[str, str]:
+    """``(recording, model)`` of a (recording, model) partition key, however the run got it.
+
+    Automation, backfills and the UI hand the asset a :class:`MultiPartitionKey`; a run launched
+    with only the ``dagster/partition`` tag (``dagster job execute -j model_benchmark --tags
+    '{"dagster/partition": "random|alpha"}'``) hands it the plain string, whose dimensions are
+    joined in name order: ``<model>|<recording>``. Both are read here; any other shape is a clear
+    error naming the expected one.
+    """
+    if isinstance(partition_key, MultiPartitionKey):
+        dims = partition_key.keys_by_dimension
+    else:
+        parts = str(partition_key).split("|")
+        if len(parts) != 2 or not all(parts):
+            raise ValueError(
+                f"partition key {partition_key!r} is not a (recording, model) cell: expected "
+                f"'<{MODEL_DIM}>|<{RECORDING_DIM}>' (dimensions in name order), e.g. "
+                f"'random|sample'")
+        dims = recording_model_partitions.get_partition_key_from_str(
+            str(partition_key)).keys_by_dimension
+    return dims[RECORDING_DIM], dims[MODEL_DIM]

@@ -28,6 +28,11 @@ class RecordingError(InputError):
         self.row_id = row_id
 
 
+class RecordingBeingWrittenError(RecordingError):
+    """The recording is still being written (SQLite shows a transaction in progress): it is
+    neither finished nor corrupt. Wait for the recorder to close it, then read it again."""
+
+
 class LcmDecodeError(ValueError):
     """LCM bytes do not decode: truncated, inconsistent lengths or trailing garbage."""
 

@@ -24,10 +24,12 @@ from eval_assets.recording.errors import (
     CodecError,
     LcmDecodeError,
     LcmFingerprintError,
+    RecordingBeingWrittenError,
     RecordingError,
 )
 from eval_assets.recording.lcm import FINGERPRINTS
 from eval_assets.recording.messages import CameraInfo, Image, PointCloud2, TFMessage
+from eval_assets.recording.sqlite_state import transaction_in_progress
 
 LIDAR_STREAMS: tuple[str, str] = ("pointlio_lidar", "lidar")
 REQUIRED_STREAMS: tuple[tuple[str, ...], ...] = (
@@ -123,6 +125,21 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def _refuse_if_being_written(path: Path) -> None:
+    """Raise :class:`RecordingBeingWrittenError` when SQLite shows a transaction in progress.
+
+    Read then, the main file may hold half a transaction: it is unfinished, not corrupt.
+    """
+    pending = transaction_in_progress(path)
+    if pending is not None:
+        raise RecordingBeingWrittenError(
+            f"{path}: still being written: {pending}. Fix: wait until the recorder has closed "
+            "the file, then run again; if no recorder is writing it, open it once with sqlite3 "
+            "(read-write), which rolls the unfinished transaction back.",
+            path=path,
+        )
+
+
 class Recording:
     """A validated, read-only dimOS recording. Use ``Recording.open(path)``."""
 
@@ -158,9 +175,11 @@ class Recording:
                 "recording (*.db); the copy or download may have failed.",
                 path=path,
             )
+        _refuse_if_being_written(path)
         try:
             conn = _connect(path)
         except sqlite3.DatabaseError as exc:
+            _refuse_if_being_written(path)  # a writer may have begun since the first look
             raise RecordingError(
                 f"{path}: not a readable SQLite recording ({exc}); the file is corrupt, "
                 "truncated or not a database. Fix: copy or download the recording again, or pass "

@@ -14,7 +14,7 @@ that repeat a timestamp (see :func:`find_duplicate_images`), so registration can
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -129,13 +129,16 @@ def find_missing_payloads(rec: Recording, streams: Iterable[str]) -> list[RowPro
     return problems
 
 
-def validate_recording(path: Path, *, allow_pickle: bool = False,
-                       name: str | None = None) -> ValidatedRecording:
+def validate_recording(path: Path, *, allow_pickle: bool = False, name: str | None = None,
+                       also: Callable[[Recording], object] | None = None
+                       ) -> ValidatedRecording:
     """Open ``path`` (structural checks, fatal) and list its missing payloads and repeated images.
 
     Raises :class:`RecordingError` naming the file, the stream and the fix when the recording
     cannot be used at all. Damaged rows are returned in ``problems``, not raised: the frame stage
-    skips them and fails only past its ``max_bad_fraction``.
+    skips them and fails only past its ``max_bad_fraction``. ``also`` runs a further check on the
+    open recording (the frame admission of :mod:`eval_assets.frames.admission`), so the file is
+    opened and integrity-checked once.
     """
     path = Path(path)
     with Recording.open(path, allow_pickle=allow_pickle) as rec:
@@ -143,5 +146,7 @@ def validate_recording(path: Path, *, allow_pickle: bool = False,
         problems = find_missing_payloads(rec, streams)
         problems += find_duplicate_images(rec).values()
         inventory = inventory_of(rec, name or path.stem)
+        if also is not None:
+            also(rec)
     problems.sort(key=lambda p: (p.stream, p.position, p.kind))
     return ValidatedRecording(path=path, inventory=inventory, problems=tuple(problems))

@@ -1,9 +1,12 @@
 """Watching a recordings folder: when a file is finished, and what its content is.
 
 A recorder writes a ``.db`` for minutes. A file is *settled* when nothing has written to it for a
-while (its modification time is older than the quiet period) and SQLite has nothing pending beside
-it (no rollback ``-journal``, no non-empty ``-wal``). Only then is it read, validated and hashed;
-until then it is neither a partition nor corrupt, just not finished.
+while (its modification time is older than the quiet period) and SQLite has nothing pending
+(:mod:`eval_assets.recording.sqlite_state`: no uncommitted rollback journal, no non-empty WAL, no
+writer's lock). The recordings sensor also requires the same size and modification time at two
+of its ticks at least the quiet period apart (a copy that preserves an old mtime is caught so).
+Only then is it read, validated and hashed; until then it is neither a partition nor corrupt,
+just not finished.
 
 Hashing a large recording on every look would be wasteful, so :class:`ContentHashes` remembers
 each file's hash by (size, modification time) and hashes again only when either changes.
@@ -11,43 +14,61 @@ each file's hash by (size, modification time) and hashes again only when either 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from eval_assets.hashing import file_sha256
 from eval_assets.jsonio import read_json, write_json
+from eval_assets.recording.sqlite_state import write_in_progress
 
-DEFAULT_QUIET_S = 10.0
-"""Seconds without a write before a recording counts as finished."""
+DEFAULT_QUIET_S = 30.0
+"""Seconds a recording must stay unchanged before it counts as finished (``$EVAL_ASSETS_QUIET_S``
+overrides it). Longer than a recorder's pauses: a writer that closes its file during a pause
+leaves a valid but half recording that nothing else tells from a finished one."""
+
+
+def quiet_seconds() -> float:
+    """The quiet period: ``$EVAL_ASSETS_QUIET_S`` or :data:`DEFAULT_QUIET_S`."""
+    return float(os.environ.get("EVAL_ASSETS_QUIET_S", DEFAULT_QUIET_S))
 
 
 @dataclass(frozen=True)
 class FileState:
-    """What the filesystem says about a recording right now."""
+    """What the filesystem and SQLite say about a recording right now."""
 
     size: int
     mtime_ns: int
-    pending_journal: bool
+    writing: str | None = None  # SQLite's reason it is being written (None: nothing pending)
+
+    @property
+    def pending_journal(self) -> bool:
+        """SQLite shows a write in progress (journal, WAL or a writer's lock)."""
+        return self.writing is not None
+
+    @property
+    def fingerprint(self) -> str:
+        """Size and modification time (of the file and its journal/WAL): equal at two looks
+        means nothing wrote in between."""
+        return f"{self.size}:{self.mtime_ns}"
 
     def settled(self, quiet_s: float, now: float | None = None) -> bool:
-        """No write for ``quiet_s`` seconds and no SQLite journal waiting to be applied."""
+        """No write for ``quiet_s`` seconds and nothing pending in SQLite's view."""
         now = time.time() if now is None else now
-        return not self.pending_journal and now - self.mtime_ns / 1e9 >= quiet_s
+        return self.writing is None and now - self.mtime_ns / 1e9 >= quiet_s
 
 
 def file_state(path: Path) -> FileState:
-    """Size, modification time and whether a rollback journal or unmerged WAL sits beside it."""
+    """Size, latest modification time (the journal's or WAL's too) and SQLite's view."""
     stat = path.stat()
-    journal = path.with_name(path.name + "-journal")
-    wal = path.with_name(path.name + "-wal")
-    pending = journal.exists() or (wal.exists() and wal.stat().st_size > 0)
-    for side in (journal, wal):
+    mtime = stat.st_mtime_ns
+    for side in (path.with_name(path.name + "-journal"), path.with_name(path.name + "-wal")):
         # A writer appending to its journal is still writing the recording.
-        if side.exists():
-            stat_mtime = max(stat.st_mtime_ns, side.stat().st_mtime_ns)
-            return FileState(stat.st_size, stat_mtime, pending)
-    return FileState(stat.st_size, stat.st_mtime_ns, pending)
+        with contextlib.suppress(OSError):
+            mtime = max(mtime, side.stat().st_mtime_ns)
+    return FileState(stat.st_size, mtime, write_in_progress(path))
 
 
 class ContentHashes:

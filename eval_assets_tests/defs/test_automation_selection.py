@@ -8,6 +8,7 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
 from dagster import DagsterInstance, SensorResult, build_sensor_context
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
@@ -16,6 +17,12 @@ from eval_assets.defs.automation import recordings_sensor
 from eval_assets.defs.resources import JudgeResource, ProjectStorage
 from eval_assets.hashing import file_sha256
 from eval_assets_tests.frames import damage
+
+
+@pytest.fixture(autouse=True)
+def _no_quiet_period(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A settled file is taken at its first look (the two looks: recording/test_being_written)."""
+    monkeypatch.setenv("EVAL_ASSETS_QUIET_S", "0")
 
 
 def _age(path: Path) -> None:

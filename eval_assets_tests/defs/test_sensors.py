@@ -8,6 +8,7 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
 from dagster import DagsterInstance, SensorResult, build_sensor_context
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
@@ -17,6 +18,13 @@ from eval_assets.defs.resources import JudgeResource, ProjectStorage
 from eval_assets.hashing import file_sha256
 
 JUDGE = "serve: random\nmax_workers: 1\n"
+
+
+@pytest.fixture(autouse=True)
+def _no_quiet_period(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Register a settled file at its first look, unless a test sets a quiet period itself
+    (the quiet period and the two looks are tested in recording/test_being_written.py)."""
+    monkeypatch.setenv("EVAL_ASSETS_QUIET_S", "0")
 
 
 def _age(path: Path, seconds: float = 3600) -> None:
@@ -69,8 +77,9 @@ def test_new_valid_recordings_become_partitions_with_their_content_hash(
 
 
 def test_a_file_being_written_waits_and_a_replaced_file_gets_a_new_version(
-    tmp_path: Path, sample_db: Path
+    tmp_path: Path, sample_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("EVAL_ASSETS_QUIET_S", "0.5")
     recordings = tmp_path / "recordings"
     recordings.mkdir()
     shutil.copy(sample_db, recordings / "live.db")  # just written: not settled yet
@@ -80,7 +89,11 @@ def test_a_file_being_written_waits_and_a_replaced_file_gets_a_new_version(
     assert _observed(first, keys.RECORDING_FILE) == {}
 
     _age(recordings / "live.db")
-    settled = _tick(instance, recordings, tmp_path, cursor=first.cursor)
+    # Its time changed since the last look: one more look, at least the quiet period later.
+    looked = _tick(instance, recordings, tmp_path, cursor=first.cursor)
+    assert looked.dynamic_partitions_requests == []
+    time.sleep(0.6)
+    settled = _tick(instance, recordings, tmp_path, cursor=looked.cursor)
     assert list(settled.dynamic_partitions_requests[0].partition_keys) == ["live"]
     instance.add_dynamic_partitions("recordings", ["live"])
 
@@ -90,6 +103,41 @@ def test_a_file_being_written_waits_and_a_replaced_file_gets_a_new_version(
     synthesize_sample(tmp_path / "seed1.db", seed=1, frames=3)
     shutil.copy(tmp_path / "seed1.db", recordings / "live.db")
     _age(recordings / "live.db")
-    replaced = _tick(instance, recordings, tmp_path, cursor=settled.cursor)
+    looked = _tick(instance, recordings, tmp_path, cursor=settled.cursor)
+    assert _observed(looked, keys.RECORDING_FILE) == {}
+    time.sleep(0.6)
+    replaced = _tick(instance, recordings, tmp_path, cursor=looked.cursor)
     assert replaced.dynamic_partitions_requests == []
     assert _observed(replaced, keys.RECORDING_FILE) == {"live": file_sha256(recordings / "live.db")}
+
+
+def test_the_tick_that_registers_a_recording_says_so(tmp_path: Path, sample_db: Path) -> None:
+    """The daemon shows a run-less tick's skip message: it must say what was registered, not
+    "Sensor function returned an empty result"."""
+    recordings = tmp_path / "recordings"
+    recordings.mkdir()
+    shutil.copy(sample_db, recordings / "alpha.db")
+    _age(recordings / "alpha.db")
+    (recordings / "broken.db").write_bytes(b"not a sqlite file at all")
+    _age(recordings / "broken.db")
+    (tmp_path / "judge.yaml").write_text(JUDGE)
+    resources = {"storage": ProjectStorage(recordings_dir=str(recordings),
+                                           storage_root=str(tmp_path / "out")),
+                 "judge": JudgeResource(config_file=str(tmp_path / "judge.yaml"))}
+    with DagsterInstance.ephemeral() as instance:
+        data = recordings_sensor.evaluate_tick(
+            build_sensor_context(instance=instance, resources=resources))
+        assert data.run_requests == []
+        assert [list(r.partition_keys) for r in data.dynamic_partitions_requests] == [["alpha"]]
+        message = data.skip_message or ""
+        assert "empty result" not in message
+        assert "registered 1 recording(s) as partitions: alpha" in message, message
+        assert "refused 1 recording(s): broken.db:" in message
+        assert "not a readable SQLite" in message
+
+        # The next tick, with nothing new, says that too.
+        instance.add_dynamic_partitions("recordings", ["alpha"])
+        again = recordings_sensor.evaluate_tick(build_sensor_context(
+            instance=instance, resources=resources, cursor=data.cursor))
+        assert again.dynamic_partitions_requests == []
+        assert (again.skip_message or "").startswith("nothing new: 2 recording file(s) watched")

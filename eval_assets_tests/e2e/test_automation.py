@@ -336,6 +336,8 @@ def test_recordings_then_backfill_then_nothing_each_run_once(
            "EVAL_ASSETS_EXECUTOR": "in_process",
            # Shorter sensor intervals than a deployment needs: the test waits for ticks.
            "EVAL_ASSETS_AUTOMATION_INTERVAL_S": "5", "EVAL_ASSETS_RECORDINGS_INTERVAL_S": "5",
+           # A dropped file is complete (one rename): two looks 3 s apart are enough.
+           "EVAL_ASSETS_QUIET_S": "3",
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     began = time.monotonic()
     with dagster_services(tmp_path / "dagster_home", env) as services:

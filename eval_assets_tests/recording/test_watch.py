@@ -28,7 +28,12 @@ def test_a_pending_rollback_journal_or_wal_keeps_it_unsettled(tmp_path: Path,
     os.utime(db, (old, old))
     assert file_state(db).settled(quiet_s=10.0)
     journal = db.with_name(db.name + "-journal")
+    # A PERSIST-mode journal after its commit: the header zeroed, nothing pending.
     journal.write_bytes(b"\0" * 512)
+    os.utime(journal, (old, old))
+    assert file_state(db).settled(quiet_s=10.0)
+    # A journal with a header (nonce, sizes) holds a transaction not yet committed.
+    journal.write_bytes(b"\0" * 12 + b"\x01" * 16 + b"\0" * 484)
     os.utime(journal, (old, old))
     assert not file_state(db).settled(quiet_s=10.0)
     journal.unlink()

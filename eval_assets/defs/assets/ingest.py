@@ -7,9 +7,8 @@ from eval_assets.defs import keys
 from eval_assets.defs.automation_conditions import OWNERS, RECOMPUTE
 from eval_assets.defs.partitions import recordings_partitions
 from eval_assets.defs.resources import ProjectStorage
-from eval_assets.frames.selection import load_selection_config
+from eval_assets.frames.admission import admit_recording
 from eval_assets.layout import INVENTORY_FILE, selection_file_for
-from eval_assets.recording.validate import validate_recording
 
 PROBLEMS_SHOWN = 50
 
@@ -26,9 +25,8 @@ def recording_ingest(context: AssetExecutionContext, storage: ProjectStorage) ->
     key = context.partition_key
     path = storage.recording_file(key)
     # Checked again, as at registration: the files may have changed since.
-    checked = validate_recording(path, allow_pickle=storage.allow_pickle, name=key)
+    checked = admit_recording(path, allow_pickle=storage.allow_pickle, name=key)
     selection_file = selection_file_for(path)
-    load_selection_config(selection_file)
     inventory = checked.inventory
     out = storage.layout().ingest_dir(key) / INVENTORY_FILE
     write_text_atomic(out, inventory.model_dump_json(indent=2) + "\n")

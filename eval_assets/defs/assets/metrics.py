@@ -28,8 +28,7 @@ from eval_assets.atomic import write_text_atomic
 from eval_assets.defs import keys
 from eval_assets.defs.automation_conditions import NIGHT_TAG, OWNERS, RECOMPUTE
 from eval_assets.defs.partitions import (
-    MODEL_DIM,
-    RECORDING_DIM,
+    cell_of,
     per_recording,
     recording_model_partitions,
 )
@@ -50,8 +49,7 @@ RESULTS_VERSION = "4"  # results.json: identity, counts and scores keyed by metr
 
 
 def _partition(context: AssetExecutionContext) -> tuple[str, str]:
-    dims = context.partition_key.keys_by_dimension
-    return dims[RECORDING_DIM], dims[MODEL_DIM]
+    return cell_of(context.partition_key)
 
 
 def _write(path: Path, document: BaseModel) -> Path:

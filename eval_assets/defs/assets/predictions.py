@@ -15,8 +15,7 @@ from dagster import (
 from eval_assets.defs import keys
 from eval_assets.defs.automation_conditions import NIGHT_TAG, OWNERS, RECOMPUTE
 from eval_assets.defs.partitions import (
-    MODEL_DIM,
-    RECORDING_DIM,
+    cell_of,
     model_partitions,
     per_model,
     per_recording,
@@ -55,8 +54,7 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
     guessed); re-materializing the partition retries only them. A run in which no call succeeded
     (an endpoint that is down or misconfigured) fails the partition instead.
     """
-    keys = context.partition_key.keys_by_dimension
-    recording, model = keys[RECORDING_DIM], keys[MODEL_DIM]
+    recording, model = cell_of(context.partition_key)
     layout = storage.layout()
     out_dir = layout.predictions_dir(recording, model)
     night = context.run.tags.get(NIGHT_TAG)

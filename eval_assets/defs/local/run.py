@@ -44,7 +44,7 @@ from eval_assets.defs.local.plan import (
 from eval_assets.defs.partitions import RECORDINGS, model_partitions
 from eval_assets.defs.resources import JudgeResource
 from eval_assets.errors import InputError
-from eval_assets.frames.selection import load_selection_config
+from eval_assets.frames.admission import admit_recording
 from eval_assets.layout import (
     SKIPPED_FRAMES_FILE,
     StorageLayout,
@@ -52,7 +52,6 @@ from eval_assets.layout import (
     partition_key_for,
     selection_file_for,
 )
-from eval_assets.recording.validate import validate_recording
 from eval_assets.recording.watch import ContentHashes
 
 if TYPE_CHECKING:
@@ -127,9 +126,8 @@ def run_locally(
 def _validate(recording: Path, on_stage: Callable[[str], None]) -> None:
     """Check the recording and its selection file as the recordings sensor does; say so."""
     started = time.perf_counter()
-    checked = validate_recording(recording)
+    checked = admit_recording(recording)
     selection_file = selection_file_for(recording)
-    load_selection_config(selection_file)
     on_stage(f"validated {recording.name}: {checked.inventory.image_count} images, "
              f"{len(checked.inventory.streams)} streams, selection "
              f"{selection_file.name if selection_file.is_file() else 'by default policy'} "
