@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 from eval_assets.atomic import write_bytes_atomic, write_text_atomic
 from eval_assets.jsonio import dumps_json
 from eval_assets.metrics.circular import CircularGroupStats
+from eval_assets.metrics.headline import FamilyScore, family_mean
 from eval_assets.metrics.stats import (
     ALPHA,
     BOOTSTRAP_REPLICATES,
@@ -66,7 +67,7 @@ from eval_assets.scoring.circular import (
 )
 from eval_assets.scoring.circular import FAMILY_STATS as CIRCULAR_FAMILY_STATS
 from eval_assets.scoring.mcq import mcq_measured
-from eval_assets.scoring.vqa import report_of
+from eval_assets.scoring.vqa import HEADLINE_COLUMNS, report_of
 
 __all__ = [
     "ALL_RECORDINGS",
@@ -97,7 +98,7 @@ __all__ = [
 ALL_RECORDINGS = "all recordings"
 LEADERBOARD_PARQUET = "leaderboard.parquet"
 LEADERBOARD_JSON = "leaderboard.json"
-LEADERBOARD_FORMAT = "eval_assets.leaderboard/4"
+LEADERBOARD_FORMAT = "eval_assets.leaderboard/5"
 COMMON = "common"  # case_set of rows on the cases every ranked model answered
 ANSWERED = "answered"  # case_set of rows on every case one model answered
 
@@ -139,6 +140,13 @@ METHODS: dict[str, Any] = {
                                      "discordance the difference needs, if larger) and n "
                                      "divided by the frame design effect of the paired "
                                      "difference",
+    "family_mean": "the headline: the unweighted mean of the row's family accuracies over the "
+                   "families with cases (each family weighs the same, as VSI-Bench's overall; "
+                   "n_families counts them), beside the pooled accuracy (vqa_accuracy, each "
+                   "case weighs the same). Its 95% interval is mean +- z * se clipped to [0, 1], "
+                   "se = sqrt(sum of se_f^2) / n_families, se_f = half the width of the "
+                   "family's frame-clustered Wilson interval / z (families treated as "
+                   "independent); models are ranked on it, ties by pooled accuracy, then name",
     "empty_denominator": "null (n/a), never 0",
     # Each metric's own method lines, in METRICS order.
     **{key: text for spec in METRICS for key, text in spec.methods},
@@ -151,9 +159,10 @@ METHODS: dict[str, Any] = {
 # per-family columns follow, families in FAMILY_NAMES order.
 IDENTITY_COLUMNS: tuple[str, ...] = ("recording", "model", "case_set", "comparable")
 BASE_COLUMNS: tuple[str, ...] = IDENTITY_COLUMNS + tuple(
-    c.name for spec in METRICS for c in spec.columns)
+    c.name for spec in METRICS for c in spec.columns) + tuple(c.name for c in HEADLINE_COLUMNS)
 FAMILY_STATS: tuple[str, ...] = ("accuracy", "n", "ci_low", "ci_high", "chance")
-_INT_COLUMNS = {c.name for spec in METRICS for c in spec.columns if c.integer and not c.nullable}
+_INT_COLUMNS = {c.name for spec in METRICS for c in (*spec.columns, *HEADLINE_COLUMNS)
+                if c.integer and not c.nullable}
 # Nullable counts (pandas Int64): null in 'common' rows, or when nothing was measured.
 _NULLABLE_INT_COLUMNS = {c.name for spec in METRICS for c in spec.columns
                          if c.integer and c.nullable}
@@ -251,6 +260,7 @@ def _row(recording: str, model: str, case_set: str, comparable: bool, overall: P
         "chance": overall.chance,
         **circular_columns(circular[0]),
         **_per_cell_columns(group),
+        **_headline_columns(by_family),
     }
     for family in families:
         stats = by_family.get(family)
@@ -262,6 +272,23 @@ def _row(recording: str, model: str, case_set: str, comparable: bool, overall: P
             math.nan if circ is None or circ.accuracy is None else circ.accuracy)
         row[family_column(family, "circular_n")] = pd.NA if circ is None else circ.n
     return row
+
+
+def _headline_columns(by_family: dict[str, PooledVqa]) -> dict[str, Any]:
+    """The mean over the row's families (:mod:`eval_assets.metrics.headline`); NaN without."""
+    mean = family_mean([FamilyScore(family=f, score=_none_if_nan(s.accuracy),
+                                    ci_low=_none_if_nan(s.ci_low),
+                                    ci_high=_none_if_nan(s.ci_high), n=s.n)
+                        for f, s in by_family.items()])
+    if mean is None:
+        return {"family_mean": math.nan, "family_mean_ci_low": math.nan,
+                "family_mean_ci_high": math.nan, "n_families": 0}
+    return {"family_mean": mean.mean, "family_mean_ci_low": _nan_if_none(mean.ci_low),
+            "family_mean_ci_high": _nan_if_none(mean.ci_high), "n_families": mean.n_families}
+
+
+def _none_if_nan(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 def _ordered_families(results: Sequence[CellScores]) -> list[str]:
@@ -385,12 +412,14 @@ def circular_by_model(results: Sequence[CellScores], *, coverage: Coverage | Non
 
 
 def ranked_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """The pooled ``common`` rows of a leaderboard, best first (ties by model name): the
-    ranking. Empty when there is no ranking."""
+    """The pooled ``common`` rows of a leaderboard, best first: by the mean over families, ties
+    by pooled accuracy, then model name. The ranking; empty when there is none."""
     pooled = df[(df["recording"] == ALL_RECORDINGS) & (df["case_set"] == COMMON)].copy()
-    pooled["_rank_key"] = pooled["vqa_accuracy"].fillna(-1.0)
-    pooled = pooled.sort_values(["_rank_key", "model"], ascending=[False, True], kind="stable")
-    return pooled.drop(columns="_rank_key")
+    pooled["_rank_key"] = pooled["family_mean"].fillna(-1.0)
+    pooled["_tie_key"] = pooled["vqa_accuracy"].fillna(-1.0)
+    pooled = pooled.sort_values(["_rank_key", "_tie_key", "model"],
+                                ascending=[False, False, True], kind="stable")
+    return pooled.drop(columns=["_rank_key", "_tie_key"])
 
 
 def ranking(df: pd.DataFrame) -> dict[str, Any]:
@@ -403,7 +432,11 @@ def ranking(df: pd.DataFrame) -> dict[str, Any]:
         "case_set": COMMON,
         "n_common_cases": n,
         "n_common_frames": int(pooled["n_frames"].iloc[0]) if not pooled.empty else 0,
-        "order": [{"rank": i, "model": r.model, "vqa_accuracy": _json_value(r.vqa_accuracy),
+        "order": [{"rank": i, "model": r.model, "family_mean": _json_value(r.family_mean),
+                   "family_mean_ci_low": _json_value(r.family_mean_ci_low),
+                   "family_mean_ci_high": _json_value(r.family_mean_ci_high),
+                   "n_families": _json_value(r.n_families),
+                   "vqa_accuracy": _json_value(r.vqa_accuracy),
                    "vqa_ci_low": _json_value(r.vqa_ci_low),
                    "vqa_ci_high": _json_value(r.vqa_ci_high)}
                   for i, r in enumerate(pooled.itertuples(index=False), start=1)] if n else [],
