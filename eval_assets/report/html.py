@@ -19,7 +19,7 @@ Nothing is read from the clock: a generation time appears only when the caller p
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -28,6 +28,8 @@ import pandas as pd
 
 from eval_assets.atomic import write_text_atomic
 from eval_assets.metrics.stats import PairedComparison
+from eval_assets.report.baselines import family_baselines
+from eval_assets.report.baselines_section import baselines_section
 from eval_assets.report.case_browser import CASES_PER_PAGE, cases_section
 from eval_assets.report.circular_section import circular_section
 from eval_assets.report.concurrency_section import concurrency_section
@@ -77,7 +79,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   endpoints: Sequence[ModelEndpoint] = (),
                   costs: Sequence[CellCost] | None = None,
                   generated_at: str | None = None,
-                  concurrency: Mapping[str, ConcurrencyHistory] | None = None) -> str:
+                  concurrency: Mapping[str, ConcurrencyHistory] | None = None,
+                  blind: Collection[str] = ()) -> str:
     """The whole report as one self-contained HTML document.
 
     ``coverage`` comes from ``build_coverage(results, ...)`` (default: from ``results`` alone,
@@ -90,6 +93,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     ``generated_at`` is printed verbatim when given; nothing is read from the clock.
     ``costs`` (``cell_costs(...)``) adds the "Cost" section; None: no section.
     ``concurrency`` is ``load_concurrency(...)`` of the runs (no section when empty).
+    ``blind`` names the blind models (``baselines.blind_models``): the blind baseline.
     """
     if coverage is None:
         coverage = build_coverage(results)
@@ -109,7 +113,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     metrics = metric_sections(results)
     nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t in (
         ("headline", "Headline"), ("coverage", "Coverage"), ("comparisons", "Comparisons"),
-        ("circular", "Position bias"), ("families", "Families"), ("recordings", "Recordings"),
+        ("circular", "Position bias"), ("families", "Families"), ("baselines", "Baselines"),
+        ("recordings", "Recordings"),
         ("nights", "Across nights"), *((("endpoints", "Endpoints"),) if endpoints else ()),
         *((("concurrency", "Concurrency"),) if concurrency else ()),
         *((("cost", "Cost"),) if costs is not None else ()),
@@ -119,7 +124,9 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     body = "".join([
         headline_section(leaderboard, coverage), coverage_section(coverage),
         comparisons_section(comparisons), circular_section(results, coverage),
-        families_section(leaderboard), recordings_section(leaderboard),
+        families_section(leaderboard),
+        baselines_section(family_baselines(results, coverage=coverage, blind=blind)),
+        recordings_section(leaderboard),
         nights_section(history), endpoints_section(endpoints),
         concurrency_section(concurrency or {}),
         "" if costs is None else cost_section([c for c in costs

@@ -49,6 +49,7 @@ from eval_assets.metrics.stats import (
     paired_comparison,
 )
 from eval_assets.metrics.vqa import VqaGroupStats, VqaRowResult, frame_keys
+from eval_assets.report.baselines import FamilyBaselines
 from eval_assets.report.coverage import (
     CaseKey,
     Coverage,
@@ -147,6 +148,13 @@ METHODS: dict[str, Any] = {
                    "se = sqrt(sum of se_f^2) / n_families, se_f = half the width of the "
                    "family's frame-clustered Wilson interval / z (families treated as "
                    "independent); models are ranked on it, ties by pooled accuracy, then name",
+    "baselines": "per family on the common cases: frequency = always the family's most "
+                 "common gold answer (ties by text; the median for numeric families, scored "
+                 "by MRA), from the labels alone; blind = the best model served by a local "
+                 "model that never sees the image; each other model against the better of "
+                 "the two: difference and minimum detectable difference (McNemar MDD for 0/1 "
+                 "scores, a normal approximation with the frame design effect otherwise); "
+                 "beats when difference > MDD; flagged when no model beats it",
     "empty_denominator": "null (n/a), never 0",
     # Each metric's own method lines, in METRICS order.
     **{key: text for spec in METRICS for key, text in spec.methods},
@@ -485,10 +493,11 @@ def paired_comparisons(results: Sequence[CellScores], *,
 
 
 def leaderboard_json(df: pd.DataFrame, comparisons: Sequence[PairedComparison] = (),
-                     coverage: Coverage | None = None) -> str:
+                     coverage: Coverage | None = None,
+                     baselines: Sequence[FamilyBaselines] = ()) -> str:
     """The leaderboard as indented JSON: format, methods, the ranking (on the common cases), the
     coverage matrix and its summary (null without ``coverage``), rows (NaN -> null, columns in
-    table order) and the paired comparisons."""
+    table order), the paired comparisons and the per-family baselines."""
     records = [
         {column: _json_value(value) for column, value in zip(df.columns, row, strict=True)}
         for row in df.itertuples(index=False, name=None)
@@ -503,15 +512,17 @@ def leaderboard_json(df: pd.DataFrame, comparisons: Sequence[PairedComparison] =
         "coverage": cover,
         "rows": records,
         "paired_comparisons": [c.model_dump(mode="json") for c in comparisons],
+        "baselines": [b.model_dump(mode="json") for b in baselines],
     }
     return dumps_json(document, ensure_ascii=False, allow_nan=False)
 
 
 def write_leaderboard(df: pd.DataFrame, out_dir: Path,
                       comparisons: Sequence[PairedComparison] = (),
-                      coverage: Coverage | None = None) -> tuple[Path, Path]:
+                      coverage: Coverage | None = None,
+                      baselines: Sequence[FamilyBaselines] = ()) -> tuple[Path, Path]:
     """Write ``leaderboard.parquet`` (the rows) and ``leaderboard.json`` (rows, methods, ranking,
-    ``coverage`` and ``comparisons``) into ``out_dir``, atomically.
+    ``coverage``, ``comparisons`` and ``baselines``) into ``out_dir``, atomically.
 
     Both are byte-identical for identical inputs: parquet without the index, with fixed
     compression; JSON with fixed key order; comparisons use a fixed-seed generator.
@@ -522,5 +533,5 @@ def write_leaderboard(df: pd.DataFrame, out_dir: Path,
     pq.write_table(table, buf, compression="zstd", compression_level=3)
     parquet_path = write_bytes_atomic(out_dir / LEADERBOARD_PARQUET, buf.getvalue())
     json_path = write_text_atomic(out_dir / LEADERBOARD_JSON,
-                                  leaderboard_json(df, comparisons, coverage))
+                                  leaderboard_json(df, comparisons, coverage, baselines))
     return parquet_path, json_path

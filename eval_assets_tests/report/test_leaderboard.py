@@ -218,7 +218,7 @@ def test_written_files_are_byte_identical_and_round_trip(tmp_path) -> None:
     pd.testing.assert_frame_equal(pd.read_parquet(paths[0][0]), df)
     document = json.loads(paths[0][1].read_text())
     assert list(document) == ["format", "methods", "ranking", "coverage", "rows",
-                              "paired_comparisons"]
+                              "paired_comparisons", "baselines"]
     assert document["format"] == LEADERBOARD_FORMAT
     assert "cluster-robust" in document["methods"]["interval"]
     assert "McNemar" in document["methods"]["paired_comparison"]
