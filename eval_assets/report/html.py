@@ -36,6 +36,7 @@ from eval_assets.report.concurrency_section import concurrency_section
 from eval_assets.report.cost_section import CellCost, cost_section
 from eval_assets.report.coverage import Coverage, build_coverage
 from eval_assets.report.endpoints_section import ModelEndpoint, endpoints_section
+from eval_assets.report.flip_section import flip_section
 from eval_assets.report.history import NightResult
 from eval_assets.report.leaderboard import METHODS, paired_comparisons
 from eval_assets.report.markup import esc, section
@@ -113,7 +114,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     metrics = metric_sections(results)
     nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t in (
         ("headline", "Headline"), ("coverage", "Coverage"), ("comparisons", "Comparisons"),
-        ("circular", "Position bias"), ("families", "Families"), ("baselines", "Baselines"),
+        ("circular", "Position bias"), ("flip", "Mirror"), ("families", "Families"),
+        ("baselines", "Baselines"),
         ("recordings", "Recordings"),
         ("nights", "Across nights"), *((("endpoints", "Endpoints"),) if endpoints else ()),
         *((("concurrency", "Concurrency"),) if concurrency else ()),
@@ -124,6 +126,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     body = "".join([
         headline_section(leaderboard, coverage), coverage_section(coverage),
         comparisons_section(comparisons), circular_section(results, coverage),
+        flip_section(results),
         families_section(leaderboard),
         baselines_section(family_baselines(results, coverage=coverage, blind=blind)),
         recordings_section(leaderboard),

@@ -69,7 +69,7 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
             client.settings.base_url, endpoint.api_key(), max_tokens=endpoint.max_tokens,
             timeout_s=endpoint.timeout_s) if spec.batch and night else None
         result = run_model(layout.dataset_dir(recording), client, out_dir, batch=batcher,
-                           rotations=vlm.rotations, price=spec.price,
+                           rotations=vlm.rotations, flips=vlm.flips, price=spec.price,
                            budget_usd=spec.budget_usd)
     answers = result.summary.answers
     where = f"{model} on {recording}"
