@@ -23,6 +23,7 @@ from collections.abc import Collection, Mapping, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -55,6 +56,9 @@ from eval_assets.schemas.results import CellScores
 from eval_assets.scoring.mcq import MCQ_NOT_MEASURED
 from eval_assets.scoring.vqa import report_of
 
+if TYPE_CHECKING:
+    from eval_assets.report.numeric_section import NumericCaseRow
+
 __all__ = ["CASES_PER_PAGE", "MCQ_NOT_MEASURED", "NO_NIGHTS", "render_report", "write_report"]
 
 
@@ -71,6 +75,15 @@ def _methods() -> str:
                     "in leaderboard.json).", f"<ul>{items}</ul>")
 
 
+def _numeric(rows: Sequence[NumericCaseRow]) -> str:
+    if not rows:
+        return ""
+    # Imported here: it loads matplotlib, which rendering needs and the code location does not.
+    from eval_assets.report.numeric_section import numeric_section
+
+    return numeric_section(rows)
+
+
 def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   cards: Sequence[CaseCard], title: str, *,
                   frames: Sequence[FrameImage] = (),
@@ -81,7 +94,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   costs: Sequence[CellCost] | None = None,
                   generated_at: str | None = None,
                   concurrency: Mapping[str, ConcurrencyHistory] | None = None,
-                  blind: Collection[str] = ()) -> str:
+                  blind: Collection[str] = (),
+                  numeric_rows: Sequence[NumericCaseRow] = ()) -> str:
     """The whole report as one self-contained HTML document.
 
     ``coverage`` comes from ``build_coverage(results, ...)`` (default: from ``results`` alone,
@@ -95,6 +109,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     ``costs`` (``cell_costs(...)``) adds the "Cost" section; None: no section.
     ``concurrency`` is ``load_concurrency(...)`` of the runs (no section when empty).
     ``blind`` names the blind models (``baselines.blind_models``): the blind baseline.
+    ``numeric_rows`` (per-case rows of the numeric families) add their scatter and MRA by
+    distance section.
     """
     if coverage is None:
         coverage = build_coverage(results)
@@ -116,6 +132,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         ("headline", "Headline"), ("coverage", "Coverage"), ("comparisons", "Comparisons"),
         ("circular", "Position bias"), ("flip", "Mirror"), ("families", "Families"),
         ("baselines", "Baselines"),
+        *((("numeric-families", "Numeric families"),) if numeric_rows else ()),
         ("recordings", "Recordings"),
         ("nights", "Across nights"), *((("endpoints", "Endpoints"),) if endpoints else ()),
         *((("concurrency", "Concurrency"),) if concurrency else ()),
@@ -129,6 +146,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         flip_section(results),
         families_section(leaderboard),
         baselines_section(family_baselines(results, coverage=coverage, blind=blind)),
+        _numeric(numeric_rows),
         recordings_section(leaderboard),
         nights_section(history), endpoints_section(endpoints),
         concurrency_section(concurrency or {}),

@@ -39,7 +39,7 @@ __all__ = ["model_partitions", "predictions"]
     deps=[AssetDep(keys.PUBLIC_CASES, partition_mapping=per_recording),
           AssetDep(keys.MODEL_CONFIG, partition_mapping=per_model)],
     pool="vlm_api",
-    code_version="3",
+    code_version="4",
     automation_condition=RECOMPUTE,
     kinds={"openai"},
     owners=OWNERS,
