@@ -98,3 +98,27 @@ def match_choice(text: str | None, choices: Sequence[str], lettered: bool = Fals
         if norm and reply.startswith(norm) and _boundary(reply[len(norm) :]):
             return ChoiceMatch(choice=choices[i], tier="leading")
     return ChoiceMatch()
+
+
+# FlipEval (mirrored images): "left" and "right" as whole words, either case.
+_SIDE = re.compile(r"\b(left|right)\b", re.IGNORECASE)
+_SWAP = {"left": "right", "right": "left"}
+
+
+def flip_text(text: str) -> str:
+    """``text`` with the whole words "left" and "right" swapped, keeping their capitals: what
+    mirroring the image does to a left/right question, choice or answer."""
+    def swap(match: re.Match[str]) -> str:
+        word = match.group(0)
+        other = _SWAP[word.lower()]
+        if word.isupper():
+            return other.upper()
+        return other.capitalize() if word[0].isupper() else other
+    return _SIDE.sub(swap, text)
+
+
+def is_left_right(choices: Sequence[str]) -> bool:
+    """Whether choices name left or right and swapping the two words maps them onto themselves
+    (so a mirrored case keeps the same choices)."""
+    return (any(_SIDE.search(c) for c in choices)
+            and sorted(flip_text(c) for c in choices) == sorted(choices))

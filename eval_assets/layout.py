@@ -63,6 +63,9 @@ RUN_ENDPOINT = "endpoint.json"  # what the endpoint can do (eval_assets.model_ru
 RUN_ANSWERS_JOURNAL = "answers.journal.jsonl"
 RUN_DESCRIPTIONS_JOURNAL = "descriptions.journal.jsonl"
 RUN_ROTATIONS_JOURNAL = "rotations.journal.jsonl"
+# FlipEval: left/right cases asked again about the mirrored image (eval_assets.model_runs.flips).
+RUN_FLIPS = "flips.jsonl"
+RUN_FLIPS_JOURNAL = "flips.journal.jsonl"
 RUN_LOCK = ".run.lock"
 # mcq_avlm and description_judge: an AVLM inference folder, in AVLM's own names so that AVLM's
 # tools read it: the rows scored, then each scorer's outputs in its sub-folder.

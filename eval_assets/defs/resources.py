@@ -140,7 +140,8 @@ class VLMClientResource(ConfigurableResource):
     defaults are the endpoint's). ``base_url`` + ``model`` configure :meth:`client` for one
     fixed endpoint. ``api_key_env`` is the NAME of the variable holding the key.
     ``rotations`` (CircularEval, on by default for the report) also asks every case with its
-    choices rotated: a case of k choices costs k calls instead of one.
+    choices rotated: a case of k choices costs k calls instead of one. ``flips`` (FlipEval, on
+    by default) also asks every left/right case about its mirrored image: one more call each.
     """
 
     base_url: str = ""
@@ -159,6 +160,7 @@ class VLMClientResource(ConfigurableResource):
     announce_wait_s: float = _ENDPOINT_DEFAULTS["announce_wait_s"]
     max_reply_chars: int = 0
     rotations: bool = True
+    flips: bool = True
 
     def defaults(self) -> Endpoint:
         """The endpoint settings that do not pick an endpoint (empty strings and 0: unset)."""

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from eval_assets.choices import ChoiceMatch, Tier, match_choice, normalise_reply
+from eval_assets.metrics.headline import FamilyMean, FamilyScore, family_mean
 from eval_assets.metrics.stats import WILSON_Z, clustered_wilson, wilson_interval
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "VqaReport",
     "VqaRow",
     "VqaRowResult",
+    "accuracy_family_mean",
     "frame_keys",
     "match_choice",
     "normalise_reply",
@@ -110,12 +112,23 @@ class VqaGroupStats(BaseModel):
 
 
 class VqaReport(BaseModel):
-    """VQA accuracy overall, per question family and per recording (groups sorted by name)."""
+    """VQA accuracy overall, per question family and per recording (groups sorted by name),
+    and the mean over families (each family weighs the same; the headline)."""
 
     overall: VqaGroupStats
     by_family: dict[str, VqaGroupStats]
     by_recording: dict[str, VqaGroupStats]
     rows: list[VqaRowResult]
+    family_mean: FamilyMean | None = Field(
+        default=None, description="unweighted mean of the family accuracies "
+        "(eval_assets.metrics.headline); None without cases or on results scored before it")
+
+
+def accuracy_family_mean(by_family: Mapping[str, VqaGroupStats]) -> FamilyMean | None:
+    """The mean over families of their accuracies, with their clustered intervals."""
+    return family_mean([FamilyScore(family=f, kind="accuracy", score=s.accuracy,
+                                    ci_low=s.ci_low, ci_high=s.ci_high, n=s.n)
+                        for f, s in by_family.items()])
 
 
 def _group_stats(results: Sequence[VqaRowResult], chances: Sequence[float]) -> VqaGroupStats:
@@ -193,9 +206,11 @@ def vqa_accuracy(rows: Iterable[VqaRow | Mapping[str, Any]]) -> VqaReport:
             for name, idx in sorted(groups.items())
         }
 
+    by_family = grouped("family")
     return VqaReport(
         overall=_group_stats(results, chances),
-        by_family=grouped("family"),
+        by_family=by_family,
         by_recording=grouped("recording"),
         rows=results,
+        family_mean=accuracy_family_mean(by_family),
     )

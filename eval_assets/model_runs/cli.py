@@ -85,6 +85,10 @@ def vqa_run_command(
         False, "--circular/--no-circular",
         help="Also ask every case with its choices rotated (CircularEval, position bias; "
              "rotations.jsonl). A case of k choices then costs k calls."),
+    flip: bool = typer.Option(
+        False, "--flip/--no-flip",
+        help="Also ask every left/right case about its image mirrored (FlipEval; flips.jsonl): "
+             "one more call per such case."),
     models_file: Path | None = typer.Option(None, help="Models file (default data/models.yaml)."),
     budget_usd: float | None = typer.Option(
         None, help="Stop before this invocation could spend more (USD; needs the model's price "
@@ -131,7 +135,8 @@ def vqa_run_command(
                 client.settings.base_url, endpoint.api_key(), max_tokens=endpoint.max_tokens,
                 timeout_s=endpoint.timeout_s, wait_s=batch_wait_s) if batch else None
             result = run_model(dataset, client, out, batch=batcher,
-                                   describe=describe, rotations=circular, price=spec.price,
+                               describe=describe, rotations=circular, flips=flip,
+                               price=spec.price,
                                budget_usd=budget_usd if budget_usd is not None
                                else spec.budget_usd)
     except (ValueError, FileNotFoundError, RuntimeError) as exc:

@@ -35,6 +35,7 @@ from eval_assets.model_runs.concurrency import (
     controller_for,
     fixed_concurrency,
 )
+from eval_assets.model_runs.flips import run_flips
 from eval_assets.model_runs.prompts import (
     DESCRIPTION_PROMPT,
     description_content_sha256,
@@ -258,6 +259,7 @@ def run_model(
     max_concurrency: int | None = None,
     describe: bool = True,
     rotations: bool = False,
+    flips: bool = False,
     on_record: Callable[[Record], None] | None = None,
     price: Price | None = None,
     budget_usd: float | None = None,
@@ -275,7 +277,8 @@ def run_model(
     standing records go to ``rotations.jsonl`` (case order, then rotation). ``answers.jsonl``
     keeps only the original order. Without it a ``rotations.jsonl`` of an earlier run is removed
     (its journal stays, so asking again later repeats nothing), so the file always belongs to
-    the current answers.
+    the current answers. ``flips`` (FlipEval) likewise asks each left/right case about its
+    mirrored image (``flips.jsonl``, :mod:`eval_assets.model_runs.flips`).
 
     ``price`` (the model's, from the models file) puts the run's cost in ``summary.json``;
     ``budget_usd`` (needs ``price``) stops asking before this invocation could spend more
@@ -421,11 +424,16 @@ def run_model(
         write_text_atomic(out_dir / RUN_ROTATIONS, _dump_lines(standing_rotations))
     else:
         (out_dir / RUN_ROTATIONS).unlink(missing_ok=True)
+    # FlipEval (eval_assets.model_runs.flips): its calls are not budgeted or batched, so a
+    # budgeted or batched run does not ask them.
+    flipped = run_flips(dataset_dir, client, out_dir, cases, max_concurrency,
+                        ask=flips and batch is None and budget_usd is None)
     _write_document(out_dir / RUN_SUMMARY, summary,
                     exclude={"concurrency"} if summary.concurrency is None else None)
     skipped = (len(cases) - len(pending_cases) + len(frames) - len(pending_frames)
-               + len(variants) - len(pending_rotations))
-    return RunResult(out_dir=out_dir, summary=summary, calls_made=calls, skipped=skipped,
+               + len(variants) - len(pending_rotations) + flipped.skipped)
+    return RunResult(out_dir=out_dir, summary=summary, calls_made=calls + flipped.calls_made,
+                     skipped=skipped,
                      batch_in_flight=in_flight)
 
 

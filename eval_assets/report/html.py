@@ -19,21 +19,25 @@ Nothing is read from the clock: a generation time appears only when the caller p
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from eval_assets.atomic import write_text_atomic
 from eval_assets.metrics.stats import PairedComparison
+from eval_assets.report.baselines import family_baselines
+from eval_assets.report.baselines_section import baselines_section
 from eval_assets.report.case_browser import CASES_PER_PAGE, cases_section
 from eval_assets.report.circular_section import circular_section
 from eval_assets.report.concurrency_section import concurrency_section
 from eval_assets.report.cost_section import CellCost, cost_section
 from eval_assets.report.coverage import Coverage, build_coverage
 from eval_assets.report.endpoints_section import ModelEndpoint, endpoints_section
+from eval_assets.report.flip_section import flip_section
 from eval_assets.report.history import NightResult
 from eval_assets.report.leaderboard import METHODS, paired_comparisons
 from eval_assets.report.markup import esc, section
@@ -52,6 +56,9 @@ from eval_assets.schemas.results import CellScores
 from eval_assets.scoring.mcq import MCQ_NOT_MEASURED
 from eval_assets.scoring.vqa import report_of
 
+if TYPE_CHECKING:
+    from eval_assets.report.numeric_section import NumericCaseRow
+
 __all__ = ["CASES_PER_PAGE", "MCQ_NOT_MEASURED", "NO_NIGHTS", "render_report", "write_report"]
 
 
@@ -68,6 +75,15 @@ def _methods() -> str:
                     "in leaderboard.json).", f"<ul>{items}</ul>")
 
 
+def _numeric(rows: Sequence[NumericCaseRow]) -> str:
+    if not rows:
+        return ""
+    # Imported here: it loads matplotlib, which rendering needs and the code location does not.
+    from eval_assets.report.numeric_section import numeric_section
+
+    return numeric_section(rows)
+
+
 def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   cards: Sequence[CaseCard], title: str, *,
                   frames: Sequence[FrameImage] = (),
@@ -77,7 +93,9 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   endpoints: Sequence[ModelEndpoint] = (),
                   costs: Sequence[CellCost] | None = None,
                   generated_at: str | None = None,
-                  concurrency: Mapping[str, ConcurrencyHistory] | None = None) -> str:
+                  concurrency: Mapping[str, ConcurrencyHistory] | None = None,
+                  blind: Collection[str] = (),
+                  numeric_rows: Sequence[NumericCaseRow] = ()) -> str:
     """The whole report as one self-contained HTML document.
 
     ``coverage`` comes from ``build_coverage(results, ...)`` (default: from ``results`` alone,
@@ -90,6 +108,9 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     ``generated_at`` is printed verbatim when given; nothing is read from the clock.
     ``costs`` (``cell_costs(...)``) adds the "Cost" section; None: no section.
     ``concurrency`` is ``load_concurrency(...)`` of the runs (no section when empty).
+    ``blind`` names the blind models (``baselines.blind_models``): the blind baseline.
+    ``numeric_rows`` (per-case rows of the numeric families) add their scatter and MRA by
+    distance section.
     """
     if coverage is None:
         coverage = build_coverage(results)
@@ -109,7 +130,10 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     metrics = metric_sections(results)
     nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t in (
         ("headline", "Headline"), ("coverage", "Coverage"), ("comparisons", "Comparisons"),
-        ("circular", "Position bias"), ("families", "Families"), ("recordings", "Recordings"),
+        ("circular", "Position bias"), ("flip", "Mirror"), ("families", "Families"),
+        ("baselines", "Baselines"),
+        *((("numeric-families", "Numeric families"),) if numeric_rows else ()),
+        ("recordings", "Recordings"),
         ("nights", "Across nights"), *((("endpoints", "Endpoints"),) if endpoints else ()),
         *((("concurrency", "Concurrency"),) if concurrency else ()),
         *((("cost", "Cost"),) if costs is not None else ()),
@@ -119,7 +143,11 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     body = "".join([
         headline_section(leaderboard, coverage), coverage_section(coverage),
         comparisons_section(comparisons), circular_section(results, coverage),
-        families_section(leaderboard), recordings_section(leaderboard),
+        flip_section(results),
+        families_section(leaderboard),
+        baselines_section(family_baselines(results, coverage=coverage, blind=blind)),
+        _numeric(numeric_rows),
+        recordings_section(leaderboard),
         nights_section(history), endpoints_section(endpoints),
         concurrency_section(concurrency or {}),
         "" if costs is None else cost_section([c for c in costs

@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 from eval_assets.atomic import write_bytes_atomic, write_text_atomic
 from eval_assets.jsonio import dumps_json
 from eval_assets.metrics.circular import CircularGroupStats
+from eval_assets.metrics.headline import FamilyScore, family_mean
 from eval_assets.metrics.stats import (
     ALPHA,
     BOOTSTRAP_REPLICATES,
@@ -48,6 +49,7 @@ from eval_assets.metrics.stats import (
     paired_comparison,
 )
 from eval_assets.metrics.vqa import VqaGroupStats, VqaRowResult, frame_keys
+from eval_assets.report.baselines import FamilyBaselines
 from eval_assets.report.coverage import (
     CaseKey,
     Coverage,
@@ -66,7 +68,7 @@ from eval_assets.scoring.circular import (
 )
 from eval_assets.scoring.circular import FAMILY_STATS as CIRCULAR_FAMILY_STATS
 from eval_assets.scoring.mcq import mcq_measured
-from eval_assets.scoring.vqa import report_of
+from eval_assets.scoring.vqa import HEADLINE_COLUMNS, report_of
 
 __all__ = [
     "ALL_RECORDINGS",
@@ -97,7 +99,7 @@ __all__ = [
 ALL_RECORDINGS = "all recordings"
 LEADERBOARD_PARQUET = "leaderboard.parquet"
 LEADERBOARD_JSON = "leaderboard.json"
-LEADERBOARD_FORMAT = "eval_assets.leaderboard/4"
+LEADERBOARD_FORMAT = "eval_assets.leaderboard/5"
 COMMON = "common"  # case_set of rows on the cases every ranked model answered
 ANSWERED = "answered"  # case_set of rows on every case one model answered
 
@@ -139,6 +141,20 @@ METHODS: dict[str, Any] = {
                                      "discordance the difference needs, if larger) and n "
                                      "divided by the frame design effect of the paired "
                                      "difference",
+    "family_mean": "the headline: the unweighted mean of the row's family accuracies over the "
+                   "families with cases (each family weighs the same, as VSI-Bench's overall; "
+                   "n_families counts them), beside the pooled accuracy (vqa_accuracy, each "
+                   "case weighs the same). Its 95% interval is mean +- z * se clipped to [0, 1], "
+                   "se = sqrt(sum of se_f^2) / n_families, se_f = half the width of the "
+                   "family's frame-clustered Wilson interval / z (families treated as "
+                   "independent); models are ranked on it, ties by pooled accuracy, then name",
+    "baselines": "per family on the common cases: frequency = always the family's most "
+                 "common gold answer (ties by text; the median for numeric families, scored "
+                 "by MRA), from the labels alone; blind = the best model served by a local "
+                 "model that never sees the image; each other model against the better of "
+                 "the two: difference and minimum detectable difference (McNemar MDD for 0/1 "
+                 "scores, a normal approximation with the frame design effect otherwise); "
+                 "beats when difference > MDD; flagged when no model beats it",
     "empty_denominator": "null (n/a), never 0",
     # Each metric's own method lines, in METRICS order.
     **{key: text for spec in METRICS for key, text in spec.methods},
@@ -151,9 +167,10 @@ METHODS: dict[str, Any] = {
 # per-family columns follow, families in FAMILY_NAMES order.
 IDENTITY_COLUMNS: tuple[str, ...] = ("recording", "model", "case_set", "comparable")
 BASE_COLUMNS: tuple[str, ...] = IDENTITY_COLUMNS + tuple(
-    c.name for spec in METRICS for c in spec.columns)
+    c.name for spec in METRICS for c in spec.columns) + tuple(c.name for c in HEADLINE_COLUMNS)
 FAMILY_STATS: tuple[str, ...] = ("accuracy", "n", "ci_low", "ci_high", "chance")
-_INT_COLUMNS = {c.name for spec in METRICS for c in spec.columns if c.integer and not c.nullable}
+_INT_COLUMNS = {c.name for spec in METRICS for c in (*spec.columns, *HEADLINE_COLUMNS)
+                if c.integer and not c.nullable}
 # Nullable counts (pandas Int64): null in 'common' rows, or when nothing was measured.
 _NULLABLE_INT_COLUMNS = {c.name for spec in METRICS for c in spec.columns
                          if c.integer and c.nullable}
@@ -251,6 +268,7 @@ def _row(recording: str, model: str, case_set: str, comparable: bool, overall: P
         "chance": overall.chance,
         **circular_columns(circular[0]),
         **_per_cell_columns(group),
+        **_headline_columns(by_family),
     }
     for family in families:
         stats = by_family.get(family)
@@ -262,6 +280,23 @@ def _row(recording: str, model: str, case_set: str, comparable: bool, overall: P
             math.nan if circ is None or circ.accuracy is None else circ.accuracy)
         row[family_column(family, "circular_n")] = pd.NA if circ is None else circ.n
     return row
+
+
+def _headline_columns(by_family: dict[str, PooledVqa]) -> dict[str, Any]:
+    """The mean over the row's families (:mod:`eval_assets.metrics.headline`); NaN without."""
+    mean = family_mean([FamilyScore(family=f, score=_none_if_nan(s.accuracy),
+                                    ci_low=_none_if_nan(s.ci_low),
+                                    ci_high=_none_if_nan(s.ci_high), n=s.n)
+                        for f, s in by_family.items()])
+    if mean is None:
+        return {"family_mean": math.nan, "family_mean_ci_low": math.nan,
+                "family_mean_ci_high": math.nan, "n_families": 0}
+    return {"family_mean": mean.mean, "family_mean_ci_low": _nan_if_none(mean.ci_low),
+            "family_mean_ci_high": _nan_if_none(mean.ci_high), "n_families": mean.n_families}
+
+
+def _none_if_nan(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 def _ordered_families(results: Sequence[CellScores]) -> list[str]:
@@ -385,12 +420,14 @@ def circular_by_model(results: Sequence[CellScores], *, coverage: Coverage | Non
 
 
 def ranked_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """The pooled ``common`` rows of a leaderboard, best first (ties by model name): the
-    ranking. Empty when there is no ranking."""
+    """The pooled ``common`` rows of a leaderboard, best first: by the mean over families, ties
+    by pooled accuracy, then model name. The ranking; empty when there is none."""
     pooled = df[(df["recording"] == ALL_RECORDINGS) & (df["case_set"] == COMMON)].copy()
-    pooled["_rank_key"] = pooled["vqa_accuracy"].fillna(-1.0)
-    pooled = pooled.sort_values(["_rank_key", "model"], ascending=[False, True], kind="stable")
-    return pooled.drop(columns="_rank_key")
+    pooled["_rank_key"] = pooled["family_mean"].fillna(-1.0)
+    pooled["_tie_key"] = pooled["vqa_accuracy"].fillna(-1.0)
+    pooled = pooled.sort_values(["_rank_key", "_tie_key", "model"],
+                                ascending=[False, False, True], kind="stable")
+    return pooled.drop(columns=["_rank_key", "_tie_key"])
 
 
 def ranking(df: pd.DataFrame) -> dict[str, Any]:
@@ -403,7 +440,11 @@ def ranking(df: pd.DataFrame) -> dict[str, Any]:
         "case_set": COMMON,
         "n_common_cases": n,
         "n_common_frames": int(pooled["n_frames"].iloc[0]) if not pooled.empty else 0,
-        "order": [{"rank": i, "model": r.model, "vqa_accuracy": _json_value(r.vqa_accuracy),
+        "order": [{"rank": i, "model": r.model, "family_mean": _json_value(r.family_mean),
+                   "family_mean_ci_low": _json_value(r.family_mean_ci_low),
+                   "family_mean_ci_high": _json_value(r.family_mean_ci_high),
+                   "n_families": _json_value(r.n_families),
+                   "vqa_accuracy": _json_value(r.vqa_accuracy),
                    "vqa_ci_low": _json_value(r.vqa_ci_low),
                    "vqa_ci_high": _json_value(r.vqa_ci_high)}
                   for i, r in enumerate(pooled.itertuples(index=False), start=1)] if n else [],
@@ -452,10 +493,11 @@ def paired_comparisons(results: Sequence[CellScores], *,
 
 
 def leaderboard_json(df: pd.DataFrame, comparisons: Sequence[PairedComparison] = (),
-                     coverage: Coverage | None = None) -> str:
+                     coverage: Coverage | None = None,
+                     baselines: Sequence[FamilyBaselines] = ()) -> str:
     """The leaderboard as indented JSON: format, methods, the ranking (on the common cases), the
     coverage matrix and its summary (null without ``coverage``), rows (NaN -> null, columns in
-    table order) and the paired comparisons."""
+    table order), the paired comparisons and the per-family baselines."""
     records = [
         {column: _json_value(value) for column, value in zip(df.columns, row, strict=True)}
         for row in df.itertuples(index=False, name=None)
@@ -470,15 +512,17 @@ def leaderboard_json(df: pd.DataFrame, comparisons: Sequence[PairedComparison] =
         "coverage": cover,
         "rows": records,
         "paired_comparisons": [c.model_dump(mode="json") for c in comparisons],
+        "baselines": [b.model_dump(mode="json") for b in baselines],
     }
     return dumps_json(document, ensure_ascii=False, allow_nan=False)
 
 
 def write_leaderboard(df: pd.DataFrame, out_dir: Path,
                       comparisons: Sequence[PairedComparison] = (),
-                      coverage: Coverage | None = None) -> tuple[Path, Path]:
+                      coverage: Coverage | None = None,
+                      baselines: Sequence[FamilyBaselines] = ()) -> tuple[Path, Path]:
     """Write ``leaderboard.parquet`` (the rows) and ``leaderboard.json`` (rows, methods, ranking,
-    ``coverage`` and ``comparisons``) into ``out_dir``, atomically.
+    ``coverage``, ``comparisons`` and ``baselines``) into ``out_dir``, atomically.
 
     Both are byte-identical for identical inputs: parquet without the index, with fixed
     compression; JSON with fixed key order; comparisons use a fixed-seed generator.
@@ -489,5 +533,5 @@ def write_leaderboard(df: pd.DataFrame, out_dir: Path,
     pq.write_table(table, buf, compression="zstd", compression_level=3)
     parquet_path = write_bytes_atomic(out_dir / LEADERBOARD_PARQUET, buf.getvalue())
     json_path = write_text_atomic(out_dir / LEADERBOARD_JSON,
-                                  leaderboard_json(df, comparisons, coverage))
+                                  leaderboard_json(df, comparisons, coverage, baselines))
     return parquet_path, json_path

@@ -16,6 +16,7 @@ import pandas as pd
 
 from eval_assets.jsonio import read_json
 from eval_assets.layout import AVLM_JUDGE_PREDICTIONS, StorageLayout
+from eval_assets.report.baselines import blind_models, family_baselines
 from eval_assets.report.cards import build_case_cards, build_frame_images
 from eval_assets.report.concurrency_section import load_concurrency
 from eval_assets.report.cost_section import cell_costs, judge_costs
@@ -104,9 +105,11 @@ def publish_leaderboard(layout: StorageLayout, results: Sequence[CellScores], *,
                                current_fingerprints=current_fingerprints,
                                stale_cells=stale_cells)
     table = build_leaderboard(results, coverage=coverage)
+    blind = blind_models((r.model, layout.predictions_dir(r.recording, r.model))
+                         for r in results if coverage.usable(r))
     parquet, json_path = write_leaderboard(
         table, layout.leaderboard_dir(), paired_comparisons(results, coverage=coverage),
-        coverage)
+        coverage, family_baselines(results, coverage=coverage, blind=blind))
     return table, parquet, json_path
 
 
@@ -137,5 +140,6 @@ def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
                          costs=cell_costs(usable, run_dirs, judge_costs(layout, usable)),
                          concurrency=load_concurrency(
                              (f"{model} on {recording}", run_dir)
-                             for (recording, model), run_dir in run_dirs.items()))
+                             for (recording, model), run_dir in run_dirs.items()),
+                         blind=blind_models((m, d) for (_, m), d in run_dirs.items()))
     return write_report(html, layout.report_file())

@@ -28,6 +28,7 @@ from eval_assets.report.markup import (
     charts,
     count,
     esc,
+    flag,
     low_n,
     meter,
     missing,
@@ -78,9 +79,35 @@ def _answered(leaderboard: pd.DataFrame, coverage: Coverage) -> str:
             "compare models only in the table above.</p>" + table(headers, rows))
 
 
+def _family_ns(pooled: pd.DataFrame, families: Sequence[str]) -> str:
+    """Each family's n on the common cases: the sample of the mean over families."""
+    first = pooled.iloc[0]
+    parts = []
+    for family in families:
+        n = int(first[family_column(family, "n")])
+        if n > 0:
+            parts.append(f"{esc(family.replace('_', ' '))} {n:,}{flag(n)}")
+    if not parts:
+        return ""
+    return ('<p class="summary" id="headline-families"><b>Families (n common cases):</b> '
+            + " · ".join(parts) + "</p>")
+
+
+HEADLINE_LEAD = (
+    "Every ranked model on the same {n:,} common cases (the cases each of them answered; a "
+    "case is a recording, dataset version and case id), pooled over recordings. "
+    "<b>Mean over families</b> (the headline, as VSI-Bench's overall): each question "
+    "family's accuracy, then their unweighted mean, so every family weighs the same however "
+    "many cases it has; its interval combines the families' intervals (treated as "
+    "independent). <b>Pooled accuracy</b> beside it: correct / n over all cases, where the "
+    "largest family weighs most. Both count parse failures and failed calls as wrong. "
+    "Models are ranked on the mean over families. ")
+
+
 def headline_section(leaderboard: pd.DataFrame, coverage: Coverage) -> str:
+    title = "Headline: mean over question families"
     if leaderboard.empty:
-        return section("headline", "Headline: VQA accuracy", "",
+        return section("headline", title, "",
                         '<p class="empty">No results.</p>' + _coverage_box(coverage))
     pooled = ranked_rows(leaderboard)
     box = _coverage_box(coverage)
@@ -88,8 +115,9 @@ def headline_section(leaderboard: pd.DataFrame, coverage: Coverage) -> str:
         body = (box + '<p class="empty">No ranking: no case is common to every model, so no '
                 "two models can be compared on the same questions.</p>"
                 + _answered(leaderboard, coverage))
-        return section("headline", "Headline: VQA accuracy", "", body)
-    headers = [("#", True), ("Model", False), ("Accuracy [95% CI]", False), ("", False),
+        return section("headline", title, "", body)
+    headers = [("#", True), ("Model", False), ("Mean over families [95% CI]", False),
+               ("Families", True), ("Pooled accuracy [95% CI]", False), ("", False),
                ("n (common)", True), ("Frames", True), ("Design effect", True),
                ("Correct", True), ("Parse failures", True), ("Failed calls", True),
                ("Chance", True), ("Over chance", True)]
@@ -99,6 +127,8 @@ def headline_section(leaderboard: pd.DataFrame, coverage: Coverage) -> str:
         lift_s = NA if missing(lift) else f"{lift * 100:+.1f} pts"
         rows.append([
             str(rank), f'<span class="model">{esc(r.model)}</span>',
+            "<b>" + acc_cell(r.family_mean, r.family_mean_ci_low, r.family_mean_ci_high)
+            + "</b>", count(r.n_families),
             acc_cell(r.vqa_accuracy, r.vqa_ci_low, r.vqa_ci_high, r.n_cases),
             meter(r.vqa_accuracy, r.vqa_ci_low, r.vqa_ci_high, r.chance, r.n_cases),
             count(r.n_cases), count(r.n_frames), _deff(r.design_effect), count(r.correct),
@@ -106,18 +136,17 @@ def headline_section(leaderboard: pd.DataFrame, coverage: Coverage) -> str:
         ])
         classes.append("lown" if low_n(r.n_cases) else "")
     n = int(pooled["n_cases"].iloc[0])
-    lead = (f"Every ranked model on the same {n:,} common cases (the cases each of them "
-            "answered; a case is a recording, dataset version and case id), pooled over "
-            "recordings: accuracy = correct / n, where n counts parse failures and failed calls "
-            f"as wrong. {INTERVAL_NOTE} Design effect n/a: not estimable (fewer than 2 frames, "
-            "or accuracy 0 or 1), taken as 1. Chance: the mean of 1 / number of choices over "
-            "the cases. Bar: accuracy; black brackets: interval; red dashes: chance. Rows over "
-            f"fewer than {MIN_RELIABLE_N} cases are faded and marked.")
+    lead = (HEADLINE_LEAD.format(n=n) + f"{INTERVAL_NOTE} Design effect n/a: not estimable "
+            "(fewer than 2 frames, or accuracy 0 or 1), taken as 1. Chance: the mean of 1 / "
+            "number of choices over the cases. Bar: pooled accuracy; black brackets: interval; "
+            f"red dashes: chance. Rows over fewer than {MIN_RELIABLE_N} cases are faded and "
+            "marked.")
     body = (box + table(headers, rows, classes)
+            + _family_ns(pooled, leaderboard_families(leaderboard))
             + chart(charts().headline_chart, leaderboard,
-                     "Bar chart of VQA accuracy per model on the common cases")
+                     "Bar chart of pooled VQA accuracy per model on the common cases")
             + _answered(leaderboard, coverage))
-    return section("headline", f"Headline: VQA accuracy on {n:,} common cases", lead, body)
+    return section("headline", f"{title} on {n:,} common cases", lead, body)
 
 
 def coverage_section(coverage: Coverage) -> str:

@@ -40,6 +40,8 @@ DEFAULT_ANNOUNCE_WAIT_S = 10.0
 
 # The local models eval_assets.local_models.registry builds, by name (a test keeps them equal).
 LOCAL_MODEL_NAMES = ("random", "blind-smollm2")
+# Those of them that never see the image: a run they serve is the report's blind baseline.
+BLIND_LOCAL_MODELS = ("blind-smollm2",)
 
 # Requests need some key; a placeholder (never the user's OPENAI_API_KEY, which an SDK would
 # otherwise pick up and send to whatever base_url is configured) when no variable is named.

@@ -24,6 +24,8 @@ from eval_assets.layout import RUN_ANSWERS_JOURNAL as RUN_ANSWERS_JOURNAL
 from eval_assets.layout import RUN_CONFIG as RUN_CONFIG
 from eval_assets.layout import RUN_DESCRIPTIONS as RUN_DESCRIPTIONS
 from eval_assets.layout import RUN_DESCRIPTIONS_JOURNAL as RUN_DESCRIPTIONS_JOURNAL
+from eval_assets.layout import RUN_FLIPS as RUN_FLIPS
+from eval_assets.layout import RUN_FLIPS_JOURNAL as RUN_FLIPS_JOURNAL
 from eval_assets.layout import RUN_LOCK as RUN_LOCK
 from eval_assets.layout import RUN_ROTATIONS as RUN_ROTATIONS
 from eval_assets.layout import RUN_ROTATIONS_JOURNAL as RUN_ROTATIONS_JOURNAL
@@ -135,6 +137,23 @@ class RotationRecord(_CallRecord):
     kind: Literal["rotation"] = "rotation"
     case_id: str
     rotation: int = Field(ge=1, description="r: the choices shown are choices[r:] + choices[:r]")
+    choices: list[str] = Field(min_length=2, description="the choices in the order shown")
+    choice: str | None = None
+    extraction_tier: str | None = None
+
+
+class FlipRecord(_CallRecord):
+    """A model's answer to a left/right case asked about its image mirrored (FlipEval).
+
+    The request is built from public fields only (:mod:`eval_assets.model_runs.flips`): the
+    image flipped horizontally, "left" and "right" swapped in the question and the choices (the
+    choices then shown in the case's own order when they are the same set). ``question`` and
+    ``choices`` are what the model was shown.
+    """
+
+    kind: Literal["flip"] = "flip"
+    case_id: str
+    question: str
     choices: list[str] = Field(min_length=2, description="the choices in the order shown")
     choice: str | None = None
     extraction_tier: str | None = None

@@ -13,6 +13,7 @@ from typing import Any
 
 from eval_assets.scoring.chair import CHAIR
 from eval_assets.scoring.circular import CIRCULAR
+from eval_assets.scoring.flip import FLIP
 from eval_assets.scoring.judge import JUDGE
 from eval_assets.scoring.mcq import MCQ
 from eval_assets.scoring.numeric import NUMERIC
@@ -22,6 +23,7 @@ from eval_assets.scoring.vision import VISION
 from eval_assets.scoring.vqa import VQA
 
 # In leaderboard column order and report section order.
-METRICS: tuple[MetricSpec[Any], ...] = (VQA, CIRCULAR, POPE, MCQ, JUDGE, VISION, CHAIR, NUMERIC)
+METRICS: tuple[MetricSpec[Any], ...] = (VQA, CIRCULAR, FLIP, POPE, MCQ, JUDGE, VISION, CHAIR,
+                                        NUMERIC)
 
 __all__ = ["METRICS", "MetricSpec"]

@@ -25,7 +25,7 @@ from eval_assets.scoring.inputs import ModelRun, PrivateDataset
 R = TypeVar("R", bound=BaseModel)
 
 # What a metric reads besides the run and the private dataset; the asset factory provides it.
-Need = Literal["annotations", "judge", "rotations", "similarity"]
+Need = Literal["annotations", "flips", "judge", "rotations", "similarity"]
 
 
 @dataclass(frozen=True)

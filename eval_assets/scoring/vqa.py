@@ -1,4 +1,5 @@
-"""VQA choice accuracy: overall and per family, Wilson 95% intervals, parse failures, chance.
+"""VQA choice accuracy: overall and per family, Wilson 95% intervals, parse failures, chance,
+and the headline mean over families (each family weighs the same).
 
 The leaderboard ranks models on it and pools it per case (restricted to the common case set),
 so its columns are filled by the leaderboard's pooling, and the report shows it with the ranking.
@@ -57,7 +58,12 @@ def _metadata(report: VqaReport) -> dict[str, Any]:
     table = "\n".join(["| family | n | accuracy | 95% CI | parse failures | chance |",
                        "|---|---|---|---|---|---|", *rows])
     overall = report.overall
-    return {"accuracy": overall.accuracy, "ci_low": overall.ci_low, "ci_high": overall.ci_high,
+    mean = report.family_mean
+    return {"family_mean": mean.mean if mean else None,
+            "family_mean_ci_low": mean.ci_low if mean else None,
+            "family_mean_ci_high": mean.ci_high if mean else None,
+            "n_families": mean.n_families if mean else 0, "accuracy": overall.accuracy,
+            "ci_low": overall.ci_low, "ci_high": overall.ci_high,
             "n": overall.n, "parse_failure_rate": overall.parse_failure_rate,
             "failed_calls": overall.failed_calls, "by_family": Markdown(table)}
 
@@ -77,9 +83,14 @@ def _score(inputs: ScoringInputs) -> VqaReport:
 
 _COUNT = {"n_cases", "n_frames", "correct", "parse_failures", "failed_calls"}
 VQA: MetricSpec[VqaReport] = MetricSpec(
-    name=NAME, description=__doc__ or "", file="vqa.json", version="3", result_model=VqaReport,
+    name=NAME, description=__doc__ or "", file="vqa.json", version="4", result_model=VqaReport,
     score=_score, metadata=_metadata, label="VQA accuracy",
     columns=tuple(Column(c, integer=c in _COUNT, nullable=False) for c in (
         "vqa_accuracy", "vqa_ci_low", "vqa_ci_high", "n_cases", "n_frames", "design_effect",
         "correct", "parse_failures", "failed_calls", "parse_failure_rate", "chance")),
 )
+
+# The headline columns the leaderboard adds after every metric's: the mean over families.
+HEADLINE_COLUMNS: tuple[Column, ...] = (
+    Column("family_mean"), Column("family_mean_ci_low"), Column("family_mean_ci_high"),
+    Column("n_families", integer=True, nullable=False))

@@ -273,7 +273,7 @@ def test_headline_ranks_on_common_cases_and_warns_about_missing_and_stale_cells(
     text = render_report(build_leaderboard(results, coverage=cover), results, [], "t",
                          coverage=cover)
     headline = section(text, "headline")
-    assert "Headline: VQA accuracy on 2 common cases" in headline
+    assert "Headline: mean over question families on 2 common cases" in headline
     box = headline.split('class="warnbox"', 1)[1].split("</div>", 1)[0]
     assert "Ranked on 2 common cases (2 frames) of 1 recording (kitchen)" in box
     assert "missing: (hallway, half), (kitchen, old)" in box
@@ -303,3 +303,15 @@ def test_without_common_cases_there_is_no_ranking() -> None:
     assert "<h3>Every case each model answered: not a ranking</h3>" in headline
     assert "No ranking" in section(text, "families")
     assert "no ranking" in text.split("</header>", 1)[0]
+
+
+def test_headline_leads_with_the_mean_over_families_and_each_familys_n() -> None:
+    rows = [row(f"p{i}", "presence", "yes", "yes", "r", frame_index=i) for i in range(9)]
+    rows.append(row("c", "closest_object", "a", "b", "r", ["a", "b"], frame_index=20))
+    results = [result("r", "m", rows)]
+    text = render_report(build_leaderboard(results), results, [], "t")
+    headline = section(text, "headline")
+    assert "Mean over families [95% CI]" in headline and "Pooled accuracy [95% CI]" in headline
+    assert "<b>50.0% " in headline  # (100% + 0%) / 2, bold: the headline number
+    assert "90.0% " in headline  # pooled: 9 of 10
+    assert re.search(r"Families \(n common cases\):</b> presence 9.*closest object 1", headline)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ from eval_assets.report.leaderboard import (
     build_leaderboard,
     mcq_measured,
     paired_comparisons,
+    ranking,
     write_leaderboard,
 )
 from eval_assets_tests.report.builders import THIRDS, judge_scores, result, row, vision_scores
@@ -216,7 +218,7 @@ def test_written_files_are_byte_identical_and_round_trip(tmp_path) -> None:
     pd.testing.assert_frame_equal(pd.read_parquet(paths[0][0]), df)
     document = json.loads(paths[0][1].read_text())
     assert list(document) == ["format", "methods", "ranking", "coverage", "rows",
-                              "paired_comparisons"]
+                              "paired_comparisons", "baselines"]
     assert document["format"] == LEADERBOARD_FORMAT
     assert "cluster-robust" in document["methods"]["interval"]
     assert "McNemar" in document["methods"]["paired_comparison"]
@@ -239,3 +241,36 @@ def test_written_files_are_byte_identical_and_round_trip(tmp_path) -> None:
     assert pair["difference_ci_low"] == 0.0 and pair["better"] is None
     assert sorted(p.name for p in (tmp_path / "0").iterdir()) == [
         "leaderboard.json", "leaderboard.parquet"]  # no temp files left behind
+
+
+def test_headline_is_the_mean_over_families_beside_the_pooled_accuracy() -> None:
+    df = build_leaderboard(two_recordings())
+    pooled = pooled_row(df, "m1")
+    families = [f for f in ("presence", "horizontal_direction")
+                if pooled[f"{f}__n"] > 0]
+    expected = sum(pooled[f"{f}__accuracy"] for f in families) / len(families)
+    assert pooled.n_families == len(families) == 2
+    assert pooled.family_mean == pytest.approx(expected)  # (3/6 + 0/4) / 2 = 0.25
+    assert pooled.family_mean == pytest.approx(0.25)
+    assert pooled.vqa_accuracy == pytest.approx(0.3)  # pooled: 3 of 10
+    assert pooled.family_mean_ci_low < pooled.family_mean < pooled.family_mean_ci_high
+
+
+def test_ranking_is_on_the_mean_over_families_not_the_pooled_accuracy() -> None:
+    # "big" wins the large easy family, "small" the tiny hard one: pooled accuracy favours big,
+    # the mean over families favours small.
+    def rows(big_right: int, small_right: int) -> list[dict[str, Any]]:
+        out = [row(f"p{i}", "presence", "yes", "yes" if i < big_right else "no", "r",
+                   frame_index=i) for i in range(10)]
+        out += [row(f"h{i}", "horizontal_direction", "left",
+                    "left" if i < small_right else "right", "r", THIRDS, frame_index=20 + i)
+                for i in range(2)]
+        return out
+
+    results = [result("r", "big", rows(10, 0)), result("r", "small", rows(7, 2))]
+    df = build_leaderboard(results)
+    assert pooled_row(df, "big").vqa_accuracy > pooled_row(df, "small").vqa_accuracy
+    order = ranking(df)["order"]
+    assert [o["model"] for o in order] == ["small", "big"]
+    assert order[0]["family_mean"] == pytest.approx((0.7 + 1.0) / 2)
+    assert order[0]["n_families"] == 2

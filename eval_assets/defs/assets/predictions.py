@@ -38,7 +38,7 @@ __all__ = ["model_partitions", "predictions"]
     deps=[AssetDep(keys.PUBLIC_CASES, partition_mapping=per_recording),
           AssetDep(keys.MODEL_CONFIG, partition_mapping=per_model)],
     pool="vlm_api",
-    code_version="3",
+    code_version="4",
     automation_condition=RECOMPUTE,
     kinds={"openai"},
     owners=OWNERS,
@@ -67,7 +67,7 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
             client.settings.base_url, endpoint.api_key(), max_tokens=endpoint.max_tokens,
             timeout_s=endpoint.timeout_s) if spec.batch and night else None
         result = run_model(layout.dataset_dir(recording), client, out_dir, batch=batcher,
-                           rotations=vlm.rotations, price=spec.price,
+                           rotations=vlm.rotations, flips=vlm.flips, price=spec.price,
                            budget_usd=spec.budget_usd)
     answers = result.summary.answers
     where = f"{model} on {recording}"

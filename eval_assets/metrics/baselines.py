@@ -1,0 +1,115 @@
+"""Per-family baselines a model must beat before its family score means anything.
+
+- **Frequency baseline**: a guesser that always gives the family's most common gold answer
+  (ties broken by the answer's text, so it is deterministic); for a numeric family, the median
+  of the gold numbers, scored with the family's own score (mean relative accuracy). It reads the
+  labels only, never a model's answer.
+- **Blind baseline**: a model that never sees the image (the local ``blind-smollm2``: the
+  question's language prior), scored like any model.
+
+A model **beats** a baseline on a family when its score exceeds the baseline's on the same cases
+by more than the minimum detectable difference (MDD) of that comparison: for 0/1 scores the
+McNemar MDD of :func:`eval_assets.metrics.stats.paired_comparison` (frame design effect
+included); for scores in [0, 1] that are not all 0/1 (MRA), the normal approximation
+``(z_a + z_b) * sd(d) * sqrt(deff / n)`` of the paired differences d, deff the frame design
+effect of d (floored at 1). A family where no model beats the better of its baselines is
+flagged: its scores do not show image understanding.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from collections.abc import Hashable, Sequence
+from statistics import NormalDist
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from eval_assets.metrics.numeric import mean_relative_accuracy
+from eval_assets.metrics.stats import (
+    ALPHA,
+    POWER,
+    cluster_sums,
+    design_effect,
+    paired_comparison,
+)
+
+__all__ = [
+    "BaselineComparison",
+    "compare_to_baseline",
+    "frequency_answer",
+    "frequency_scores",
+    "median_baseline",
+]
+
+
+def frequency_answer(answers: Sequence[str]) -> str:
+    """The most common of ``answers``; ties go to the first in text order. Needs one answer."""
+    if not answers:
+        raise ValueError("a frequency baseline needs at least one gold answer")
+    counts = Counter(answers)
+    return min(counts, key=lambda a: (-counts[a], a))
+
+
+def frequency_scores(answers: Sequence[str]) -> tuple[str, list[float]]:
+    """The most common answer and, per case, 1.0 when it is the case's gold answer, else 0.0."""
+    mode = frequency_answer(answers)
+    return mode, [1.0 if a == mode else 0.0 for a in answers]
+
+
+def median_baseline(targets: Sequence[float]) -> tuple[float, list[float]]:
+    """The median of the gold numbers and each case's mean relative accuracy of answering it."""
+    if not targets:
+        raise ValueError("a median baseline needs at least one gold number")
+    median = float(statistics.median(targets))
+    return median, [mean_relative_accuracy(median, t) for t in targets]
+
+
+class BaselineComparison(BaseModel):
+    """A model against a baseline on the same cases of one family."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int
+    score: float | None = Field(description="the model's mean score; None without cases")
+    baseline: float | None
+    difference: float | None = Field(description="score - baseline")
+    mdd: float | None = Field(description="minimum detectable difference; None: not estimable")
+    beats: bool = Field(description="difference > mdd (both known)")
+
+
+def _continuous_mdd(keys: Sequence[Hashable], diffs: Sequence[float]) -> float | None:
+    n = len(diffs)
+    if n < 2:
+        return None
+    mean = math.fsum(diffs) / n
+    variance = math.fsum((d - mean) ** 2 for d in diffs) / (n - 1)
+    if variance <= 0:
+        return None
+    sums, sizes = cluster_sums(keys, diffs)
+    deff = max(1.0, design_effect(sums, sizes, variance) or 1.0)
+    z = NormalDist().inv_cdf(1 - ALPHA / 2) + NormalDist().inv_cdf(POWER)
+    return z * math.sqrt(variance * deff / n)
+
+
+def compare_to_baseline(keys: Sequence[Hashable], model: Sequence[float],
+                        baseline: Sequence[float]) -> BaselineComparison:
+    """``model`` against ``baseline``: per-case scores in [0, 1] on the same cases, ``keys`` the
+    frame of each case (the cluster)."""
+    if not len(keys) == len(model) == len(baseline):
+        raise ValueError(f"keys, model and baseline scores must pair up: got {len(keys)}, "
+                         f"{len(model)} and {len(baseline)}")
+    n = len(model)
+    if n == 0:
+        return BaselineComparison(n=0, score=None, baseline=None, difference=None, mdd=None,
+                                  beats=False)
+    score, base = math.fsum(model) / n, math.fsum(baseline) / n
+    if all(v in (0.0, 1.0) for v in (*model, *baseline)):
+        mdd = paired_comparison("model", "baseline", keys, [v == 1.0 for v in model],
+                                [v == 1.0 for v in baseline]).mdd
+    else:
+        mdd = _continuous_mdd(keys, [a - b for a, b in zip(model, baseline, strict=True)])
+    difference = score - base
+    return BaselineComparison(n=n, score=score, baseline=base, difference=difference, mdd=mdd,
+                              beats=mdd is not None and difference > mdd)

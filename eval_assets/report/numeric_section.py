@@ -1,0 +1,172 @@
+"""The report's numeric families: per family, predicted against true values on log axes and the
+mean relative accuracy (MRA) by the camera's distance to the object.
+
+Built from per-case rows (:class:`NumericCaseRow`: model, case, family, target, the parsed
+prediction or None, unit, camera distance when known), whatever metric scored them. MRA is
+VSI-Bench's (:func:`eval_assets.metrics.numeric.mean_relative_accuracy`); an unparseable reply
+(prediction None) scores 0, is counted, and is not drawn in the scatter (it has no value).
+A distance bucket without cases shows n/a, never 0. The chart is a deterministic PNG (the
+report's chart style; :mod:`eval_assets.report.charts`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+
+from eval_assets.metrics.numeric import mean_relative_accuracy
+from eval_assets.report.charts import _STYLE, _png, model_colours
+from eval_assets.report.markup import NA, count, esc, img, pct, section, table
+
+__all__ = ["DISTANCE_BUCKETS", "BucketScore", "NumericCaseRow", "mra_by_distance",
+           "numeric_family_chart", "numeric_section"]
+
+# Camera-to-object distance buckets, metres: [low, high).
+DISTANCE_BUCKETS: tuple[tuple[float, float], ...] = ((0.0, 1.0), (1.0, 2.0), (2.0, 4.0),
+                                                     (4.0, math.inf))
+
+
+@dataclass(frozen=True)
+class NumericCaseRow:
+    """One model's answer to one numeric case."""
+
+    model: str
+    case_id: str
+    family: str
+    target: float
+    prediction: float | None
+    unit: str | None = None
+    camera_distance_m: float | None = None
+
+    @property
+    def mra(self) -> float:
+        """The case's MRA; 0 for an unparseable reply."""
+        return 0.0 if self.prediction is None else mean_relative_accuracy(self.prediction,
+                                                                          self.target)
+
+
+@dataclass(frozen=True)
+class BucketScore:
+    """MRA of one model's cases of one family in one distance bucket (None without cases)."""
+
+    label: str
+    n: int
+    mra: float | None
+
+
+def bucket_label(low: float, high: float) -> str:
+    """``"1-2 m"``, or ``">= 4 m"`` for the open bucket."""
+    return f">= {low:g} m" if math.isinf(high) else f"{low:g}-{high:g} m"
+
+
+def mra_by_distance(rows: Sequence[NumericCaseRow]) -> list[BucketScore]:
+    """MRA per distance bucket over ``rows`` (rows without a distance are left out), plus an
+    ``"unknown"`` bucket when some row has no distance."""
+    out = []
+    for low, high in DISTANCE_BUCKETS:
+        mine = [r.mra for r in rows if r.camera_distance_m is not None
+                and low <= r.camera_distance_m < high]
+        out.append(BucketScore(bucket_label(low, high), len(mine),
+                               math.fsum(mine) / len(mine) if mine else None))
+    unknown = [r.mra for r in rows if r.camera_distance_m is None]
+    if unknown:
+        out.append(BucketScore("unknown", len(unknown), math.fsum(unknown) / len(unknown)))
+    return out
+
+
+def _by_model(rows: Sequence[NumericCaseRow]) -> dict[str, list[NumericCaseRow]]:
+    out: dict[str, list[NumericCaseRow]] = {}
+    for r in sorted(rows, key=lambda r: (r.model, r.case_id)):
+        out.setdefault(r.model, []).append(r)
+    return out
+
+
+def numeric_family_chart(rows: Sequence[NumericCaseRow], family: str) -> bytes:
+    """Predicted vs true on log axes (y = x dashed) and MRA by distance bucket, per model, for
+    ``family``'s rows. Raises ``ValueError`` when the family has no row."""
+    mine = [r for r in rows if r.family == family]
+    if not mine:
+        raise ValueError(f"no numeric rows of family {family!r}")
+    models = _by_model(mine)
+    colours = model_colours(list(models))
+    unit = next((r.unit for r in mine if r.unit), None)
+    with matplotlib.rc_context(_STYLE):
+        fig = Figure(figsize=(9.0, 3.8))
+        scatter, bars = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.2]})
+        drawn = [r for r in mine if r.prediction is not None and r.prediction > 0]
+        values = [r.target for r in mine] + [r.prediction for r in drawn if r.prediction]
+        low, high = min(values) / 1.5, max(values) * 1.5
+        scatter.plot([low, high], [low, high], color="#555555", linestyle="--", linewidth=1)
+        for model, model_rows in models.items():
+            points = [(r.target, r.prediction) for r in model_rows
+                      if r.prediction is not None and r.prediction > 0]
+            if points:
+                x, y = zip(*points, strict=True)
+                scatter.scatter(x, y, s=18, alpha=0.75, color=colours[model], label=model)
+        scatter.set_xscale("log")
+        scatter.set_yscale("log")
+        scatter.set_xlim(low, high)
+        scatter.set_ylim(low, high)
+        suffix = f" ({unit})" if unit else ""
+        scatter.set_xlabel(f"truth{suffix}")
+        scatter.set_ylabel(f"prediction{suffix}")
+        unparsed = sum(1 for r in mine if r.prediction is None)
+        scatter.set_title(f"{family.replace('_', ' ')}: predicted vs truth"
+                          + (f" ({unparsed} unparseable not drawn)" if unparsed else ""),
+                          fontsize=10)
+        width = 0.8 / max(1, len(models))
+        labels = [b.label for b in mra_by_distance(mine)]
+        for i, (model, model_rows) in enumerate(models.items()):
+            scores = {b.label: b for b in mra_by_distance(model_rows)}
+            heights = [np.nan if (s := scores.get(label)) is None or s.mra is None else s.mra
+                       for label in labels]
+            xs = np.arange(len(labels)) + (i - (len(models) - 1) / 2) * width
+            bars.bar(xs, np.nan_to_num(heights), width=width, color=colours[model], label=model)
+        bars.set_xticks(np.arange(len(labels)), labels)
+        bars.set_ylim(0, 1)
+        bars.set_ylabel("MRA")
+        bars.set_xlabel("camera distance to the object")
+        bars.set_title("MRA by distance", fontsize=10)
+        bars.legend(loc="upper right", fontsize=8)
+        fig.tight_layout()
+        return _png(fig)
+
+
+LEAD = (
+    "Questions answered with a number, per family. Left: each model's prediction against the "
+    "truth on log axes (the dashed line is a perfect answer; a factor of two off is the same "
+    "distance from it at any size); unparseable replies have no value and are counted, not "
+    "drawn. Right and in the table: mean relative accuracy (VSI-Bench's MRA: the share of "
+    "thresholds .50 ... .95 within which the relative error stays; an unparseable reply "
+    "scores 0) by the camera's distance to the object; a bucket without cases is n/a.")
+
+
+def numeric_section(rows: Sequence[NumericCaseRow]) -> str:
+    """The section's HTML ('' without numeric rows)."""
+    if not rows:
+        return ""
+    parts = []
+    for family in sorted({r.family for r in rows}):
+        mine = [r for r in rows if r.family == family]
+        parts.append(f"<h3>{esc(family.replace('_', ' '))}</h3>")
+        parts.append(img(numeric_family_chart(rows, family),
+                         f"Predicted vs truth and MRA by distance for {family}", "chart"))
+        labels = [b.label for b in mra_by_distance(mine)]
+        headers = [("Model", False), ("n", True), ("Unparseable", True), ("MRA", True)] + [
+            (label, True) for label in labels]
+        body = []
+        for model, model_rows in _by_model(mine).items():
+            buckets = {b.label: b for b in mra_by_distance(model_rows)}
+            cells = [NA if (b := buckets.get(label)) is None or b.mra is None
+                     else f"{pct(b.mra)} <span class=\"ci\">n={b.n}</span>" for label in labels]
+            body.append([f'<span class="model">{esc(model)}</span>', count(len(model_rows)),
+                         count(sum(1 for r in model_rows if r.prediction is None)),
+                         pct(math.fsum(r.mra for r in model_rows) / len(model_rows)), *cells])
+        parts.append(table(headers, body))
+    return section("numeric-families", "Numeric families: predictions and distance", LEAD,
+                   "".join(parts))

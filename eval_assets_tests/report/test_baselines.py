@@ -1,0 +1,96 @@
+"""Per-family baselines on the common cases, the blind model from run configs, the section."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval_assets.report.baselines import FamilyBaselines, blind_models, family_baselines
+from eval_assets.report.baselines_section import baselines_section
+from eval_assets.report.html import render_report
+from eval_assets.report.leaderboard import build_leaderboard, leaderboard_json
+from eval_assets_tests.report.builders import THIRDS, result, row
+
+
+def _rows(presence_right: int, direction_right: int, n: int = 60) -> list[dict[str, Any]]:
+    # presence: gold "yes" on 2 of 3 cases; direction: gold always "left".
+    out = [row(f"p{i}", "presence", "yes" if i % 3 else "no",
+               ("yes" if i % 3 else "no") if i < presence_right else ("no" if i % 3 else "yes"),
+               "r", frame_index=i) for i in range(n)]
+    out += [row(f"h{i}", "horizontal_direction", "left",
+                "left" if i < direction_right else "right", "r", THIRDS, frame_index=i)
+            for i in range(n)]
+    return out
+
+
+def _baselines() -> list[FamilyBaselines]:
+    results = [result("r", "vlm", _rows(presence_right=60, direction_right=62)),
+               result("r", "blind", _rows(presence_right=30, direction_right=60))]
+    return family_baselines(results, blind=["blind"])
+
+
+def test_frequency_and_blind_baselines_and_the_flag() -> None:
+    presence, direction = _baselines()
+    assert presence.family == "presence" and presence.n == 60
+    assert presence.frequency_answer == "yes"
+    assert presence.frequency == pytest.approx(40 / 60)  # from the labels alone
+    assert presence.blind_model == "blind" and presence.blind == pytest.approx(0.5)
+    assert presence.better == "frequency"
+    vlm = presence.models["vlm"]
+    assert "blind" not in presence.models  # a baseline is not compared with itself
+    assert vlm.score == 1.0 and vlm.difference == pytest.approx(1 / 3) and vlm.beats
+    assert not presence.flagged
+    # direction: gold always "left", so the frequency baseline is perfect and nobody beats it.
+    assert direction.frequency_answer == "left" and direction.frequency == 1.0
+    assert direction.models["vlm"].beats is False and direction.flagged
+
+
+def test_the_better_baseline_is_the_blind_model_when_it_scores_higher() -> None:
+    results = [result("r", "vlm", _rows(60, 60)), result("r", "blind", _rows(59, 60))]
+    presence = family_baselines(results, blind=["blind"])[0]
+    assert presence.better == "blind" and presence.blind == pytest.approx(59 / 60)
+    assert presence.flagged  # one case better than the blind model is within the MDD
+
+
+def test_without_blind_models_only_the_frequency_baseline_counts() -> None:
+    results = [result("r", "vlm", _rows(60, 60))]
+    presence = family_baselines(results)[0]
+    assert presence.blind_model is None and presence.blind is None
+    assert presence.better == "frequency"
+
+
+def test_blind_models_are_read_from_the_run_configs(tmp_path: Path) -> None:
+    def run(name: str, client: dict[str, Any]) -> tuple[str, Path]:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps({"client": client}), "utf-8")
+        return name, folder
+
+    runs = [run("b", {"serve": "blind-smollm2", "base_url": None}),
+            run("r", {"serve": "random"}), run("hosted", {"base_url": "http://x/v1"}),
+            ("none", tmp_path / "absent")]
+    assert blind_models(runs) == ["b"]
+
+
+def test_section_marks_flagged_families_and_the_json_carries_them() -> None:
+    baselines = _baselines()
+    html = baselines_section(baselines)
+    rows = re.findall(r"<tr[^>]*>.*?</tr>", html)
+    flagged = [r for r in rows if "no model beats the baselines" in r]
+    assert len(flagged) == 1 and "horizontal direction" in flagged[0]
+    assert 'class="flagged"' in flagged[0]
+    assert "1 of 2 families flagged: horizontal direction." in html
+    assert "66.7%" in html and "(yes)" in html and "(blind)" in html
+    document = json.loads(leaderboard_json(build_leaderboard([]), baselines=baselines))
+    assert [b["flagged"] for b in document["baselines"]] == [False, True]
+
+
+def test_report_has_the_baselines_section() -> None:
+    results = [result("r", "vlm", _rows(60, 62)), result("r", "blind", _rows(30, 60))]
+    text = render_report(build_leaderboard(results), results, [], "t", blind=["blind"])
+    assert 'href="#baselines"' in text and '<section id="baselines">' in text
+    assert "no model beats the baselines" in text
