@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from eval_assets.schemas.spatial import SPATIAL_CASES, SPATIAL_LABELS, SpatialCase
 from eval_assets.schemas.vqa import (
     DATASET_ASSETS,
     DATASET_AUDIT,
@@ -16,6 +17,7 @@ from eval_assets.schemas.vqa import (
 )
 
 _ASSET = re.compile(r"^frame-\d{6}\.png$")
+_NUMBER = re.compile(r"(?<![\d.,])(\d+(?:[.,]\d+)?)(?![\d])")
 _FRACTION = re.compile(r"^-?\d+\.\d{2,}(e-?\d+)?$")
 # Evidence strings shorter than this (a "yes", a digit) legitimately occur in questions/choices.
 _MIN_SECRET_LEN = 6
@@ -35,14 +37,50 @@ def _strings(value: Any) -> Iterator[str]:
         yield json.dumps(value)
 
 
+def _spatial_cases(dataset_dir: Path, problems: list[str]) -> tuple[str, set[str]]:
+    """The text of ``spatial_cases.jsonl`` ('' when absent) and its legitimately public values;
+    appends the structural problems of its lines (non-public fields, images outside assets/,
+    a number case whose question states its own answer)."""
+    path = dataset_dir / SPATIAL_CASES
+    if not path.is_file():
+        return "", set()
+    text = path.read_text(encoding="utf-8")
+    allowed = set(SpatialCase.model_fields)
+    cases: list[SpatialCase] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        record = json.loads(line)
+        extra = sorted(set(record) - allowed)
+        if extra:
+            problems.append(f"{path}:{number}: fields {extra} are not public")
+        cases.append(SpatialCase.model_validate({k: v for k, v in record.items()
+                                                 if k in allowed}))
+    labels = dataset_dir / SPATIAL_LABELS
+    answers = ({r["id"]: str(r.get("answer")) for r in map(json.loads, labels.read_text(
+        encoding="utf-8").splitlines()) if isinstance(r, dict)} if labels.is_file() else {})
+    values: set[str] = set()
+    for case in cases:
+        for image in case.images:
+            if Path(image).parent != Path(DATASET_ASSETS) or not _ASSET.match(Path(image).name):
+                problems.append(f"{case.id}: image {image!r} is not a frame PNG in assets/")
+        answer = answers.get(case.id)
+        stated = {m.replace(",", ".") for m in _NUMBER.findall(case.question)}
+        if case.answer_type == "number" and answer is not None and answer in stated:
+            problems.append(f"{path}: the question of {case.id!r} states its answer {answer!r}")
+        values.update((case.id, case.question, *case.images, *(case.choices or ()),
+                       case.answer_type, *([case.unit] if case.unit else [])))
+    return text, values | allowed
+
+
 def find_leaks(dataset_dir: Path) -> list[str]:
     """Every way the public part of ``dataset_dir`` exposes private data; empty when clean.
 
-    Public files are ``cases.jsonl`` and ``assets/``. Checked: each case has exactly the public
-    fields; every image is a frame PNG under ``assets/``; ``assets/`` holds only such PNGs; and no
-    private evidence value (from ``labels.jsonl`` or ``audit/``) long enough to be telling appears
-    in ``cases.jsonl`` outside the public question, choice, id and image values — and no
-    fractional measurement (a range, a score) anywhere in it.
+    Public files are ``cases.jsonl``, ``spatial_cases.jsonl`` (when present) and ``assets/``.
+    Checked: each case has exactly the public fields; every image is a frame PNG under
+    ``assets/``; ``assets/`` holds only such PNGs; and no private evidence value (from
+    ``labels.jsonl`` or ``audit/``, ``audit/spatial_labels.jsonl`` included) long enough to be
+    telling appears in either cases file outside the public question, choice, id and image
+    values — and no fractional measurement (a range, a score) anywhere in them; nor does a
+    numeric spatial case's question state its own answer.
     """
     problems: list[str] = []
     cases_path = dataset_dir / DATASET_CASES
@@ -66,10 +104,14 @@ def find_leaks(dataset_dir: Path) -> list[str]:
             problems.append(f"{path}: only frame-XXXXXX.png files may be public")
     # What is left of cases.jsonl once the legitimately public values are cut out: only field
     # names and punctuation, so any private value found in it was leaked.
+    spatial_text, spatial_values = _spatial_cases(dataset_dir, problems)
     residual = public_text
     public_values = {s for c in cases for s in (c.question, *c.choices, c.id, c.image)}
     for value in sorted(public_values | set(Case.model_fields), key=len, reverse=True):
         residual = residual.replace(json.dumps(value), "")
+    spatial_residual = spatial_text
+    for value in sorted(spatial_values, key=len, reverse=True):
+        spatial_residual = spatial_residual.replace(json.dumps(value), "")
     secrets: set[str] = set()
     # Raw JSON, not the label schema: a leak check must still run on a dataset whose public
     # file is malformed. The audit holds every label's evidence (audit/labels.jsonl, per frame).
@@ -82,7 +124,9 @@ def find_leaks(dataset_dir: Path) -> list[str]:
     for secret in sorted(secrets):
         # Fractional measurements (ranges, areas, scores) never occur in our questions or
         # choices, so they are searched for everywhere; text only outside the public values.
-        telling = _FRACTION.match(secret) is not None and secret in public_text
-        if telling or (len(secret) >= _MIN_SECRET_LEN and secret in residual):
-            problems.append(f"{cases_path}: contains private evidence value {secret!r}")
+        for path, text, rest in ((cases_path, public_text, residual),
+                                 (dataset_dir / SPATIAL_CASES, spatial_text, spatial_residual)):
+            telling = _FRACTION.match(secret) is not None and secret in text
+            if telling or (len(secret) >= _MIN_SECRET_LEN and secret in rest):
+                problems.append(f"{path}: contains private evidence value {secret!r}")
     return problems
