@@ -27,9 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import cv2
-import numpy as np
-
 from eval_assets.hashing import bytes_sha256, text_sha256
 from eval_assets.jsonio import parse_model
 from eval_assets.layout import SPATIAL_CASES
@@ -125,6 +122,9 @@ def mosaic_png(pngs: Sequence[bytes]) -> bytes:
     """The frames tiled in one PNG in order (a grid of ceil(sqrt(n)) columns, each cell the
     largest frame's size, frames at their own scale, top-left), each labelled 1, 2, ... in its
     top-left corner (white on black). Deterministic: the same frames give the same bytes."""
+    import cv2  # only a run that makes a mosaic pays for the import
+    import numpy as np
+
     frames = []
     for i, png in enumerate(pngs, start=1):
         image = cv2.imdecode(np.frombuffer(png, dtype=np.uint8), cv2.IMREAD_COLOR)
@@ -206,3 +206,14 @@ def spatial_summary(cases: Sequence[SpatialCase], max_images: int | None,
         return None
     return SpatialRunSummary(cases=len(cases), most_images_per_case=most_images(cases),
                              endpoint_max_images=max_images, layouts=dict(sorted(layouts.items())))
+
+
+def spatial_line(spatial: SpatialRunSummary) -> str:
+    """How the spatial cases were sent, saying so when some went as a labelled mosaic."""
+    line = (f"spatial: {spatial.cases} cases of up to {spatial.most_images_per_case} frames; "
+            f"{spatial.layouts.get('parts', 0)} sent as image parts in order")
+    mosaics = spatial.layouts.get("mosaic", 0)
+    if mosaics:
+        line += (f", {mosaics} as one labelled mosaic each: the endpoint takes at most "
+                 f"{spatial.endpoint_max_images} images per request (endpoint.json)")
+    return line

@@ -109,7 +109,12 @@ def test_vqa_run_answers_spatial_cases_and_the_run_scores_per_family(
     layouts = {r.case_id: r.spatial.layout for r in records if r.spatial is not None}
     if max_images is None:
         assert summary.spatial.layouts == {"parts": 6} and set(layouts.values()) == {"parts"}
-    else:  # the 3-, 4- and 6-frame cases went as one mosaic each
+        assert ("spatial: 6 cases of up to 6 frames; 6 sent as image parts in order\n"
+                in result.output)
+    else:  # the 3-, 4- and 6-frame cases went as one mosaic each, and the run says so
+        assert ("spatial: 6 cases of up to 6 frames; 3 sent as image parts in order, 3 as one "
+                "labelled mosaic each: the endpoint takes at most 2 images per request"
+                in result.output)
         assert summary.spatial.endpoint_max_images == 2
         assert summary.spatial.layouts == {"mosaic": 3, "parts": 3}
         assert layouts["spatial-count-object_count_across_frames"] == "mosaic"
