@@ -32,7 +32,7 @@ POINTS_DIR = "points"
 DETECTIONS_TABLE = "detections.parquet"
 FRAMES_DIR = "frames"
 MASKS_DIR = "masks"
-# object_tracks: world-frame objects fused from detections, LiDAR and TF (eval_assets.schemas.spatial).
+# object_tracks: world-frame objects fused from detections, LiDAR and TF (schemas.spatial).
 TRACKS_FILE = "tracks.json"
 # question_proposals.
 PROPOSALS_FILE = "proposals.jsonl"

@@ -69,20 +69,22 @@ class ParsedNumber:
     written_unit: str | None
 
 
-def parse_numeric_reply(reply: str | None, unit: str) -> ParsedNumber | None:
-    """The first number of ``reply`` in ``unit`` (one of :data:`UNITS`), or None when the reply
-    holds no number, or only numbers in a unit of another dimension (m² asked in metres).
+def parse_numeric_reply(reply: str | None, unit: str | None) -> ParsedNumber | None:
+    """The first number of ``reply`` in ``unit`` (one of :data:`UNITS`; None: a count, which
+    has no unit), or None when the reply holds no number, or only numbers in a unit of another
+    dimension (m² asked in metres).
 
     A decimal comma reads as a decimal point ("2,5" is 2.5). A number with a unit is converted
-    ("120 cm" asked in m is 1.2); a bare number is taken in the asked unit.
+    ("120 cm" asked in m is 1.2); a bare number is taken in the asked unit. A count takes the
+    first number as written, whatever follows it ("3 chairs" is 3).
     """
-    if unit not in UNITS:
-        raise ValueError(f"unknown unit {unit!r}: expected one of {sorted(UNITS)}")
-    dimension, size = UNITS[unit]
+    if unit is not None and unit not in UNITS:
+        raise ValueError(f"unknown unit {unit!r}: expected one of {sorted(UNITS)} or None")
+    dimension, size = UNITS[unit] if unit is not None else ("count", 1.0)
     for match in _NUMBER.finditer(reply or ""):
         number = float(match.group(1).replace(",", "."))
         written = match.group(2)
-        if written is None:
+        if written is None or unit is None:
             return ParsedNumber(number, None)
         name = _SPELLED.get(written.lower(), written.lower())
         other_dimension, other_size = UNITS[name]

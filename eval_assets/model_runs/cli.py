@@ -153,6 +153,10 @@ def vqa_run_command(
     if result.summary.descriptions is not None:
         d = result.summary.descriptions
         typer.echo(f"descriptions: {d.success}/{d.total}, {d.failed} failed")
+    if result.summary.spatial is not None:
+        from eval_assets.model_runs.spatial import spatial_line
+
+        typer.echo(spatial_line(result.summary.spatial))
     typer.echo(f"run folder: {out}")
     _echo_cost(result.summary)
     if result.batch_in_flight is not None:

@@ -23,6 +23,7 @@ from eval_assets.model_runs.prompts import (
     description_messages,
     vqa_messages,
 )
+from eval_assets.model_runs.spatial import SpatialAsk
 from eval_assets.openai_chat import ChatClient, chat_client, open_endpoint
 from eval_assets.schemas.chat import ChatResult, Message
 from eval_assets.schemas.endpoint import Endpoint, EndpointCapabilities, split_endpoint_fields
@@ -31,6 +32,7 @@ from eval_assets.schemas.predictions import (
     DescriptionRecord,
     GenerationConfig,
     ModelSpec,
+    SpatialAsked,
 )
 from eval_assets.schemas.vqa import Case
 
@@ -117,6 +119,10 @@ class VLMClient(Protocol):
         """Ask for a free-text description of one frame; failures come back as records."""
         ...
 
+    def answer_spatial(self, ask: SpatialAsk, messages: list[Message]) -> AnswerRecord:
+        """Ask one spatial case with its prepared messages; failures come back as records."""
+        ...
+
     def public_settings(self) -> dict[str, Any]:
         """Settings safe to write into a run's config.json (no secrets)."""
         ...
@@ -163,13 +169,14 @@ class OpenAIVLMClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def prepare(self, run_dir: Path) -> EndpointCapabilities:
-        """Probe the endpoint (or reuse ``run_dir``'s ``endpoint.json``) before any case.
+    def prepare(self, run_dir: Path, images: int = 1) -> EndpointCapabilities:
+        """Probe the endpoint (or reuse ``run_dir``'s ``endpoint.json``) before any case;
+        ``images``: the most one case sends in a request (probed up to it).
 
         Raises :class:`~eval_assets.model_runs.preflight.PreflightError` when the endpoint
         cannot take an image.
         """
-        self.capabilities = preflight(self._chat, self.settings, run_dir)
+        self.capabilities = preflight(self._chat, self.settings, run_dir, images=images)
         return self.capabilities
 
     @property
@@ -221,15 +228,30 @@ class OpenAIVLMClient:
         Only an ``answered`` reply is read for a choice; a truncated or refused one stands
         with none (it scores as wrong).
         """
+        return self._answer_record(case.id, case.choices, result)
+
+    def answer_spatial(self, ask: SpatialAsk, messages: list[Message]) -> AnswerRecord:
+        """Ask one spatial case (its frames as parts, or their mosaic, in ``messages``)."""
+        return self.spatial_answer_from(ask, self.chat(messages, label=ask.case.id))
+
+    def spatial_answer_from(self, ask: SpatialAsk, result: ChatResult) -> AnswerRecord:
+        """The record of a reply to a spatial case however it came; a ``choice`` case's reply
+        is mapped to a choice, a ``number`` case's is kept as text (the scorer parses it)."""
+        return self._answer_record(ask.case.id, ask.case.choices, result, ask.asked)
+
+    def _answer_record(self, case_id: str, choices: list[str] | None, result: ChatResult,
+                       spatial: SpatialAsked | None = None) -> AnswerRecord:
         fields, text = self._common(result)
         choice = tier = None
         if text is not None:
-            match = match_choice(text, case.choices)
-            choice, tier = match.choice, match.tier
+            if choices:
+                match = match_choice(text, choices)
+                choice, tier = match.choice, match.tier
         elif fields["status"] == "success":
             # Truncated or refused: the scorers read raw_response, so it holds nothing to read.
             fields.update(raw_response="", unread_reply=fields["raw_response"])
-        return AnswerRecord(case_id=case.id, choice=choice, extraction_tier=tier, **fields)
+        return AnswerRecord(case_id=case_id, choice=choice, extraction_tier=tier,
+                            spatial=spatial, **fields)
 
     def describe(self, frame: str, image: str, png: bytes) -> DescriptionRecord:
         """Ask for a free-text description of one frame."""

@@ -9,7 +9,8 @@ found to the run folder's ``endpoint.json`` (:class:`EndpointCapabilities`):
    instead") switches to the other, and every later request of the run carries the one that
    worked;
 2. images: one base64 ``data:`` URL image (what every case sends), then 2 and 4 while they are
-   accepted; no image accepted stops the run here, before any case, with :class:`PreflightError`;
+   accepted (and on, doubling, up to the most frames a spatial case of the run shows); no image
+   accepted stops the run here, before any case, with :class:`PreflightError`;
 3. structured output: a canary ``json_schema`` no model would follow unprompted; ``enforced``
    only when the reply validates (a server that ignores the parameter answers 200 anyway);
 4. logprobs, asked once, recorded, never required;
@@ -187,11 +188,19 @@ def _token_limit(prober: _Prober, where: str) -> None:
             f"and api_key_env, and that the server is up; nothing was asked yet")
 
 
-def _images(prober: _Prober, where: str) -> int:
+def image_counts_probed(needed: int = 1) -> list[int]:
+    """The image counts probed, in order: 1, 2, 4 (:data:`MAX_IMAGES_PROBED`), then doubling up
+    to ``needed`` (the most a run's case sends in one request), ``needed`` itself last."""
+    counts = [1]
+    while counts[-1] < max(MAX_IMAGES_PROBED, needed):
+        counts.append(min(counts[-1] * 2, max(MAX_IMAGES_PROBED, needed)))
+    return counts
+
+
+def _images(prober: _Prober, where: str, needed: int = 1) -> int:
     """The most images one request was answered with (0: not even one)."""
     most = 0
-    count = 1
-    while count <= MAX_IMAGES_PROBED:
+    for count in image_counts_probed(needed):
         result = prober.ask(_images_message(count), f"{count} image(s)")
         if not _accepted(result):
             if count == 1:
@@ -203,7 +212,6 @@ def _images(prober: _Prober, where: str) -> int:
                     f"base_url at one")
             break
         most = count
-        count *= 2
     return most
 
 
@@ -218,14 +226,14 @@ def _structured(prober: _Prober) -> str:
 
 
 def _run_probes(chat: ChatClient, settings: ClientSettings,
-                config_sha256: str) -> EndpointCapabilities:
+                config_sha256: str, images: int = 1) -> EndpointCapabilities:
     where = f"endpoint {settings.endpoint_id or settings.base_url} (model {settings.model!r})"
     start = time.perf_counter()
     prober = _Prober(chat, settings)
     _token_limit(prober, where)
     error: PreflightError | None = None
     try:
-        most = _images(prober, where)
+        most = _images(prober, where, images)
     except PreflightError as exc:
         most, error = 0, exc
     structured = _structured(prober) if error is None else "unsupported"
@@ -236,7 +244,8 @@ def _run_probes(chat: ChatClient, settings: ClientSettings,
     record = EndpointCapabilities(
         config_sha256=config_sha256, preflight_version=PREFLIGHT_VERSION, model=settings.model,
         endpoint=settings.endpoint_id or settings.base_url, token_limit_param=prober.param,
-        images=most > 0, max_images=most, max_images_probed=MAX_IMAGES_PROBED,
+        images=most > 0, max_images=most,
+        max_images_probed=image_counts_probed(images)[-1],
         data_url_images=most > 0, structured_output=structured, reasoning=prober.reasoning,
         logprobs=logprobs, calls=prober.calls, seconds=round(time.perf_counter() - start, 3),
         notes=prober.notes)
@@ -259,20 +268,25 @@ def _write(run_dir: Path, record: EndpointCapabilities) -> None:
     write_text_atomic(Path(run_dir) / RUN_ENDPOINT, text)
 
 
-def preflight(chat: ChatClient, settings: ClientSettings, run_dir: Path) -> EndpointCapabilities:
+def preflight(chat: ChatClient, settings: ClientSettings, run_dir: Path,
+              images: int = 1) -> EndpointCapabilities:
     """The endpoint's capabilities: ``run_dir``'s ``endpoint.json`` when still valid, else probed.
 
-    ``settings`` is the model's :class:`~eval_assets.model_runs.client.ClientSettings`.
+    ``settings`` is the model's :class:`~eval_assets.model_runs.client.ClientSettings`;
+    ``images`` is the most a case of the run sends in one request: a stored record that probed
+    fewer, all of them accepted, is probed again up to it (spatial cases show several frames).
     Raises :class:`PreflightError` (after writing what the probes saw) when the endpoint answers
     no text request or takes no image.
     """
     config_sha256 = _settings_hash(settings)
     stored = load_capabilities(run_dir)
     if (stored is not None and stored.config_sha256 == config_sha256 and stored.images
-            and stored.preflight_version == PREFLIGHT_VERSION):
+            and stored.preflight_version == PREFLIGHT_VERSION
+            and (stored.max_images < stored.max_images_probed
+                 or stored.max_images_probed >= images)):
         return stored
     try:
-        record = _run_probes(chat, settings, config_sha256)
+        record = _run_probes(chat, settings, config_sha256, images)
     except PreflightError as exc:
         if len(exc.args) > 1 and isinstance(exc.args[1], EndpointCapabilities):
             _write(run_dir, exc.args[1])

@@ -1,7 +1,8 @@
 """Run a VLM over a public dataset: refill scheduling, resume, and the run folder.
 
-Only ``cases.jsonl`` and the PNGs under ``assets/`` of a dataset are ever opened; labels and the
-audit stay unread, so nothing private can reach a model. With ``rotations`` each case is also
+Only ``cases.jsonl``, ``spatial_cases.jsonl`` (when present: :mod:`eval_assets.model_runs.spatial`)
+and the PNGs under ``assets/`` of a dataset are ever opened; labels and the audit stay unread, so
+nothing private can reach a model. With ``rotations`` each case is also
 asked with its choices rotated (CircularEval): the same request built from the same public
 fields, only the order of the choices differs. Requests are kept at ``max_concurrency`` in
 flight: a new one starts as soon as any finishes. Each finished call is journalled before the
@@ -11,7 +12,6 @@ next one is scheduled in its place, which makes an interrupted run resumable at 
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -44,11 +44,19 @@ from eval_assets.model_runs.prompts import (
     vqa_content_sha256,
     vqa_messages,
 )
-from eval_assets.model_runs.public_cases import load_public_cases
+from eval_assets.model_runs.public_cases import DatasetInputError, dataset_image, load_public_cases
+from eval_assets.model_runs.spatial import (
+    SpatialAsk,
+    load_spatial_cases,
+    most_images,
+    plan_spatial,
+    spatial_summary,
+)
 from eval_assets.model_runs.store import answer_key, description_key, rotation_key
+from eval_assets.model_runs.summary import Record, run_cost, summarise
 from eval_assets.schemas.chat import ChatResult
 from eval_assets.schemas.concurrency import ConcurrencyHistory
-from eval_assets.schemas.cost import BudgetOutcome, Price, RunCost
+from eval_assets.schemas.cost import Price
 from eval_assets.schemas.predictions import (
     RUN_ANSWERS,
     RUN_ANSWERS_JOURNAL,
@@ -60,19 +68,15 @@ from eval_assets.schemas.predictions import (
     RUN_ROTATIONS_JOURNAL,
     RUN_SUMMARY,
     AnswerRecord,
-    CallSummary,
     DescriptionRecord,
-    LatencyStats,
     RotationRecord,
     RunConfig,
     RunSummary,
-    TokenUsage,
-    outcome_of,
     rotate_choices,
 )
+from eval_assets.schemas.spatial import SPATIAL_CASES, SpatialCase
 from eval_assets.schemas.vqa import DATASET_CASES, Case
 
-Record = AnswerRecord | DescriptionRecord | RotationRecord
 
 @dataclass(frozen=True)
 class Frame:
@@ -130,9 +134,27 @@ def public_fingerprint(dataset_dir: Path) -> str:
     dataset_dir = Path(dataset_dir)
     # The hash of: the cases file's bytes, then per image its path, a NUL and its raw digest.
     parts = [(dataset_dir / DATASET_CASES).read_bytes()]
-    for image in sorted({c.image for c in load_public_cases(dataset_dir)}):
+    cases = load_public_cases(dataset_dir)
+    for image in sorted({c.image for c in cases}):
         parts += [image.encode("utf-8") + b"\0", file_digest(dataset_dir / image)]
+    # Spatial cases only when present, so a dataset without them keeps its fingerprint.
+    spatial = load_public_spatial_cases(dataset_dir, cases)
+    if spatial:
+        parts.append((dataset_dir / SPATIAL_CASES).read_bytes())
+        for image in sorted({i for c in spatial for i in c.images}):
+            parts += [image.encode("utf-8") + b"\0", file_digest(dataset_dir / image)]
     return bytes_sha256(b"".join(parts))
+
+
+def load_public_spatial_cases(dataset_dir: Path, cases: Sequence[Case]) -> list[SpatialCase]:
+    """The spatial cases of a public dataset (none without ``spatial_cases.jsonl``), validated,
+    in file order; ids distinct from the ``cases``' and images checked like theirs."""
+    try:
+        return load_spatial_cases(Path(dataset_dir), {c.id for c in cases}, dataset_image)
+    except DatasetInputError:
+        raise
+    except ValueError as exc:  # a malformed line or a repeated id: bad input, exit 2
+        raise DatasetInputError(str(exc)) from exc
 
 
 def _content_hashes(dataset_dir: Path, cases: Sequence[Case], frames: Sequence[Frame],
@@ -153,50 +175,6 @@ def _content_hashes(dataset_dir: Path, cases: Sequence[Case], frames: Sequence[F
         hashes[variant.key] = vqa_content_sha256(image_sha[shown.image], shown.question,
                                                  shown.choices)
     return hashes
-
-
-def _percentile(sorted_values: list[float], q: float) -> float:
-    """Linear-interpolation percentile of an ascending list (numpy's default)."""
-    pos = (len(sorted_values) - 1) * q
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
-
-
-def _sum_or_none(values: list[int | None]) -> int | None:
-    present = [v for v in values if v is not None]
-    return sum(present) if present else None
-
-
-def summarise(records: Sequence[Record], total: int) -> CallSummary:
-    """Counts, error categories, latency and token totals of the standing records."""
-    ok = [r for r in records if r.status == "success"]
-    latencies = sorted(r.latency_s for r in ok if r.latency_s is not None)
-    latency = LatencyStats(
-        count=len(latencies),
-        mean=round(sum(latencies) / len(latencies), 4) if latencies else None,
-        p50=round(_percentile(latencies, 0.5), 4) if latencies else None,
-        p95=round(_percentile(latencies, 0.95), 4) if latencies else None,
-        max=round(latencies[-1], 4) if latencies else None,
-    )
-    usages = [r.usage for r in records if r.usage is not None]
-    tokens = TokenUsage(
-        prompt_tokens=_sum_or_none([u.prompt_tokens for u in usages]),
-        completion_tokens=_sum_or_none([u.completion_tokens for u in usages]),
-        total_tokens=_sum_or_none([u.total_tokens for u in usages]),
-        reasoning_tokens=_sum_or_none([u.reasoning_tokens for u in usages]),
-    )
-    errors = Counter(r.error_category for r in records if r.error_category is not None)
-    outcomes = Counter(outcome_of(r) for r in records)
-    # Truncated and refused replies are never read for a choice: not parse failures.
-    unmatched = sum(1 for r in ok if isinstance(r, AnswerRecord | RotationRecord)
-                    and r.choice is None and outcome_of(r) == "answered")
-    return CallSummary(
-        total=total, success=len(ok), failed=len(records) - len(ok),
-        missing=total - len(records), error_counts=dict(sorted(errors.items())),
-        unmatched_choices=unmatched, outcomes=dict(sorted(outcomes.items())),
-        latency_s=latency, tokens=tokens,
-        attempts=sum(r.attempts for r in records),
-    )
 
 
 def _dump_lines(records: Sequence[BaseModel]) -> str:
@@ -302,6 +280,7 @@ def run_model(
     dataset_dir = Path(dataset_dir).resolve()
     out_dir = Path(out_dir)
     cases = load_public_cases(dataset_dir)
+    spatial = load_public_spatial_cases(dataset_dir, cases)
     frames = frames_of(cases) if describe else []
     variants = rotations_of(cases) if rotations else []
     generation = client.generation
@@ -310,6 +289,8 @@ def run_model(
         dataset=str(dataset_dir),
         cases_sha256=file_sha256(dataset_dir / DATASET_CASES),
         num_cases=len(cases), num_frames=len(frames), generation=generation,
+        spatial_cases_sha256=file_sha256(dataset_dir / SPATIAL_CASES) if spatial else None,
+        num_spatial_cases=len(spatial) if spatial else None,
         config_hash=config_hash, describe=describe,
         description_prompt=DESCRIPTION_PROMPT if describe else None, rotations=rotations,
         max_concurrency=max_concurrency, client=client.public_settings(),
@@ -322,18 +303,21 @@ def run_model(
                     description_key) as descriptions, \
             _rotation_journal(out_dir, rotations) as rotated:
         _write_document(out_dir / RUN_CONFIG, run_config)
-        # The endpoint's capability preflight (endpoint.json), before any case is asked.
-        prepare = getattr(client, "prepare", None)
-        if prepare is not None:
-            with contextlib.nullcontext() if controller is None else controller.ignoring():
-                prepare(out_dir)
+        _prepare(client, out_dir, controller, most_images(spatial))
         content = _content_hashes(dataset_dir, cases, frames, variants)
+        # How each spatial case is asked depends on the images per request the preflight found.
+        max_images = getattr(getattr(client, "capabilities", None), "max_images", None)
+        asks = plan_spatial(dataset_dir, spatial, max_images)
         answer_keys = {c.id: (c.id, model, config_hash, content[c.id])
                        for c in cases}
+        answer_keys.update({i: (i, model, config_hash, a.content_sha256)
+                            for i, a in asks.items()})
         frame_keys = {f.frame: (f.frame, model, config_hash, content[f.image]) for f in frames}
         rotation_keys = {v.key: (v.case.id, model, config_hash, content[v.key])
                          for v in variants}
         pending_cases = [c for c in cases if not answers.succeeded(answer_keys[c.id])]
+        pending_spatial = [a for a in asks.values()
+                           if not answers.succeeded(answer_keys[a.case.id])]
         pending_frames = [f for f in frames if not descriptions.succeeded(frame_keys[f.frame])]
         pending_rotations = [v for v in variants
                              if rotated is None or not rotated.succeeded(rotation_keys[v.key])]
@@ -355,6 +339,11 @@ def run_model(
             return lambda: record(answers, client.answer(
                 case, read_png(dataset_dir / case.image)).model_copy(
                     update={"content_sha256": content[case.id]}))
+
+        def spatial_task(ask: SpatialAsk) -> Callable[[], None]:
+            return lambda: record(answers, client.answer_spatial(
+                ask, ask.messages(dataset_dir)).model_copy(
+                    update={"content_sha256": ask.content_sha256}))
 
         def rotation_task(variant: Rotation) -> Callable[[], None]:
             def ask() -> None:
@@ -380,6 +369,7 @@ def run_model(
         tasks = [task for c in cases for task in (
             ([answer_task(c)] if c.id in pending_ids else [])
             + [rotation_task(v) for v in by_case.get(c.id, [])])]
+        tasks += [spatial_task(a) for a in pending_spatial]
         tasks += [describe_task(f) for f in pending_frames]
         label = f"{generation.model}: answers{', rotations' if rotations else ''} and descriptions"
         with progress.task(label, total=len(tasks)) as advance:
@@ -390,33 +380,35 @@ def run_model(
                                      lambda kind, result: record(
                                          _journal_of(kind, answers, rotated, descriptions),
                                          result),
-                                     (answer_keys, rotation_keys, frame_keys))
+                                     (answer_keys, rotation_keys, frame_keys), pending_spatial)
                 in_flight = batch.run(items, out_dir).in_flight
             else:
                 _schedule(iter(tasks) if budget is None else budget.gate(iter(tasks)),
                           max_concurrency, controller)
 
-        standing_answers = [r for c in cases
-                            if (r := answers.get(answer_keys[c.id])) is not None]
+        standing_answers = [r for i in [*(c.id for c in cases), *asks]
+                            if (r := answers.get(answer_keys[i])) is not None]
         standing_descriptions = [d for f in frames
                                  if (d := descriptions.get(frame_keys[f.frame])) is not None]
         # A stored record stands for its content; the rotation number is the current one.
         standing_rotations = [o.model_copy(update={"rotation": v.rotation})
                               for v in variants if rotated is not None
                               and (o := rotated.get(rotation_keys[v.key])) is not None]
-    answer_summary = summarise(standing_answers, len(cases))
+    answer_summary = summarise(standing_answers, len(cases) + len(spatial))
     description_summary = summarise(standing_descriptions, len(frames)) if describe else None
     rotation_summary = summarise(standing_rotations, len(variants)) if rotations else None
-    complete = answer_summary.success == len(cases) and all(
+    complete = answer_summary.success == len(cases) + len(spatial) and all(
         s is None or s.success == s.total for s in (description_summary, rotation_summary))
     summary = RunSummary(model=model, config_hash=config_hash, complete=complete,
                          answers=answer_summary, descriptions=description_summary,
                          rotations=rotation_summary,
-                         cost=_run_cost(price, standing_answers, standing_descriptions,
+                         cost=run_cost(price, standing_answers, standing_descriptions,
                                         standing_rotations if rotations else None,
                                         budget.outcome() if budget is not None else None),
                          concurrency=(controller.history() if controller is not None and calls
-                                      else _previous_concurrency(out_dir)))
+                                      else _previous_concurrency(out_dir)),
+                         spatial=spatial_summary(spatial, max_images, Counter(
+                             r.spatial.layout for r in standing_answers if r.spatial)))
     write_text_atomic(out_dir / RUN_ANSWERS, _dump_lines(standing_answers))
     if describe:
         write_text_atomic(out_dir / RUN_DESCRIPTIONS, _dump_lines(standing_descriptions))
@@ -430,7 +422,8 @@ def run_model(
                         ask=flips and batch is None and budget_usd is None)
     _write_document(out_dir / RUN_SUMMARY, summary,
                     exclude={"concurrency"} if summary.concurrency is None else None)
-    skipped = (len(cases) - len(pending_cases) + len(frames) - len(pending_frames)
+    skipped = (len(cases) + len(spatial) - len(pending_cases) - len(pending_spatial)
+               + len(frames) - len(pending_frames)
                + len(variants) - len(pending_rotations) + flipped.skipped)
     return RunResult(out_dir=out_dir, summary=summary, calls_made=calls + flipped.calls_made,
                      skipped=skipped,
@@ -442,7 +435,8 @@ def _batch_items(client: VLMClient, dataset_dir: Path, cases: Sequence[Case],
                  content: dict[str | tuple[str, int], str],
                  record: Callable[[str, Record], None],
                  keys: tuple[Mapping[str, Sequence[str]], Mapping[tuple[str, int], Sequence[str]],
-                             Mapping[str, Sequence[str]]]) -> list[BatchItem]:
+                             Mapping[str, Sequence[str]]],
+                 spatial: Sequence[SpatialAsk] = ()) -> list[BatchItem]:
     """The pending calls as batch lines, each journalled like a direct call when its reply
     comes (the record the client would have made, by the same content hash)."""
     if not isinstance(client, OpenAIVLMClient):
@@ -471,6 +465,12 @@ def _batch_items(client: VLMClient, dataset_dir: Path, cases: Sequence[Case],
             custom_id("rotation", rotation_keys[variant.key]),
             client.request_body(vqa_messages(png, shown.question, shown.choices)),
             rotation_record))
+    for ask in spatial:
+        def spatial_record(result: ChatResult, a: SpatialAsk = ask) -> None:
+            record("answer", client.spatial_answer_from(a, result).model_copy(
+                update={"content_sha256": a.content_sha256}))
+        items.append(BatchItem(custom_id("answer", answer_keys[ask.case.id]),
+                               client.request_body(ask.messages(dataset_dir)), spatial_record))
     for frame in frames:
         png = read_png(dataset_dir / frame.image)
 
@@ -502,21 +502,15 @@ def _budget(budget_usd: float | None, price: Price | None, max_tokens: int) -> B
     return Budget(budget_usd, price, max_tokens)
 
 
-def _run_cost(price: Price | None, answers: Sequence[Record], descriptions: Sequence[Record],
-              rotations: Sequence[Record] | None, budget: BudgetOutcome | None,
-              ) -> RunCost | None:
-    """What the standing records cost; None without a price (no price is not $0)."""
-    if price is None:
-        return None
-
-    def total(records: Sequence[Record]) -> float:
-        return round(sum(price.cost(r.usage) for r in records), 6)
-
-    parts = [total(answers), total(descriptions) if descriptions else None,
-             total(rotations) if rotations is not None else None]
-    return RunCost(price=price, answers_usd=parts[0], descriptions_usd=parts[1],
-                   rotations_usd=parts[2], total_usd=round(sum(p or 0.0 for p in parts), 6),
-                   budget=budget)
+def _prepare(client: VLMClient, out_dir: Path, controller: AdaptiveController | None,
+             images: int) -> None:
+    """The endpoint's capability preflight (endpoint.json), before any case is asked, probing
+    up to ``images`` per request when a spatial case shows more than one frame."""
+    prepare = getattr(client, "prepare", None)
+    if prepare is None:
+        return
+    with contextlib.nullcontext() if controller is None else controller.ignoring():
+        prepare(out_dir, **({"images": images} if images > 1 else {}))
 
 
 def _previous_concurrency(out_dir: Path) -> ConcurrencyHistory | None:

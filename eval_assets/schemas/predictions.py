@@ -116,6 +116,21 @@ def outcome_of(record: _CallRecord) -> Outcome:
     return record.error_category or "unexpected_error"
 
 
+ImageLayout = Literal["parts", "mosaic"]
+
+
+class SpatialAsked(BaseModel):
+    """How a spatial case (``spatial_cases.jsonl``) was asked: its answer type, how many frames
+    it shows, and how they were sent (``parts``: one image part each, in time order; ``mosaic``:
+    tiled into one labelled image, for an endpoint that takes fewer images per request)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    answer_type: Literal["choice", "number"]
+    images: int = Field(ge=1, description="frames the case shows")
+    layout: ImageLayout
+
+
 class AnswerRecord(_CallRecord):
     """A model's answer to one public case, or why there is none."""
 
@@ -123,6 +138,9 @@ class AnswerRecord(_CallRecord):
     case_id: str
     choice: str | None = None
     extraction_tier: str | None = None
+    spatial: SpatialAsked | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="set on the answer to a spatial case (absent on dimOS's cases)")
 
 
 class RotationRecord(_CallRecord):
@@ -182,6 +200,10 @@ class RunConfig(BaseModel):
     cases_sha256: str
     num_cases: int
     num_frames: int
+    spatial_cases_sha256: str | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="sha256 of spatial_cases.jsonl; absent when the dataset has none")
+    num_spatial_cases: int | None = Field(default=None, exclude_if=lambda v: v is None)
     generation: GenerationConfig
     config_hash: str
     describe: bool
@@ -226,6 +248,19 @@ class CallSummary(BaseModel):
     attempts: int
 
 
+class SpatialRunSummary(BaseModel):
+    """How a run asked the spatial cases: their number, the most frames one shows, the most
+    images the endpoint takes per request (its preflight's ``max_images``; None: not probed),
+    and how many standing answers sent the frames as parts or as a labelled mosaic."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cases: int
+    most_images_per_case: int
+    endpoint_max_images: int | None
+    layouts: dict[str, int] = Field(description="standing answers by layout (parts, mosaic)")
+
+
 class RunSummary(BaseModel):
     """``summary.json`` of a run folder. Scoring against labels is a separate stage."""
 
@@ -244,6 +279,9 @@ class RunSummary(BaseModel):
     concurrency: ConcurrencyHistory | None = Field(
         default=None, description="The adaptive concurrency limit's history (models reached "
         "over HTTP); absent for a local model, which keeps its max_concurrency.")
+    spatial: SpatialRunSummary | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="The spatial cases' layouts; absent for a dataset without spatial cases.")
 
 
 class ModelSpec(BaseModel):

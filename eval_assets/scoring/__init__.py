@@ -18,12 +18,13 @@ from eval_assets.scoring.judge import JUDGE
 from eval_assets.scoring.mcq import MCQ
 from eval_assets.scoring.numeric import NUMERIC
 from eval_assets.scoring.pope import POPE
+from eval_assets.scoring.spatial import SPATIAL
 from eval_assets.scoring.spec import MetricSpec
 from eval_assets.scoring.vision import VISION
 from eval_assets.scoring.vqa import VQA
 
 # In leaderboard column order and report section order.
 METRICS: tuple[MetricSpec[Any], ...] = (VQA, CIRCULAR, FLIP, POPE, MCQ, JUDGE, VISION, CHAIR,
-                                        NUMERIC)
+                                        NUMERIC, SPATIAL)
 
 __all__ = ["METRICS", "MetricSpec"]

@@ -1,9 +1,15 @@
-"""Load a model run and the private side of a dataset, keyed for joining."""
+"""Load a model run and the private side of a dataset, keyed for joining.
+
+A dataset's spatial cases (``spatial_cases.jsonl``, ``spatial_labels.jsonl`` and
+``audit/spatial_labels.jsonl``: :mod:`eval_assets.schemas.spatial`) are loaded beside dimOS's
+cases when the public file exists; without it a dataset has none. Their answers share the run's
+``answers.jsonl`` (by case id).
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval_assets.jsonio import read_jsonl, read_model
@@ -14,8 +20,17 @@ from eval_assets.schemas.predictions import (
     AnswerRecord,
     DescriptionRecord,
 )
+from eval_assets.schemas.spatial import (
+    AUDIT_SPATIAL_LABELS,
+    SPATIAL_CASES,
+    SPATIAL_LABELS,
+    SpatialCase,
+    SpatialLabel,
+    SpatialPrivateLabel,
+)
 from eval_assets.schemas.vqa import (
     AUDIT_FRAME_EVIDENCE,
+    DATASET_AUDIT,
     DATASET_CASES,
     Case,
     EvidenceAudit,
@@ -56,11 +71,17 @@ def load_run(run_dir: Path) -> ModelRun:
 
 @dataclass(frozen=True)
 class PrivateDataset:
-    """Public cases with their private labels, and audit evidence per frame."""
+    """Public cases with their private labels, and audit evidence per frame.
+
+    ``labels`` are dimOS's single-image multiple-choice cases only; the spatial cases and their
+    full labels (audit) are ``spatial_cases`` and ``spatial_labels`` (empty without them).
+    """
 
     root: Path
     cases: dict[str, Case]
     labels: list[Label]
+    spatial_cases: dict[str, SpatialCase] = field(default_factory=dict)
+    spatial_labels: list[SpatialLabel] = field(default_factory=list)
 
     def evidence(self, frame_index: int) -> EvidenceAudit | None:
         """The frame's detections from the audit, or ``None`` when the generator recorded none
@@ -76,7 +97,46 @@ def load_private_dataset(dataset_dir: Path) -> PrivateDataset:
     :func:`eval_assets.vqa.labels.read_labels`); every label must name a public case."""
     cases = read_jsonl(dataset_dir / DATASET_CASES, Case)
     labels = read_labels(dataset_dir, cases)
-    return PrivateDataset(root=dataset_dir, cases={c.id: c for c in cases}, labels=labels)
+    spatial_cases, spatial_labels = load_spatial_labels(dataset_dir)
+    return PrivateDataset(root=dataset_dir, cases={c.id: c for c in cases}, labels=labels,
+                          spatial_cases={c.id: c for c in spatial_cases},
+                          spatial_labels=spatial_labels)
+
+
+def load_spatial_labels(dataset_dir: Path) -> tuple[list[SpatialCase], list[SpatialLabel]]:
+    """The spatial cases and their full labels in case order; none without
+    ``spatial_cases.jsonl``.
+
+    The audit's labels carry the family, unit and evidence the scorer needs; the public
+    ``spatial_labels.jsonl`` is the authority on answers: every case needs both, with the same
+    answer, and every label must name a case.
+    """
+    cases_path = dataset_dir / SPATIAL_CASES
+    if not cases_path.is_file():
+        return [], []
+    fix = "regenerate the dataset (eval-assets vqa generate)"
+    cases = read_jsonl(cases_path, SpatialCase, fix)
+    public_path = dataset_dir / SPATIAL_LABELS
+    audit_path = dataset_dir / DATASET_AUDIT / AUDIT_SPATIAL_LABELS
+    for path in (public_path, audit_path):
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} does not exist, but {cases_path} does: the spatial "
+                                    f"cases cannot be scored without it; {fix}")
+    answers = {r.id: r.answer for r in read_jsonl(public_path, SpatialPrivateLabel, fix)}
+    audit = {r.id: r for r in read_jsonl(audit_path, SpatialLabel, fix)}
+    ids = [c.id for c in cases]
+    for path, keyed in ((public_path, answers), (audit_path, audit)):
+        unknown = sorted(set(keyed) - set(ids))
+        missing = [i for i in ids if i not in keyed]
+        if unknown or missing:
+            raise ValueError(f"{path}: labels of unknown cases {unknown[:5]} or cases without a "
+                             f"label {missing[:5]} (compared with {cases_path}); {fix}")
+    for case_id in ids:
+        if audit[case_id].answer != answers[case_id]:
+            raise ValueError(f"{audit_path}: the answer of {case_id!r} is "
+                             f"{audit[case_id].answer!r} but {public_path} says "
+                             f"{answers[case_id]!r}; {fix}")
+    return cases, [audit[i] for i in ids]
 
 
 def load_annotations(annotations_dir: Path, recording: str) -> dict[int, FrameAnnotation] | None:

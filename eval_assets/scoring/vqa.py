@@ -35,11 +35,13 @@ def score_vqa(data: PrivateDataset, run: ModelRun, recording: str) -> VqaReport:
 
 
 def prediction_counts(data: PrivateDataset, run: ModelRun, report: VqaReport) -> PredictionCounts:
-    """How many calls succeeded or failed, answers and descriptions alike."""
+    """How many calls succeeded or failed, answers and descriptions alike (dimOS's cases: the
+    spatial cases' answers are counted by their own metrics)."""
     described = list(run.descriptions.values())
     return PredictionCounts(
         cases=len(data.labels),
-        succeeded=sum(1 for r in run.answers.values() if r.status == "success"),
+        succeeded=sum(1 for label in data.labels
+                      if (r := run.answers.get(label.id)) is not None and r.status == "success"),
         failed=report.overall.failed_calls,
         parse_failures=report.overall.parse_failures,
         descriptions=sum(1 for r in described if r.status == "success"),

@@ -17,6 +17,7 @@ from eval_assets.schemas.vqa import (
     Case,
 )
 
+_NUMBER = re.compile(r"(?<![\d.,])(\d+(?:[.,]\d+)?)(?![\d])")
 _ASSET = re.compile(r"^frame-\d{6}\.png$")
 _FRACTION = re.compile(r"^-?\d+\.\d{2,}(e-?\d+)?$")
 # Evidence strings shorter than this (a "yes", a digit) legitimately occur in questions/choices.
@@ -45,7 +46,8 @@ def find_leaks(dataset_dir: Path) -> list[str]:
     under ``assets/``; ``assets/`` holds only such PNGs; and no private evidence value (from
     ``labels.jsonl``, ``spatial_labels.jsonl`` or ``audit/``) long enough to be telling appears
     in a public file outside its public question, choice, id and image values — and no
-    fractional measurement (a range, a score, a centre) anywhere in it.
+    fractional measurement (a range, a score, a centre) anywhere in it; nor does a numeric
+    spatial case's question state its own answer.
     """
     problems: list[str] = []
     cases_path = dataset_dir / DATASET_CASES
@@ -115,6 +117,9 @@ def _spatial_public(dataset_dir: Path, problems: list[str]) -> list[tuple[Path, 
     text = path.read_text(encoding="utf-8")
     allowed = set(SpatialCase.model_fields)
     public: set[str] = set(allowed)
+    labels = dataset_dir / SPATIAL_LABELS
+    answers = ({r["id"]: str(r.get("answer")) for r in map(json.loads, labels.read_text(
+        encoding="utf-8").splitlines()) if isinstance(r, dict)} if labels.is_file() else {})
     for number, line in enumerate(text.splitlines(), start=1):
         record = json.loads(line)
         extra = sorted(set(record) - allowed)
@@ -124,6 +129,10 @@ def _spatial_public(dataset_dir: Path, problems: list[str]) -> list[tuple[Path, 
         for image in case.images:
             if Path(image).parent != Path(DATASET_ASSETS) or not _ASSET.match(Path(image).name):
                 problems.append(f"{case.id}: image {image!r} is not a frame PNG in assets/")
+        answer = answers.get(case.id)
+        stated = {m.replace(",", ".") for m in _NUMBER.findall(case.question)}
+        if case.answer_type == "number" and answer is not None and answer in stated:
+            problems.append(f"{path}: the question of {case.id!r} states its answer {answer!r}")
         public.update([case.id, case.question, case.answer_type, *case.images,
                        *(case.choices or []), *([case.unit] if case.unit else [])])
     residual = text

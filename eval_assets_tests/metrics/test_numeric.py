@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from eval_assets.metrics.numeric import (
+    ParsedNumber,
     abs_dist_norm,
     absolute_relative_error,
     mean_relative_accuracy,
@@ -16,7 +17,9 @@ from eval_assets.metrics.numeric import (
 
 def reference_mra(pred: float, target: float, start: float = 0.5, end: float = 0.95,
                   interval: float = 0.05) -> float:
-    """vision-x-nyu/thinking-in-space lmms_eval/tasks/vsibench/utils.py, as written there."""
+    """vision-x-nyu/thinking-in-space lmms_eval/tasks/vsibench/utils.py, as written there
+    (commit e6a72f3: ``abs_dist_norm`` inlined; the task calls it with start=.5, end=.95,
+    interval=.05 through ``partial``)."""
     num_pts = (end - start) / interval + 2
     conf_intervs = np.linspace(start, end, int(num_pts))
     accuracy = abs(pred - target) / target <= 1 - conf_intervs
@@ -32,6 +35,11 @@ VECTORS = [
     (1.35, 1.0, 0.3), (0.6499999999999999, 1.0, 0.3),
     (3 * 1.05, 3.0, 0.9), (3 * 0.95, 3.0, 0.9), (6.0, 5.0, 0.6), (4.0, 5.0, 0.6),
     (7.25, 5.0, 0.1), (2.7, 2.0, 0.3), (10.5, 10.0, 1.0), (11.0, 10.0, 0.9),
+    # The spatial families' scales (counts, centimetres, square metres) and a negative reply.
+    # 0.55 vs 0.5 and 2.2 vs 2 pass the .90 threshold only through float rounding.
+    (4.0, 3.0, 0.4), (2.0, 3.0, 0.4), (50.0, 45.0, 0.8), (95.0, 100.0, 1.0),
+    (105.0, 100.0, 1.0), (36.0, 40.0, 0.9), (12.6, 12.0, 1.0), (0.55, 0.5, 0.9),
+    (2.2, 2.0, 0.9), (3.3, 3.0, 0.9), (-1.0, 2.0, 0.0),
 ]
 
 
@@ -76,6 +84,12 @@ def test_the_parser_reads_decimal_commas_and_converts_units(reply: str, unit: st
     parsed = parse_numeric_reply(reply, unit)
     assert parsed is not None
     assert parsed.value == pytest.approx(value) and parsed.written_unit == written
+
+
+def test_a_count_takes_the_first_number_as_written() -> None:
+    assert parse_numeric_reply("3 chairs", None) == ParsedNumber(3.0, None)
+    assert parse_numeric_reply("I see 2,0 of them", None) == ParsedNumber(2.0, None)
+    assert parse_numeric_reply("none that I can see", None) is None
 
 
 @pytest.mark.parametrize("reply", [None, "", "I cannot tell.", "about a metre", "4 m²"])

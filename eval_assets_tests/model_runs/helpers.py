@@ -58,3 +58,67 @@ def make_dataset(root: Path, n_frames: int = 2, cases_per_frame: int = 2) -> Tin
     (root / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in labels))
     (root / "audit" / "run.json").write_text(json.dumps({"generator": CANARY}))
     return TinyDataset(root=root, cases=cases)
+
+
+# (id suffix, family, frames shown (indices into the spatial frames), answer type, unit, answer,
+#  choices). Frames are listed in time order; each case's question carries its marker.
+SPATIAL_ROWS: tuple[tuple[str, str, tuple[int, ...], str, str | None, str,
+                          list[str] | None], ...] = (
+    ("size", "object_size_cm", (0,), "number", "cm", "45", None),
+    ("pair", "pair_distance_m", (0, 1), "number", "m", "2.5", None),
+    ("camera", "camera_distance_m", (2,), "number", "m", "1.8", None),
+    ("order", "appearance_order", (0, 1, 2), "choice", None, "chair, table",
+     ["chair, table", "table, chair"]),
+    ("count", "object_count_across_frames", (0, 1, 2, 3, 4, 5), "number", None, "3", None),
+    ("direction", "relative_direction", (1, 2, 3, 4), "choice", None, "front-left",
+     ["front-left", "front-right", "back-left", "back-right"]),
+)
+SPATIAL_FRAMES = 6
+
+
+@dataclass(frozen=True)
+class SpatialDataset:
+    """A dataset with dimOS's cases and spatial cases (``spatial_cases.jsonl``), and the labels."""
+
+    root: Path
+    cases: list[dict]
+    spatial: list[dict]
+    labels: list[dict]
+
+    def marker(self, case_id: str) -> str:
+        """The unique text in a case's question, for routing on the fake server."""
+        return f"[{case_id}]"
+
+
+def make_spatial_dataset(root: Path, rows: tuple = SPATIAL_ROWS, n_frames: int = 2,
+                         cases_per_frame: int = 1, size: tuple[int, int] = (24, 32)
+                         ) -> SpatialDataset:
+    """:func:`make_dataset`'s files plus spatial cases over their own frames (real PNGs,
+    ``assets/frame-0010NN.png``), their public labels and their audit labels (which carry the
+    canary, as private evidence)."""
+    tiny = make_dataset(root, n_frames=n_frames, cases_per_frame=cases_per_frame)
+    images = [f"assets/frame-{1000 + i:06d}.png" for i in range(SPATIAL_FRAMES)]
+    for i, image in enumerate(images):
+        write_png(root / image, seed=100 + i, size=size)
+    spatial: list[dict] = []
+    audit: list[dict] = []
+    for suffix, family, shown, answer_type, unit, answer, choices in rows:
+        case_id = f"spatial-{suffix}-{family}"
+        case = {"id": case_id, "images": [images[i] for i in shown],
+                "question": f"What about the {family.replace('_', ' ')}? [{case_id}]",
+                "answer_type": answer_type}
+        case.update({"choices": choices} if choices else {"unit": unit})
+        spatial.append(case)
+        names = ["chair", "table"] if family in ("pair_distance_m", "appearance_order") \
+            else ["chair"]
+        audit.append({"id": case_id, "answer": answer, "family": family,
+                      "answer_type": answer_type, "unit": unit, "choices": choices,
+                      "object_names": names, "frame_indices": [1000 + i for i in shown],
+                      "evidence": {"tracks": [{"name": n, "center_world": [1.25, -0.5, 0.75],
+                                               "secret": CANARY} for n in names]}})
+    (root / "spatial_cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in spatial))
+    (root / "spatial_labels.jsonl").write_text(
+        "".join(json.dumps({"id": a["id"], "answer": a["answer"]}) + "\n" for a in audit))
+    (root / "audit" / "spatial_labels.jsonl").write_text(
+        "".join(json.dumps(a) + "\n" for a in audit))
+    return SpatialDataset(root=root, cases=tiny.cases, spatial=spatial, labels=audit)

@@ -21,7 +21,13 @@ from eval_assets_tests.fakes.openai_server import (
     message_text,
     route_by_text,
 )
-from eval_assets_tests.model_runs.helpers import CANARY, TinyDataset, make_dataset, write_png
+from eval_assets_tests.model_runs.helpers import (
+    CANARY,
+    TinyDataset,
+    make_dataset,
+    make_spatial_dataset,
+    write_png,
+)
 
 DESCRIBE = "Describe what you observe in this frame."
 
@@ -70,11 +76,13 @@ def test_run_writes_config_answers_descriptions_and_summary(tmp_path: Path) -> N
 
 
 def test_nothing_private_reaches_the_server(tmp_path: Path) -> None:
-    dataset = make_dataset(tmp_path / "ds")
+    # With spatial cases too: their public labels and audit labels hold the canary as well.
+    dataset = make_spatial_dataset(tmp_path / "ds")
     with OpenAICompatibleServer(default=Reply("no")) as srv, client_for(srv.base_url) as client:
         run_model(dataset.root, client, tmp_path / "run", max_concurrency=2)
         bodies = [json.dumps(r.body) + json.dumps(r.headers) for r in srv.requests]
-    assert bodies and all(CANARY not in b for b in bodies)
+    assert len(bodies) == len(dataset.cases) + len(dataset.spatial) + 2  # + 2 descriptions
+    assert all(CANARY not in b for b in bodies)
     assert all("labels" not in b and "audit" not in b for b in bodies)
     for path in (tmp_path / "run").iterdir():
         assert CANARY not in path.read_text()

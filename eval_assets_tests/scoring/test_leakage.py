@@ -56,3 +56,30 @@ def test_extra_public_file_is_found(sample_dataset: Path, tmp_path: Path) -> Non
     dataset = _copy(sample_dataset, tmp_path)
     (dataset / "assets" / "labels.json").write_text("{}")
     assert any("labels.json" in p for p in find_leaks(dataset))
+
+
+def _rewrite_spatial(root: Path, change) -> None:
+    path = root / "spatial_cases.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    change(rows)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_spatial_cases_are_audited_too(tmp_path: Path) -> None:
+    from eval_assets_tests.model_runs.helpers import make_spatial_dataset
+
+    root = make_spatial_dataset(tmp_path / "ds").root
+    assert find_leaks(root) == []
+    # A track centre from audit/spatial_labels.jsonl in a question: private evidence.
+    _rewrite_spatial(root, lambda rows: rows[1].update(question=rows[1]["question"]
+                                                       + " (near x = 1.25)"))
+    assert any("spatial_cases.jsonl: contains private evidence value '1.25'" in p
+               for p in find_leaks(root))
+    # A number case whose question states its own answer; a private field; a foreign image.
+    _rewrite_spatial(root, lambda rows: rows[0].update(question="Is it 45 cm long?",
+                                                       answer="45",
+                                                       images=["audit/x.png"]))
+    problems = find_leaks(root)
+    assert any("states its answer '45'" in p for p in problems)
+    assert any("spatial_cases.jsonl:1: fields ['answer'] are not public" in p for p in problems)
+    assert any("image 'audit/x.png' is not a frame PNG in assets/" in p for p in problems)

@@ -25,6 +25,7 @@ from eval_assets.defs.resources import ProjectStorage, VLMClientResource
 from eval_assets.layout import RUN_ANSWERS, RUN_ROTATIONS, RUN_SUMMARY
 from eval_assets.model_runs.batch import batch_runner_for
 from eval_assets.model_runs.runner import run_model
+from eval_assets.model_runs.spatial import spatial_line
 from eval_assets.schemas.cost import NO_PRICE
 
 __all__ = ["model_partitions", "predictions"]
@@ -94,6 +95,12 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
         context.log.warning(
             f"{where}: {failed} failed answers ({errors}); they are kept as failures; "
             f"re-materialize this partition to retry only them")
+    spatial = result.summary.spatial
+    if spatial is not None and spatial.layouts.get("mosaic"):
+        context.log.warning(f"{where}: {spatial_line(spatial)}")
+    spatial_meta: dict[str, Any] = {} if spatial is None else {
+        "spatial_layouts": MetadataValue.json(spatial.layouts),
+        "endpoint_max_images": spatial.endpoint_max_images}
     rotation_meta: dict[str, Any] = {} if rotated is None else {
         "num_rotations": rotated.success, "num_rotations_failed": rotated.failed,
         "rotations": MetadataValue.path(str(out_dir / RUN_ROTATIONS))}
@@ -114,4 +121,5 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
         "summary": MetadataValue.path(str(out_dir / RUN_SUMMARY)),
         "answers": MetadataValue.path(str(out_dir / RUN_ANSWERS)),
         **rotation_meta,
+        **spatial_meta,
     })

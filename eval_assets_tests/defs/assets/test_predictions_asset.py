@@ -90,3 +90,26 @@ def test_missing_dataset_is_a_clear_failure(tmp_path: Path) -> None:
     key = MultiPartitionKey({"recording": "rec2", "model": "random"})
     with pytest.raises(FileNotFoundError, match=r"rec2/cases.jsonl does not exist"):
         materialize([predictions], partition_key=key, instance=instance, resources=resources)
+
+
+def test_spatial_cases_are_answered_through_the_same_core(tmp_path: Path) -> None:
+    from eval_assets_tests.model_runs.helpers import make_spatial_dataset
+
+    root = tmp_path / "storage"
+    layout = StorageLayout(root)
+    dataset = make_spatial_dataset(layout.dataset_dir("rec1"))
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("recordings", ["rec1"])
+    resources = {"storage": ProjectStorage(storage_root=str(root)),
+                 "vlm": VLMClientResource(max_concurrency=2, rotations=False)}
+    key = MultiPartitionKey({"recording": "rec1", "model": "random"})
+    result = materialize([predictions], partition_key=key, instance=instance,
+                         resources=resources)
+    meta = _metadata(result)
+    assert meta["complete"] is True
+    assert meta["num_answers"] == len(dataset.cases) + len(dataset.spatial)
+    assert meta["spatial_layouts"] == {"parts": 6} and meta["endpoint_max_images"] == 6
+    out = layout.predictions_dir("rec1", "random")
+    answers = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
+    assert sum(1 for a in answers if a.get("spatial")) == 6
+    assert all(CANARY not in p.read_text() for p in out.iterdir())

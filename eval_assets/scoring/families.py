@@ -1,0 +1,64 @@
+"""Every question family's score in one shape, for a headline that weighs families equally.
+
+Three metrics score families: VQA accuracy (dimOS's seven single-image families,
+:mod:`eval_assets.scoring.vqa`), spatial choice accuracy (``appearance_order``,
+``relative_direction``: :mod:`eval_assets.scoring.spatial`) and the numeric metric (the numeric
+spatial families, MRA: :mod:`eval_assets.scoring.numeric`). :func:`family_scores` reads one
+cell's results into :class:`FamilyScore` records, one per family the dataset asked:
+
+    {"family": "pair_distance_m", "metric": "numeric_accuracy", "measure": "mra",
+     "n": 12, "score": 0.41}
+
+``score`` is the family's accuracy (correct / n, a parse failure or failed call is wrong) or its
+mean MRA (an unparseable reply scores 0), in [0, 1]; ``n`` its cases. A family a metric did not
+measure is absent, never 0. Not a metric: no asset, no file of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from eval_assets.schemas.results import CellScores
+from eval_assets.scoring.numeric import NUMERIC
+from eval_assets.scoring.spatial import SPATIAL
+from eval_assets.scoring.vqa import VQA
+
+Measure = Literal["accuracy", "mra"]
+
+
+class FamilyScore(BaseModel):
+    """One family's score in one cell: accuracy or mean MRA over its ``n`` cases."""
+
+    model_config = ConfigDict(frozen=True)
+
+    family: str
+    metric: str
+    measure: Measure
+    n: int
+    score: float | None
+
+
+def family_scores(cell: CellScores) -> dict[str, FamilyScore]:
+    """Every family the cell's metrics scored, by family name: dimOS's (VQA accuracy), then the
+    spatial choice families, then the numeric ones, each group sorted by name. A family scored
+    by two metrics is an error (the metrics split the cases between them)."""
+    scores: list[FamilyScore] = []
+    for spec in (VQA, SPATIAL):
+        report = spec.result(cell)
+        if report is not None:
+            scores += [FamilyScore(family=family, metric=spec.name, measure="accuracy", n=s.n,
+                                   score=s.accuracy) for family, s in report.by_family.items()]
+    numeric = NUMERIC.result(cell)
+    if numeric is not None:
+        scores += [FamilyScore(family=family, metric=NUMERIC.name, measure="mra", n=f.n,
+                               score=f.mean_relative_accuracy)
+                   for family, f in numeric.by_family.items()]
+    out: dict[str, FamilyScore] = {}
+    for score in scores:
+        if score.family in out:
+            raise ValueError(f"family {score.family!r} of {cell.model!r} on {cell.recording!r} "
+                             f"is scored by both {out[score.family].metric} and {score.metric}")
+        out[score.family] = score
+    return out
