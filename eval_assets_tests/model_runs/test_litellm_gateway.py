@@ -80,5 +80,5 @@ def test_vqa_run_through_litellm_proxy_completes_under_its_rpm_limit(
     assert windows == 2 and RPM * windows >= CASES + probes, (start, end)
     # A run this short straddles a minute boundary: its mean rate says nothing; the windows do.
     print(f"LiteLLM gateway: {probes} probes, {CASES} answers, {answers['attempts']} requests, "
-          f"{refused} answered 429, {end - start:.1f} s from second {start % 60:.0f} of a minute, over {windows} "
-          f"of the proxy's minute windows at {RPM} requests each")
+          f"{refused} answered 429, {end - start:.1f} s from second {start % 60:.0f} of a "
+          f"minute, over {windows} of the proxy's minute windows at {RPM} requests each")
