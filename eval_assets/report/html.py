@@ -33,8 +33,9 @@ from eval_assets.report.circular_section import circular_section
 from eval_assets.report.concurrency_section import concurrency_section
 from eval_assets.report.cost_section import CellCost, cost_section
 from eval_assets.report.coverage import Coverage, build_coverage
+from eval_assets.report.drift_section import REPORT_DRIFT_NIGHTS, drift_section
 from eval_assets.report.endpoints_section import ModelEndpoint, endpoints_section
-from eval_assets.report.history import NightResult
+from eval_assets.report.history import NightResult, night_drift
 from eval_assets.report.leaderboard import METHODS, paired_comparisons
 from eval_assets.report.markup import esc, section
 from eval_assets.report.metric_sections import metric_sections, not_computed_section
@@ -110,7 +111,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t in (
         ("headline", "Headline"), ("coverage", "Coverage"), ("comparisons", "Comparisons"),
         ("circular", "Position bias"), ("families", "Families"), ("recordings", "Recordings"),
-        ("nights", "Across nights"), *((("endpoints", "Endpoints"),) if endpoints else ()),
+        ("nights", "Across nights"), ("drift", "Drift"),
+        *((("endpoints", "Endpoints"),) if endpoints else ()),
         *((("concurrency", "Concurrency"),) if concurrency else ()),
         *((("cost", "Cost"),) if costs is not None else ()),
         ("not-computed", "Not computed"),
@@ -120,7 +122,9 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         headline_section(leaderboard, coverage), coverage_section(coverage),
         comparisons_section(comparisons), circular_section(results, coverage),
         families_section(leaderboard), recordings_section(leaderboard),
-        nights_section(history), endpoints_section(endpoints),
+        nights_section(history),
+        drift_section(night_drift(history, latest=REPORT_DRIFT_NIGHTS)),
+        endpoints_section(endpoints),
         concurrency_section(concurrency or {}),
         "" if costs is None else cost_section([c for c in costs
                                                if (c.recording, c.model) in usable]),
