@@ -1,5 +1,7 @@
 """The static HTML report: one self-contained file (inline CSS, images as data: URIs, one inline
-script, nothing fetched), so it works offline and can be mailed around.
+script, nothing fetched), so it works offline and can be mailed around. The pipeline's report
+(``publish_report``) links the case browser's frames as files beside the page instead
+(``frames_beside``; :mod:`eval_assets.report.frame_files`), so it stays light as recordings add up.
 
 The summary sections are plain HTML. Models are ranked only on the cases every ranked model
 answered (the leaderboard's ``common`` rows); the headline says on how many, and a warning box
@@ -78,7 +80,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   endpoints: Sequence[ModelEndpoint] = (),
                   costs: Sequence[CellCost] | None = None,
                   generated_at: str | None = None,
-                  concurrency: Mapping[str, ConcurrencyHistory] | None = None) -> str:
+                  concurrency: Mapping[str, ConcurrencyHistory] | None = None,
+                  frames_beside: bool = False) -> str:
     """The whole report as one self-contained HTML document.
 
     ``coverage`` comes from ``build_coverage(results, ...)`` (default: from ``results`` alone,
@@ -91,6 +94,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     ``generated_at`` is printed verbatim when given; nothing is read from the clock.
     ``costs`` (``cell_costs(...)``) adds the "Cost" section; None: no section.
     ``concurrency`` is ``load_concurrency(...)`` of the runs (no section when empty).
+    ``frames_beside``: the case browser links each frame as a file of ``frame_files(frames)``
+    (:mod:`eval_assets.report.frame_files`) instead of inlining it; write them with the page.
     """
     if coverage is None:
         coverage = build_coverage(results)
@@ -129,7 +134,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         "" if costs is None else cost_section([c for c in costs
                                                if (c.recording, c.model) in usable]),
         not_computed_section(results),
-        *(html for _, _, html in metrics), cases_section(cards, frames), _methods(),
+        *(html for _, _, html in metrics),
+        cases_section(cards, frames, frames_beside=frames_beside), _methods(),
     ])
     footer = ("Models are ranked only on the cases every ranked model answered. Leaderboard "
               "rows for all recordings are recomputed from pooled cases, never averaged from "
