@@ -1,5 +1,6 @@
 """Asset checks: a dataset must be non-empty and leak-free before any model sees it (blocking);
-a model whose answers mostly match no choice is flagged (warning)."""
+a model whose answers mostly match no choice is flagged (warning); a model whose nightly results
+really changed since the previous night is flagged (warning, ``nightly_drift``)."""
 
 # No `from __future__ import annotations`: Dagster inspects the context annotation at runtime.
 
@@ -19,6 +20,7 @@ from dagster import (
 from eval_assets.defs import keys
 from eval_assets.defs.accepted import quietly
 from eval_assets.defs.assets.metrics import VQA_FILE
+from eval_assets.defs.automation_conditions import NIGHT_TAG
 from eval_assets.defs.partitions import (
     cell_of,
     recording_model_partitions,
@@ -26,7 +28,9 @@ from eval_assets.defs.partitions import (
 )
 from eval_assets.defs.resources import ProjectStorage, ScoringResource
 from eval_assets.jsonio import read_model
+from eval_assets.metrics.drift import NightDrift
 from eval_assets.metrics.vqa import VqaReport
+from eval_assets.report.history import load_history, night_drift
 from eval_assets.schemas.vqa import DATASET_CASES, DATASET_LABELS
 from eval_assets.vqa.leakage import find_leaks
 
@@ -80,6 +84,67 @@ def parse_failure_rate_below_bound(context: AssetCheckExecutionContext, storage:
     # No answered case means no rate (n/a), which is not a failure of this check.
     return AssetCheckResult(passed=rate is None or rate <= bound, severity=AssetCheckSeverity.WARN,
                             metadata={"parse_failure_rate": rate, "bound": bound})
+
+
+@partitioned_check(asset=keys.BENCHMARK_RESULTS, partitions_def=recording_model_partitions,
+                   blocking=False,
+                   description="Warns when the model's kept nightly results changed for real since "
+                               "its previous night on this recording (overall or in a family): "
+                               "exact McNemar p < 0.05, the frame-clustered bootstrap interval "
+                               "excludes 0 and the change is at least the minimum detectable "
+                               "difference.")
+def nightly_drift(context: AssetCheckExecutionContext,
+                  storage: ProjectStorage) -> AssetCheckResult:
+    """The run's night (its night tag; else the latest kept night) against the previous night."""
+    recording, model = cell_of(context.partition_key)
+    history = load_history(storage.layout().history_dir(), recording=recording, model=model)
+    night = context.run.tags.get(NIGHT_TAG) or max((h.night for h in history), default=None)
+    # Only this night's comparison: kept nights after it (a backfill of an old night) are not
+    # this run's business.
+    drift = [d for d in night_drift([h for h in history if night and h.night <= night],
+                                    latest=1) if d.night_after == night]
+    flagged = [d for d in drift if d.flagged]
+    return AssetCheckResult(
+        passed=not flagged, severity=AssetCheckSeverity.WARN,
+        description=_drift_summary(night, drift, flagged),
+        metadata={"night": night or "none", "nights_compared": (
+            f"{drift[0].night_before} -> {drift[0].night_after}" if drift else "none"),
+            "n_common": drift[0].n_common if drift else 0,
+            "flagged": MetadataValue.json([_drift_json(d) for d in flagged]),
+            "comparisons": MetadataValue.md(_drift_table(drift))})
+
+
+def _drift_summary(night: str | None, drift: list[NightDrift], flagged: list[NightDrift]) -> str:
+    if not drift:
+        return (f"night {night}: no earlier kept night to compare with" if night
+                else "no kept nightly results yet")
+    if not flagged:
+        return (f"{drift[0].night_before} -> {drift[0].night_after}: no real change "
+                f"({len(drift)} comparisons)")
+    parts = [f"{d.family} {d.difference * 100:+.1f} pts (MDD {d.mdd * 100:.1f})"
+             for d in flagged if d.difference is not None and d.mdd is not None]
+    return f"{drift[0].night_before} -> {drift[0].night_after}: drift in " + "; ".join(parts)
+
+
+def _drift_json(d: NightDrift) -> dict[str, object]:
+    return d.model_dump(mode="json", include={
+        "family", "night_before", "night_after", "n_common", "difference", "ci_low", "ci_high",
+        "mcnemar_p", "mdd"})
+
+
+def _pts(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:+.1f}"
+
+
+def _drift_table(drift: list[NightDrift]) -> str:
+    lines = ["| family | n common / frames | difference [95% CI], pts | McNemar p | MDD, pts "
+             "| flagged |", "|---|---|---|---|---|---|"]
+    for d in drift:
+        mdd = "n/a" if d.mdd is None else f"{d.mdd * 100:.1f}"
+        lines.append(f"| {d.family} | {d.n_common} / {d.n_frames} | {_pts(d.difference)} "
+                     f"[{_pts(d.ci_low)}, {_pts(d.ci_high)}] | {d.mcnemar_p:.4f} | {mdd} "
+                     f"| {'yes' if d.flagged else 'no'} |")
+    return "\n".join(lines) if drift else "No earlier night to compare with."
 
 
 def _count_lines(path) -> int:

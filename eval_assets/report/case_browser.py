@@ -1,5 +1,6 @@
 """The report's case browser: every case of every model as one JSON blob, each frame's overlay as
-one JPEG data: URI, filtered and paged by the inline script (``static/report.js``).
+one JPEG (a data: URI, or a file beside the report: :mod:`eval_assets.report.frame_files`),
+filtered and paged by the inline script (``static/report.js``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from eval_assets.report.frame_files import FRAMES_DIR, frame_src
 from eval_assets.report.markup import (
     esc,
     section,
@@ -95,13 +97,20 @@ def _options(name: str, label: str, values: Sequence[tuple[str, str]]) -> str:
             "</select></label>")
 
 
-def cases_section(cards: Sequence[CaseCard], frames: Sequence[FrameImage]) -> str:
+def cases_section(cards: Sequence[CaseCard], frames: Sequence[FrameImage], *,
+                  frames_beside: bool = False) -> str:
+    """Every case card, browsable; ``frames_beside``: the frames are linked as files of
+    ``frame_files(frames)`` beside the report (loaded when shown) instead of inlined."""
     lead = ("Every case, with the ground truth drawn on the frame the model saw: each "
             "detection's box (label: median LiDAR range, or detector score) and mask outline "
             "(outlines only, so object colours stay as the model saw them), and LiDAR points "
             "projected with the rectified intrinsics. Each model's raw reply is shown as "
             "received. Filter by model, family, recording and outcome; the filter is kept in "
             "the address (#cases?model=\u2026&amp;outcome=\u2026), so a view can be linked.")
+    if frames_beside:
+        lead += (f" The frames are files in the <code>{FRAMES_DIR}/</code> folder beside this "
+                 "page, loaded as their cards are shown: copy that folder with the page.")
+    src = frame_src if frames_beside else _jpeg_uri
     if not cards:
         return section("cases", "Cases", lead, '<p class="empty">No case cards.</p>')
     badges = "".join(f'<span class="badge b-{k}">{esc(v)}</span> ' for k, v in _BADGES.items())
@@ -125,7 +134,7 @@ def cases_section(cards: Sequence[CaseCard], frames: Sequence[FrameImage]) -> st
              "next \u2192</button></div>")
     data = {"page_size": CASES_PER_PAGE, "labels": _BADGES, "cases": cases}
     frame_data = {
-        f.key: {"src": _jpeg_uri(f.overlay_jpeg), "plain": _jpeg_uri(f.plain_jpeg),
+        f.key: {"src": src(f.overlay_jpeg), "plain": src(f.plain_jpeg),
                 "w": f.width, "h": f.height, "note": f.note}
         for f in sorted(frames, key=lambda f: (f.recording, f.frame_index))
     }

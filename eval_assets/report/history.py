@@ -17,6 +17,7 @@ dataset shares no case with the old one.
 from __future__ import annotations
 
 import datetime as dt
+import glob
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -24,6 +25,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from eval_assets.jsonio import read_model
+from eval_assets.metrics.drift import DriftCase, NightDrift, model_drift
 from eval_assets.metrics.stats import clustered_wilson
 from eval_assets.metrics.vqa import VqaRowResult, frame_keys
 from eval_assets.report.coverage import CaseKey, case_key
@@ -36,6 +38,7 @@ __all__ = [
     "NightResult",
     "NightScore",
     "load_history",
+    "night_drift",
     "night_scores",
 ]
 
@@ -80,8 +83,12 @@ def _is_night(name: str) -> bool:
         return False
 
 
-def load_history(history_dir: Path) -> list[NightResult]:
+def load_history(history_dir: Path, *, recording: str | None = None,
+                 model: str | None = None) -> list[NightResult]:
     """Every nightly result under ``history_dir``, sorted by night, model, recording.
+
+    ``recording`` / ``model`` restrict it to one recording's / one model's results (only those
+    files are read).
 
     Folders whose name is not a ``YYYY-MM-DD`` date are skipped (a night being written uses a
     temporary name). A missing ``history_dir`` is an empty history. Raises ``ValueError`` naming
@@ -95,7 +102,10 @@ def load_history(history_dir: Path) -> list[NightResult]:
     for night_dir in sorted(p for p in history_dir.iterdir() if p.is_dir()
                             and _is_night(p.name)):
         seen: dict[tuple[str, str], Path] = {}
-        for path in sorted(night_dir.glob(f"*/*/{_RESULTS_FILE}")):
+        # Names are escaped: a recording called "a[1]" is that folder, not a pattern.
+        pattern = (f"{glob.escape(recording) if recording else '*'}/"
+                   f"{glob.escape(model) if model else '*'}/{_RESULTS_FILE}")
+        for path in sorted(night_dir.glob(pattern)):
             result = read_model(path, CellScores)
             key = (result.recording, result.model)
             if key in seen:
@@ -152,3 +162,28 @@ def night_scores(history: Sequence[NightResult]) -> list[NightScore]:
                 out.append(_score(night, model, case_set, [mine[k] for k in sorted(keys)],
                                   models_of[night]))
     return out
+
+
+def night_drift(history: Sequence[NightResult], *, latest: int | None = None
+                ) -> list[NightDrift]:
+    """Each model's every night against its previous night, overall and per family (paired on
+    the cases both nights answered, pooled over recordings; :mod:`eval_assets.metrics.drift`).
+    ``latest``: only each model's last ``latest`` comparisons (None: all).
+
+    Sorted by model, night, family. Raises ``ValueError`` when a night has two results for one
+    (recording, model).
+    """
+    nights: dict[str, dict[str, dict[CaseKey, DriftCase]]] = {}
+    seen: set[tuple[str, str, str]] = set()
+    for item in history:
+        r = item.result
+        if (item.night, r.recording, r.model) in seen:
+            raise ValueError(f"night {item.night} has two results for recording "
+                             f"{r.recording!r} and model {r.model!r}")
+        seen.add((item.night, r.recording, r.model))
+        cases = nights.setdefault(r.model, {}).setdefault(item.night, {})
+        cases.update((case_key(r, x), DriftCase((x.recording, x.frame_index), x.family,
+                                                x.status == "correct"))
+                     for x in report_of(r).rows)
+    return [d for model in sorted(nights)
+            for d in model_drift(model, nights[model], latest=latest)]

@@ -1,5 +1,7 @@
 """The static HTML report: one self-contained file (inline CSS, images as data: URIs, one inline
-script, nothing fetched), so it works offline and can be mailed around.
+script, nothing fetched), so it works offline and can be mailed around. The pipeline's report
+(``publish_report``) links the case browser's frames as files beside the page instead
+(``frames_beside``; :mod:`eval_assets.report.frame_files`), so it stays light as recordings add up.
 
 The summary sections are plain HTML. Models are ranked only on the cases every ranked model
 answered (the leaderboard's ``common`` rows); the headline says on how many, and a warning box
@@ -36,9 +38,10 @@ from eval_assets.report.circular_section import circular_section
 from eval_assets.report.concurrency_section import concurrency_section
 from eval_assets.report.cost_section import CellCost, cost_section
 from eval_assets.report.coverage import Coverage, build_coverage
+from eval_assets.report.drift_section import REPORT_DRIFT_NIGHTS, drift_section
 from eval_assets.report.endpoints_section import ModelEndpoint, endpoints_section
 from eval_assets.report.flip_section import flip_section
-from eval_assets.report.history import NightResult
+from eval_assets.report.history import NightResult, night_drift
 from eval_assets.report.leaderboard import METHODS, paired_comparisons
 from eval_assets.report.markup import esc, section
 from eval_assets.report.metric_sections import metric_sections, not_computed_section
@@ -95,7 +98,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   generated_at: str | None = None,
                   concurrency: Mapping[str, ConcurrencyHistory] | None = None,
                   blind: Collection[str] = (),
-                  numeric_rows: Sequence[NumericCaseRow] = ()) -> str:
+                  numeric_rows: Sequence[NumericCaseRow] = (),
+                  frames_beside: bool = False) -> str:
     """The whole report as one self-contained HTML document.
 
     ``coverage`` comes from ``build_coverage(results, ...)`` (default: from ``results`` alone,
@@ -111,6 +115,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     ``blind`` names the blind models (``baselines.blind_models``): the blind baseline.
     ``numeric_rows`` (per-case rows of the numeric families) add their scatter and MRA by
     distance section.
+    ``frames_beside``: the case browser links each frame as a file of ``frame_files(frames)``
+    (:mod:`eval_assets.report.frame_files`) instead of inlining it; write them with the page.
     """
     if coverage is None:
         coverage = build_coverage(results)
@@ -134,7 +140,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         ("baselines", "Baselines"),
         *((("numeric-families", "Numeric families"),) if numeric_rows else ()),
         ("recordings", "Recordings"),
-        ("nights", "Across nights"), *((("endpoints", "Endpoints"),) if endpoints else ()),
+        ("nights", "Across nights"), ("drift", "Drift"),
+        *((("endpoints", "Endpoints"),) if endpoints else ()),
         *((("concurrency", "Concurrency"),) if concurrency else ()),
         *((("cost", "Cost"),) if costs is not None else ()),
         ("not-computed", "Not computed"),
@@ -148,12 +155,15 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         baselines_section(family_baselines(results, coverage=coverage, blind=blind)),
         _numeric(numeric_rows),
         recordings_section(leaderboard),
-        nights_section(history), endpoints_section(endpoints),
+        nights_section(history),
+        drift_section(night_drift(history, latest=REPORT_DRIFT_NIGHTS)),
+        endpoints_section(endpoints),
         concurrency_section(concurrency or {}),
         "" if costs is None else cost_section([c for c in costs
                                                if (c.recording, c.model) in usable]),
         not_computed_section(results),
-        *(html for _, _, html in metrics), cases_section(cards, frames), _methods(),
+        *(html for _, _, html in metrics),
+        cases_section(cards, frames, frames_beside=frames_beside), _methods(),
     ])
     footer = ("Models are ranked only on the cases every ranked model answered. Leaderboard "
               "rows for all recordings are recomputed from pooled cases, never averaged from "

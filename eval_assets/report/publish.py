@@ -22,8 +22,9 @@ from eval_assets.report.concurrency_section import load_concurrency
 from eval_assets.report.cost_section import cell_costs, judge_costs
 from eval_assets.report.coverage import Coverage, build_coverage
 from eval_assets.report.endpoints_section import load_endpoints
+from eval_assets.report.frame_files import frame_files, write_report_with_files
 from eval_assets.report.history import load_history
-from eval_assets.report.html import render_report, write_report
+from eval_assets.report.html import render_report
 from eval_assets.report.leaderboard import build_leaderboard, paired_comparisons, write_leaderboard
 from eval_assets.schemas.report import CaseCard, FrameImage
 from eval_assets.schemas.results import CellScores
@@ -122,7 +123,8 @@ def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
                    generated_at: str | None = None) -> Path:
     """Render the static HTML report of ``results`` (every usable case browsable, the coverage
     matrix, each model across nights from ``history_dir``, default ``layout.history_dir()``) to
-    ``layout.report_file()``. See ``report_coverage`` for the other keywords."""
+    ``layout.report_file()``, with the frames it links as files beside it
+    (:mod:`eval_assets.report.frame_files`). See ``report_coverage`` for the other keywords."""
     coverage = report_coverage(layout, results, recordings=recordings, models=models,
                                current_fingerprints=current_fingerprints,
                                stale_cells=stale_cells)
@@ -141,5 +143,6 @@ def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
                          concurrency=load_concurrency(
                              (f"{model} on {recording}", run_dir)
                              for (recording, model), run_dir in run_dirs.items()),
-                         blind=blind_models((m, d) for (_, m), d in run_dirs.items()))
-    return write_report(html, layout.report_file())
+                         blind=blind_models((m, d) for (_, m), d in run_dirs.items()),
+                         frames_beside=True)
+    return write_report_with_files(html, layout.report_file(), frame_files(frames))
