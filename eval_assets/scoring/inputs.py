@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval_assets.jsonio import read_jsonl, read_model
@@ -23,6 +23,12 @@ from eval_assets.schemas.vqa import (
     audit_frame_relpath,
 )
 from eval_assets.vqa.labels import read_labels
+from eval_assets.vqa.overrides import (
+    OverrideResolution,
+    apply_overrides,
+    read_overrides,
+    resolve_overrides,
+)
 
 _FRAME_ID = re.compile(r"^frame-(\d+)$")
 
@@ -56,11 +62,16 @@ def load_run(run_dir: Path) -> ModelRun:
 
 @dataclass(frozen=True)
 class PrivateDataset:
-    """Public cases with their private labels, and audit evidence per frame."""
+    """Public cases with their private labels, and audit evidence per frame.
+
+    ``labels`` are the answers in force: the sensor's, with the applicable human overrides in
+    place; ``overrides`` says what became of each override (None: no overrides file was given).
+    """
 
     root: Path
     cases: dict[str, Case]
     labels: list[Label]
+    overrides: OverrideResolution | None = field(default=None)
 
     def evidence(self, frame_index: int) -> EvidenceAudit | None:
         """The frame's detections from the audit, or ``None`` when the generator recorded none
@@ -71,12 +82,23 @@ class PrivateDataset:
         return read_model(path, EvidenceAudit, fix="regenerate the dataset")
 
 
-def load_private_dataset(dataset_dir: Path) -> PrivateDataset:
+def load_private_dataset(dataset_dir: Path, overrides_file: Path | None = None) -> PrivateDataset:
     """Cases and full labels of a published dataset, ours or dimOS's (see
-    :func:`eval_assets.vqa.labels.read_labels`); every label must name a public case."""
+    :func:`eval_assets.vqa.labels.read_labels`); every label must name a public case.
+
+    With ``overrides_file`` (the recording's ``<recording>.overrides.jsonl``, absent or not), the
+    overrides that match their case's content replace the sensor's answers
+    (:mod:`eval_assets.vqa.overrides`); the others are reported in ``overrides``, not applied.
+    """
     cases = read_jsonl(dataset_dir / DATASET_CASES, Case)
     labels = read_labels(dataset_dir, cases)
-    return PrivateDataset(root=dataset_dir, cases={c.id: c for c in cases}, labels=labels)
+    resolution = None
+    if overrides_file is not None:
+        resolution = resolve_overrides(dataset_dir, cases, labels,
+                                       read_overrides(overrides_file), overrides_file)
+        labels = apply_overrides(labels, resolution)
+    return PrivateDataset(root=dataset_dir, cases={c.id: c for c in cases}, labels=labels,
+                          overrides=resolution)
 
 
 def load_annotations(annotations_dir: Path, recording: str) -> dict[int, FrameAnnotation] | None:
