@@ -35,6 +35,7 @@ from eval_assets.report.cost_section import CellCost, cost_section
 from eval_assets.report.coverage import Coverage, build_coverage
 from eval_assets.report.endpoints_section import ModelEndpoint, endpoints_section
 from eval_assets.report.history import NightResult
+from eval_assets.report.label_audit import LabelAudit, label_audit_section
 from eval_assets.report.leaderboard import METHODS, paired_comparisons
 from eval_assets.report.markup import esc, section
 from eval_assets.report.metric_sections import metric_sections, not_computed_section
@@ -77,7 +78,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   endpoints: Sequence[ModelEndpoint] = (),
                   costs: Sequence[CellCost] | None = None,
                   generated_at: str | None = None,
-                  concurrency: Mapping[str, ConcurrencyHistory] | None = None) -> str:
+                  concurrency: Mapping[str, ConcurrencyHistory] | None = None,
+                  label_audit: LabelAudit | None = None) -> str:
     """The whole report as one self-contained HTML document.
 
     ``coverage`` comes from ``build_coverage(results, ...)`` (default: from ``results`` alone,
@@ -90,6 +92,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     ``generated_at`` is printed verbatim when given; nothing is read from the clock.
     ``costs`` (``cell_costs(...)``) adds the "Cost" section; None: no section.
     ``concurrency`` is ``load_concurrency(...)`` of the runs (no section when empty).
+    ``label_audit`` (``build_label_audit(...)``) adds the "Label audit" section; None: none.
     """
     if coverage is None:
         coverage = build_coverage(results)
@@ -114,6 +117,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         *((("concurrency", "Concurrency"),) if concurrency else ()),
         *((("cost", "Cost"),) if costs is not None else ()),
         ("not-computed", "Not computed"),
+        *((("label-audit", "Label audit"),) if label_audit is not None else ()),
         *((anchor, label) for anchor, label, _ in metrics),
         ("cases", "Cases"), ("methods", "Methods")))
     body = "".join([
@@ -125,6 +129,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         "" if costs is None else cost_section([c for c in costs
                                                if (c.recording, c.model) in usable]),
         not_computed_section(results),
+        "" if label_audit is None else label_audit_section(label_audit, frames),
         *(html for _, _, html in metrics), cases_section(cards, frames), _methods(),
     ])
     footer = ("Models are ranked only on the cases every ranked model answered. Leaderboard "
