@@ -6,8 +6,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eval_assets.jsonio import read_jsonl, read_model
-from eval_assets.schemas.annotations import FrameAnnotation, read_annotations
+from eval_assets.atomic import write_text_atomic
+from eval_assets.errors import InputError
+from eval_assets.hashing import file_sha256
+from eval_assets.jsonio import dumps_json, read_jsonl, read_model
+from eval_assets.schemas.annotations import (
+    FrameAnnotation,
+    read_annotation_rows,
+    read_annotations,
+)
 from eval_assets.schemas.predictions import (
     RUN_ANSWERS,
     RUN_DESCRIPTIONS,
@@ -16,10 +23,12 @@ from eval_assets.schemas.predictions import (
 )
 from eval_assets.schemas.vqa import (
     AUDIT_FRAME_EVIDENCE,
+    DATASET_ASSETS,
     DATASET_CASES,
     Case,
     EvidenceAudit,
     Label,
+    asset_relpath,
     audit_frame_relpath,
 )
 from eval_assets.vqa.labels import read_labels
@@ -101,7 +110,68 @@ def load_private_dataset(dataset_dir: Path, overrides_file: Path | None = None) 
                           overrides=resolution)
 
 
-def load_annotations(annotations_dir: Path, recording: str) -> dict[int, FrameAnnotation] | None:
-    """``<annotations_dir>/<recording>.jsonl`` by frame, or ``None`` when the file is absent."""
+@dataclass(frozen=True)
+class Annotations:
+    """A recording's annotations attached to the frames of its dataset by image content."""
+
+    by_frame: dict[int, FrameAnnotation]
+    """The annotations whose image is one of the dataset's frames, by that frame's index."""
+    unmatched: list[FrameAnnotation]
+    """The annotations whose image is none of the dataset's frames: reported, never attached."""
+    source: Path
+
+
+def frame_image_hashes(dataset_dir: Path) -> dict[str, int]:
+    """SHA-256 of each frame image of a published dataset (``assets/frame-NNNNNN.png``) to the
+    frame's index."""
+    assets = Path(dataset_dir) / DATASET_ASSETS
+    hashes: dict[str, int] = {}
+    for image in sorted(assets.glob("frame-*.png")) if assets.is_dir() else []:
+        if _FRAME_ID.match(image.stem):
+            hashes.setdefault(file_sha256(image), frame_index_of(image.stem))
+    return hashes
+
+
+def load_annotations(annotations_dir: Path, recording: str,
+                     dataset_dir: Path) -> Annotations | None:
+    """``<annotations_dir>/<recording>.jsonl`` attached to ``dataset_dir``'s frames by image hash
+    (:mod:`eval_assets.schemas.annotations`), or ``None`` when the file is absent."""
     path = annotations_dir / f"{recording}.jsonl"
-    return read_annotations(path) if path.is_file() else None
+    if not path.is_file():
+        return None
+    frames = frame_image_hashes(dataset_dir)
+    by_frame: dict[int, FrameAnnotation] = {}
+    unmatched = []
+    for image_sha, row in read_annotations(path).items():
+        if image_sha in frames:
+            by_frame[frames[image_sha]] = row
+        else:
+            unmatched.append(row)
+    return Annotations(by_frame=dict(sorted(by_frame.items())), unmatched=unmatched, source=path)
+
+
+def migrate_annotations(path: Path, dataset_dir: Path) -> int:
+    """Give every line of an annotations file keyed by frame index the ``image_sha256`` of that
+    frame in ``dataset_dir`` (``assets/frame-NNNNNN.png``); returns how many lines changed.
+
+    Run once, after checking that the dataset's frames are the ones annotated. Atomic: the file
+    is rewritten whole. A frame the dataset does not have is an :class:`InputError`.
+    """
+    rows = read_annotation_rows(path)
+    changed = 0
+    out = []
+    for row in rows:
+        if row.image_sha256 is None:
+            image = Path(dataset_dir) / asset_relpath(row.frame_index)
+            if not image.is_file():
+                raise InputError(f"{path}: frame_index {row.frame_index} has no image {image} in "
+                                 "the published dataset. Fix: publish the dataset the "
+                                 "annotations were written for (eval-assets run), or remove "
+                                 "that line")
+            row = row.model_copy(update={"image_sha256": file_sha256(image)})
+            changed += 1
+        out.append(row)
+    write_text_atomic(path, "".join(
+        dumps_json(r.model_dump(mode="json"), indent=None, sort_keys=True, newline=False) + "\n"
+        for r in out))
+    return changed

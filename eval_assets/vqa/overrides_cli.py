@@ -2,6 +2,7 @@
 
     eval-assets labels override --recording sample --case ID --answer A --by NAME --reason TEXT
     eval-assets labels list [--recording sample]
+    eval-assets labels migrate-annotations --recording sample
 
 A correction is appended to ``data/labels/<recording>.overrides.jsonl`` (``$EVAL_ASSETS_LABELS``
 or ``--labels-dir`` to keep them elsewhere) with the content hash of the case it corrects, taken
@@ -96,3 +97,28 @@ def list_overrides(
                        f"{STATE_TEXT[state.state]}")
     if not names:
         typer.echo(f"no overrides in {folder}")
+
+
+@labels_app.command("migrate-annotations")
+@guarded
+def migrate_annotations_command(
+    recording: str = typer.Option(..., help="The recording whose annotations to migrate."),
+    storage_root: Path | None = _STORAGE,
+    annotations_dir: Path | None = typer.Option(
+        None, help="Folder of the annotations (default $EVAL_ASSETS_ANNOTATIONS or "
+        "data/annotations)."),
+) -> None:
+    """Key an old annotations file (by frame index) by each frame's image hash, once.
+
+    Check first that the recording's published frames are the ones that were annotated: from
+    then on an annotation attaches to its image only, wherever that frame is.
+    """
+    from eval_assets.layout import default_annotations_dir
+    from eval_assets.scoring.inputs import migrate_annotations
+
+    path = (annotations_dir or default_annotations_dir()) / f"{recording}.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist. Fix: pass --annotations-dir or the "
+                                "recording's name")
+    changed = migrate_annotations(path, _layout(storage_root).dataset_dir(recording))
+    typer.echo(f"{path}: {changed} annotations keyed by their frame's image hash")

@@ -107,7 +107,8 @@ def _score(context: AssetExecutionContext, spec: MetricSpec[Any]) -> Materialize
         if "similarity" in spec.needs and scoring is not None:
             similarity = Similarity(scoring.scorer(), scoring.embedder,
                                     scoring.hallucination_threshold)
-        annotations = (load_annotations(scoring.annotations_path(), recording)
+        annotations = (load_annotations(scoring.annotations_path(), recording,
+                                        layout.dataset_dir(recording))
                        if "annotations" in spec.needs and scoring is not None else None)
         overrides = (resources.storage.overrides_file(recording)
                      if "labels" in spec.needs else None)
@@ -116,7 +117,16 @@ def _score(context: AssetExecutionContext, spec: MetricSpec[Any]) -> Materialize
             data=load_private_dataset(layout.dataset_dir(recording), overrides),
             run=load_run(layout.predictions_dir(recording, model)),
             run_dir=layout.predictions_dir(recording, model), out_dir=out_dir,
-            annotations=annotations, judge=judge, similarity=similarity)
+            annotations=None if annotations is None else annotations.by_frame,
+            judge=judge, similarity=similarity)
+        if annotations is not None and annotations.unmatched:
+            # Never attached to another image: the annotated image is not in this dataset.
+            inputs.notes["annotations_unmatched"] = len(annotations.unmatched)
+            inputs.warnings.extend(
+                f"{annotations.source}: the annotation of frame_index {row.frame_index} "
+                f"(image {row.image_sha256}) matches no frame of {recording}'s dataset (the "
+                "recording was replaced or its selection changed); not used"
+                for row in annotations.unmatched)
         outcome = spec.score(inputs)
     path = _write(out_dir / spec.file, outcome)
     for line in inputs.warnings:
