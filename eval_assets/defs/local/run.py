@@ -183,7 +183,6 @@ def _bring_up_to_date(instance: DagsterInstance, recording: Path, layout: Storag
         # Conditions never fire on their first evaluation: take it before anything changes.
         cursor = conditions.evaluate().cursor
     _observe(instance, recording, layout, scope)
-    _announce_overrides(layout, scope, listeners.on_stage)
     launcher = Launcher(defs, instance, graph, jobs, scope, run_config, log_file, listeners)
     cursor = _follow_conditions(conditions, cursor, launcher)
     launcher.execute(never_materialized(instance, jobs, scope))
@@ -195,6 +194,8 @@ def _bring_up_to_date(instance: DagsterInstance, recording: Path, layout: Storag
         # (an edited judge config, say) would count as already handled and be skipped.
         cursor = conditions.evaluate(cursor).cursor
     write_cursor(cursor_file, cursor)
+    # After the run: said of the dataset as it is now (a replaced recording orphans overrides).
+    _announce_overrides(layout, scope, listeners.on_stage)
     listeners.on_stage(_recomputed(scope, launcher.executed))
     listeners.on_stage(_summary(jobs, scope, launcher.executed))
     return tuple(launcher.run_ids)

@@ -143,7 +143,7 @@ def _check_a_label_override_recomputes_only_what_reads_labels(
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1200)
 def test_reruns_recompute_exactly_what_changed(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Unchanged: nothing runs. Judge config edited: only what reads it. Recording replaced
@@ -193,6 +193,9 @@ def test_reruns_recompute_exactly_what_changed(tmp_path: Path,
             "report"} <= replaced
     # Answers are keyed by what the model saw: new images mean new calls, none reused blindly.
     assert counts["predictions"]["calls_made"] > 0
+    # The label override was made for the old content: orphaned, reported, not applied.
+    assert any("label overrides" in line and "0 applied, 1 orphaned" in line
+               for line in stages), stages
 
     # A nightly run asks the model again although nothing changed, and keeps the night's results.
     from dagster import DagsterInstance, MultiPartitionKey
