@@ -11,6 +11,7 @@ from __future__ import annotations
 RECORDING_FILE = "recording_file"
 MODEL_CONFIG = "model_config"
 JUDGE_CONFIG = "judge_config"
+LABEL_OVERRIDES = "label_overrides"
 
 # Per recording.
 RECORDING_INGEST = "recording_ingest"

@@ -21,6 +21,7 @@ from eval_assets.console import format_seconds, make_console
 from eval_assets.metrics.cli import score_app
 from eval_assets.model_runs.cli import serve_command, vqa_run_command
 from eval_assets.vqa.cli import vqa_app
+from eval_assets.vqa.overrides_cli import labels_app
 
 # Plain tracebacks: rich ones walk every local (datasets, models) and can take minutes and GBs.
 app = typer.Typer(
@@ -32,6 +33,7 @@ vqa_app.command("run")(vqa_run_command)
 app.add_typer(vqa_app, name="vqa")
 app.command("serve")(serve_command)
 app.add_typer(score_app, name="score")
+app.add_typer(labels_app, name="labels")
 
 # Counts shown after a step's name, most telling first; other numeric metadata is left to the UI.
 _SHOWN_COUNTS = ("frames", "num_skipped", "images", "cases", "answers", "n", "calls_made",

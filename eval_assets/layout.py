@@ -17,6 +17,8 @@ from eval_assets import asset_names as names
 
 RECORDING_SUFFIX = ".db"
 SELECTION_SUFFIX = ".selection.yaml"
+# Human corrections of gold answers, one file per recording (eval_assets.vqa.overrides).
+OVERRIDES_SUFFIX = ".overrides.jsonl"
 
 # recording_ingest: the validated inventory.
 INVENTORY_FILE = "inventory.json"
@@ -224,3 +226,15 @@ def default_judge_file() -> Path:
     """``$EVAL_ASSETS_JUDGE`` if set, else the repository's ``data/judge.yaml``."""
     default = Path(__file__).resolve().parent.parent / "data" / "judge.yaml"
     return Path(os.environ.get("EVAL_ASSETS_JUDGE", default)).resolve()
+
+
+def default_labels_dir() -> Path:
+    """``$EVAL_ASSETS_LABELS`` if set, else the repository's ``data/labels``: where each
+    recording's label overrides are kept (a bundled input, like the annotations)."""
+    default = Path(__file__).resolve().parent.parent / "data" / "labels"
+    return Path(os.environ.get("EVAL_ASSETS_LABELS", default)).resolve()
+
+
+def overrides_file_for(labels_dir: Path, recording: str) -> Path:
+    """The label overrides of one recording: ``<labels_dir>/<recording>.overrides.jsonl``."""
+    return Path(labels_dir) / f"{recording}{OVERRIDES_SUFFIX}"

@@ -1,8 +1,8 @@
 """Declarative automation: the asset graph is the only statement of the chain's order.
 
 - The recordings sensor adds a partition for each finished, valid recording and reports data
-  versions (content hashes) of recordings (with their selection files), model entries and the
-  judge config. It requests no run.
+  versions (content hashes) of recordings (with their selection files), model entries, the
+  judge config and each recording's label overrides. It requests no run.
 - Every partitioned asset carries :data:`RECOMPUTE`: materialize when missing, when an upstream
   data version changed, or when its own code version changed, once upstream is idle.
 - The leaderboard and report carry :data:`SETTLED`: rebuild once after a batch of updates, when
@@ -39,6 +39,7 @@ from eval_assets.defs.assets.sources import (
     judge_version,
     model_versions,
     observation,
+    overrides_version,
     recording_version,
 )
 from eval_assets.defs.automation_conditions import NIGHT_TAG
@@ -192,6 +193,12 @@ def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
             events.append(observation(keys.MODEL_CONFIG, version, model))
             reported[f"model:{model}"] = version
             tick.inputs.append(f"model {model}")
+    for key in sorted(known | set(tick.registered)):
+        version = overrides_version(storage.overrides_file(key))
+        if reported.get(f"labels:{key}") != version:
+            events.append(observation(keys.LABEL_OVERRIDES, version, key))
+            reported[f"labels:{key}"] = version
+            tick.inputs.append(f"label overrides of {key}")
     version = judge_version(judge)
     if reported.get("judge") != version:
         events.append(observation(keys.JUDGE_CONFIG, version))

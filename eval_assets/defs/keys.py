@@ -25,6 +25,7 @@ from eval_assets.scoring.vqa import VQA
 RECORDING_FILE = AssetKey(names.RECORDING_FILE)
 MODEL_CONFIG = AssetKey(names.MODEL_CONFIG)
 JUDGE_CONFIG = AssetKey(names.JUDGE_CONFIG)
+LABEL_OVERRIDES = AssetKey(names.LABEL_OVERRIDES)
 
 # Per recording.
 RECORDING_INGEST = AssetKey(names.RECORDING_INGEST)

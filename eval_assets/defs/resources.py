@@ -14,8 +14,10 @@ from eval_assets.layout import (
     StorageLayout,
     default_annotations_dir,
     default_judge_file,
+    default_labels_dir,
     default_recordings_dir,
     default_storage_root,
+    overrides_file_for,
 )
 from eval_assets.metrics.embedders import CosineSimilarity, SentenceTransformerEmbedder
 from eval_assets.metrics.judge import JudgeConfig, OpenAIJudge, open_judge, self_judging_models
@@ -32,13 +34,15 @@ from eval_assets.vqa.authors import DEFAULT_VOCABULARY, AuthorConfig, QuestionAu
 class ProjectStorage(ConfigurableResource):
     """Where recordings are read from and where every asset writes its files.
 
-    Empty strings mean the defaults: ``$EVAL_ASSETS_RECORDINGS`` / ``data/recordings`` and
-    ``$EVAL_ASSETS_HOME`` / ``.eval_assets`` under the working directory.
+    Empty strings mean the defaults: ``$EVAL_ASSETS_RECORDINGS`` / ``data/recordings``,
+    ``$EVAL_ASSETS_HOME`` / ``.eval_assets`` under the working directory, and
+    ``$EVAL_ASSETS_LABELS`` / ``data/labels`` for the label overrides.
     """
 
     recordings_dir: str = ""
     storage_root: str = ""
     allow_pickle: bool = False
+    labels_dir: str = ""
 
     def recordings_path(self) -> Path:
         """The folder watched for ``*.db`` recordings."""
@@ -49,6 +53,15 @@ class ProjectStorage(ConfigurableResource):
     def recording_file(self, partition_key: str) -> Path:
         """The recording file behind a partition key."""
         return self.recordings_path() / f"{partition_key}.db"
+
+    def labels_path(self) -> Path:
+        """Where the label overrides are kept: ``labels_dir``, else ``$EVAL_ASSETS_LABELS`` /
+        ``data/labels``."""
+        return Path(self.labels_dir).resolve() if self.labels_dir else default_labels_dir()
+
+    def overrides_file(self, partition_key: str) -> Path:
+        """The label overrides file of a recording partition (it may not exist)."""
+        return overrides_file_for(self.labels_path(), partition_key)
 
     def layout(self) -> StorageLayout:
         """The output layout rooted at the configured storage root."""

@@ -42,6 +42,7 @@ from eval_assets.report.drift_section import REPORT_DRIFT_NIGHTS, drift_section
 from eval_assets.report.endpoints_section import ModelEndpoint, endpoints_section
 from eval_assets.report.flip_section import flip_section
 from eval_assets.report.history import NightResult, night_drift
+from eval_assets.report.label_audit import LabelAudit, label_audit_section
 from eval_assets.report.leaderboard import METHODS, paired_comparisons
 from eval_assets.report.markup import esc, section
 from eval_assets.report.metric_sections import metric_sections, not_computed_section
@@ -99,7 +100,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   concurrency: Mapping[str, ConcurrencyHistory] | None = None,
                   blind: Collection[str] = (),
                   numeric_rows: Sequence[NumericCaseRow] = (),
-                  frames_beside: bool = False) -> str:
+                  frames_beside: bool = False,
+                  label_audit: LabelAudit | None = None) -> str:
     """The whole report as one self-contained HTML document.
 
     ``coverage`` comes from ``build_coverage(results, ...)`` (default: from ``results`` alone,
@@ -117,6 +119,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     distance section.
     ``frames_beside``: the case browser links each frame as a file of ``frame_files(frames)``
     (:mod:`eval_assets.report.frame_files`) instead of inlining it; write them with the page.
+    ``label_audit`` (``build_label_audit(...)``) adds the "Label audit" section; None: none.
     """
     if coverage is None:
         coverage = build_coverage(results)
@@ -145,6 +148,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         *((("concurrency", "Concurrency"),) if concurrency else ()),
         *((("cost", "Cost"),) if costs is not None else ()),
         ("not-computed", "Not computed"),
+        *((("label-audit", "Label audit"),) if label_audit is not None else ()),
         *((anchor, label) for anchor, label, _ in metrics),
         ("cases", "Cases"), ("methods", "Methods")))
     body = "".join([
@@ -162,6 +166,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         "" if costs is None else cost_section([c for c in costs
                                                if (c.recording, c.model) in usable]),
         not_computed_section(results),
+        "" if label_audit is None else label_audit_section(label_audit, frames),
         *(html for _, _, html in metrics),
         cases_section(cards, frames, frames_beside=frames_beside), _methods(),
     ])

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from eval_assets.jsonio import read_json
-from eval_assets.layout import AVLM_JUDGE_PREDICTIONS, StorageLayout
+from eval_assets.layout import AVLM_JUDGE_PREDICTIONS, StorageLayout, overrides_file_for
 from eval_assets.report.baselines import blind_models, family_baselines
 from eval_assets.report.cards import build_case_cards, build_frame_images
 from eval_assets.report.concurrency_section import load_concurrency
@@ -25,10 +25,11 @@ from eval_assets.report.endpoints_section import load_endpoints
 from eval_assets.report.frame_files import frame_files, write_report_with_files
 from eval_assets.report.history import load_history
 from eval_assets.report.html import render_report
+from eval_assets.report.label_audit import LabelAudit, build_label_audit
 from eval_assets.report.leaderboard import build_leaderboard, paired_comparisons, write_leaderboard
 from eval_assets.schemas.report import CaseCard, FrameImage
 from eval_assets.schemas.results import CellScores
-from eval_assets.scoring.inputs import load_run
+from eval_assets.scoring.inputs import load_private_dataset, load_run
 from eval_assets.scoring.judge import JUDGE
 from eval_assets.scoring.vqa import report_of
 from eval_assets.vqa.dataset import dataset_fingerprint
@@ -41,6 +42,7 @@ __all__ = [
     "publish_report",
     "report_cards",
     "report_coverage",
+    "report_label_audit",
 ]
 
 REPORT_TITLE = "eval_assets benchmark report"
@@ -69,6 +71,15 @@ def report_cards(layout: StorageLayout, results: Sequence[CellScores]
             detections_dir=layout.detections_dir(recording),
             pointcloud_dir=layout.pointcloud_frames_dir(recording), recording=recording)
     return cards, frames
+
+
+def report_label_audit(layout: StorageLayout, results: Sequence[CellScores],
+                       labels_dir: Path) -> LabelAudit:
+    """The label audit of ``results``, each recording's overrides read from ``labels_dir``."""
+    datasets = {rec: load_private_dataset(layout.dataset_dir(rec),
+                                          overrides_file_for(labels_dir, rec))
+                for rec in sorted({r.recording for r in results})}
+    return build_label_audit(results, datasets)
 
 
 def dataset_fingerprints(layout: StorageLayout, recordings: Iterable[str]) -> dict[str, str]:
@@ -120,11 +131,13 @@ def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
                    current_fingerprints: Mapping[str, str] | None = None,
                    stale_cells: Collection[tuple[str, str]] = (),
                    history_dir: Path | None = None,
-                   generated_at: str | None = None) -> Path:
+                   generated_at: str | None = None,
+                   labels_dir: Path | None = None) -> Path:
     """Render the static HTML report of ``results`` (every usable case browsable, the coverage
     matrix, each model across nights from ``history_dir``, default ``layout.history_dir()``) to
     ``layout.report_file()``, with the frames it links as files beside it
-    (:mod:`eval_assets.report.frame_files`). See ``report_coverage`` for the other keywords."""
+    (:mod:`eval_assets.report.frame_files`). With ``labels_dir`` (the label overrides' folder)
+    the report has a "Label audit" section. See ``report_coverage`` for the other keywords."""
     coverage = report_coverage(layout, results, recordings=recordings, models=models,
                                current_fingerprints=current_fingerprints,
                                stale_cells=stale_cells)
@@ -144,5 +157,7 @@ def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
                              (f"{model} on {recording}", run_dir)
                              for (recording, model), run_dir in run_dirs.items()),
                          blind=blind_models((m, d) for (_, m), d in run_dirs.items()),
-                         frames_beside=True)
+                         frames_beside=True,
+                         label_audit=None if labels_dir is None else report_label_audit(
+                             layout, usable, labels_dir))
     return write_report_with_files(html, layout.report_file(), frame_files(frames))

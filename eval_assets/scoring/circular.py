@@ -121,7 +121,8 @@ METHODS = (
 
 CIRCULAR: MetricSpec[CircularReport] = MetricSpec(
     name=NAME, description=__doc__ or "", file="circular.json", version="1",
-    result_model=CircularReport, score=_score, needs=frozenset({"rotations"}), methods=METHODS,
+    result_model=CircularReport, score=_score, needs=frozenset({"labels", "rotations"}),
+    methods=METHODS,
     metadata=_metadata,
     columns=COLUMNS, label="CircularEval / position bias",
 )

@@ -12,8 +12,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eval_assets.jsonio import read_jsonl, read_model
-from eval_assets.schemas.annotations import FrameAnnotation, read_annotations
+from eval_assets.atomic import write_text_atomic
+from eval_assets.errors import InputError
+from eval_assets.hashing import file_sha256
+from eval_assets.jsonio import dumps_json, read_jsonl, read_model
+from eval_assets.schemas.annotations import (
+    FrameAnnotation,
+    read_annotation_rows,
+    read_annotations,
+)
 from eval_assets.schemas.predictions import (
     RUN_ANSWERS,
     RUN_DESCRIPTIONS,
@@ -30,14 +37,22 @@ from eval_assets.schemas.spatial import (
 )
 from eval_assets.schemas.vqa import (
     AUDIT_FRAME_EVIDENCE,
+    DATASET_ASSETS,
     DATASET_AUDIT,
     DATASET_CASES,
     Case,
     EvidenceAudit,
     Label,
+    asset_relpath,
     audit_frame_relpath,
 )
 from eval_assets.vqa.labels import read_labels
+from eval_assets.vqa.overrides import (
+    OverrideResolution,
+    apply_overrides,
+    read_overrides,
+    resolve_overrides,
+)
 
 _FRAME_ID = re.compile(r"^frame-(\d+)$")
 
@@ -73,8 +88,10 @@ def load_run(run_dir: Path) -> ModelRun:
 class PrivateDataset:
     """Public cases with their private labels, and audit evidence per frame.
 
-    ``labels`` are dimOS's single-image multiple-choice cases only; the spatial cases and their
-    full labels (audit) are ``spatial_cases`` and ``spatial_labels`` (empty without them).
+    ``labels`` are dimOS's single-image multiple-choice cases only, the answers in force: the
+    sensor's, with the applicable human overrides in place; ``overrides`` says what became of
+    each override (None: no overrides file was given). The spatial cases and their full labels
+    (audit) are ``spatial_cases`` and ``spatial_labels`` (empty without them).
     """
 
     root: Path
@@ -82,6 +99,7 @@ class PrivateDataset:
     labels: list[Label]
     spatial_cases: dict[str, SpatialCase] = field(default_factory=dict)
     spatial_labels: list[SpatialLabel] = field(default_factory=list)
+    overrides: OverrideResolution | None = field(default=None)
 
     def evidence(self, frame_index: int) -> EvidenceAudit | None:
         """The frame's detections from the audit, or ``None`` when the generator recorded none
@@ -92,15 +110,25 @@ class PrivateDataset:
         return read_model(path, EvidenceAudit, fix="regenerate the dataset")
 
 
-def load_private_dataset(dataset_dir: Path) -> PrivateDataset:
+def load_private_dataset(dataset_dir: Path, overrides_file: Path | None = None) -> PrivateDataset:
     """Cases and full labels of a published dataset, ours or dimOS's (see
-    :func:`eval_assets.vqa.labels.read_labels`); every label must name a public case."""
+    :func:`eval_assets.vqa.labels.read_labels`); every label must name a public case.
+
+    With ``overrides_file`` (the recording's ``<recording>.overrides.jsonl``, absent or not), the
+    overrides that match their case's content replace the sensor's answers
+    (:mod:`eval_assets.vqa.overrides`); the others are reported in ``overrides``, not applied.
+    """
     cases = read_jsonl(dataset_dir / DATASET_CASES, Case)
     labels = read_labels(dataset_dir, cases)
+    resolution = None
+    if overrides_file is not None:
+        resolution = resolve_overrides(dataset_dir, cases, labels,
+                                       read_overrides(overrides_file), overrides_file)
+        labels = apply_overrides(labels, resolution)
     spatial_cases, spatial_labels = load_spatial_labels(dataset_dir)
     return PrivateDataset(root=dataset_dir, cases={c.id: c for c in cases}, labels=labels,
                           spatial_cases={c.id: c for c in spatial_cases},
-                          spatial_labels=spatial_labels)
+                          spatial_labels=spatial_labels, overrides=resolution)
 
 
 def load_spatial_labels(dataset_dir: Path) -> tuple[list[SpatialCase], list[SpatialLabel]]:
@@ -139,7 +167,68 @@ def load_spatial_labels(dataset_dir: Path) -> tuple[list[SpatialCase], list[Spat
     return cases, [audit[i] for i in ids]
 
 
-def load_annotations(annotations_dir: Path, recording: str) -> dict[int, FrameAnnotation] | None:
-    """``<annotations_dir>/<recording>.jsonl`` by frame, or ``None`` when the file is absent."""
+@dataclass(frozen=True)
+class Annotations:
+    """A recording's annotations attached to the frames of its dataset by image content."""
+
+    by_frame: dict[int, FrameAnnotation]
+    """The annotations whose image is one of the dataset's frames, by that frame's index."""
+    unmatched: list[FrameAnnotation]
+    """The annotations whose image is none of the dataset's frames: reported, never attached."""
+    source: Path
+
+
+def frame_image_hashes(dataset_dir: Path) -> dict[str, int]:
+    """SHA-256 of each frame image of a published dataset (``assets/frame-NNNNNN.png``) to the
+    frame's index."""
+    assets = Path(dataset_dir) / DATASET_ASSETS
+    hashes: dict[str, int] = {}
+    for image in sorted(assets.glob("frame-*.png")) if assets.is_dir() else []:
+        if _FRAME_ID.match(image.stem):
+            hashes.setdefault(file_sha256(image), frame_index_of(image.stem))
+    return hashes
+
+
+def load_annotations(annotations_dir: Path, recording: str,
+                     dataset_dir: Path) -> Annotations | None:
+    """``<annotations_dir>/<recording>.jsonl`` attached to ``dataset_dir``'s frames by image hash
+    (:mod:`eval_assets.schemas.annotations`), or ``None`` when the file is absent."""
     path = annotations_dir / f"{recording}.jsonl"
-    return read_annotations(path) if path.is_file() else None
+    if not path.is_file():
+        return None
+    frames = frame_image_hashes(dataset_dir)
+    by_frame: dict[int, FrameAnnotation] = {}
+    unmatched = []
+    for image_sha, row in read_annotations(path).items():
+        if image_sha in frames:
+            by_frame[frames[image_sha]] = row
+        else:
+            unmatched.append(row)
+    return Annotations(by_frame=dict(sorted(by_frame.items())), unmatched=unmatched, source=path)
+
+
+def migrate_annotations(path: Path, dataset_dir: Path) -> int:
+    """Give every line of an annotations file keyed by frame index the ``image_sha256`` of that
+    frame in ``dataset_dir`` (``assets/frame-NNNNNN.png``); returns how many lines changed.
+
+    Run once, after checking that the dataset's frames are the ones annotated. Atomic: the file
+    is rewritten whole. A frame the dataset does not have is an :class:`InputError`.
+    """
+    rows = read_annotation_rows(path)
+    changed = 0
+    out = []
+    for row in rows:
+        if row.image_sha256 is None:
+            image = Path(dataset_dir) / asset_relpath(row.frame_index)
+            if not image.is_file():
+                raise InputError(f"{path}: frame_index {row.frame_index} has no image {image} in "
+                                 "the published dataset. Fix: publish the dataset the "
+                                 "annotations were written for (eval-assets run), or remove "
+                                 "that line")
+            row = row.model_copy(update={"image_sha256": file_sha256(image)})
+            changed += 1
+        out.append(row)
+    write_text_atomic(path, "".join(
+        dumps_json(r.model_dump(mode="json"), indent=None, sort_keys=True, newline=False) + "\n"
+        for r in out))
+    return changed

@@ -167,7 +167,7 @@ METHODS = (
 
 MCQ: MetricSpec[McqScores] = MetricSpec(
     name=NAME, description=__doc__ or "", file="mcq.json", version="2", result_model=McqScores,
-    score=_score, metadata=_metadata, label="AVLM MCQ",
+    score=_score, metadata=_metadata, label="AVLM MCQ", needs=frozenset({"labels"}),
     columns=(Column("mcq_lettered_cases", integer=True), Column("mcq_pct_correct"),
              Column("mcq_lenient_pct_correct"), Column("mcq_total", integer=True)),
     pool=_pool, methods=METHODS, section=Section("mcq", "MCQ", _table),

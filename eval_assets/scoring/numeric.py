@@ -216,6 +216,7 @@ METHODS = (
 NUMERIC: MetricSpec[NumericScores] = MetricSpec(
     name=NAME, description=__doc__ or "", file="numeric.json", version="2",
     result_model=NumericScores, score=_score, metadata=_metadata, label="numeric MRA",
+    needs=frozenset({"labels"}),
     columns=(Column("numeric_mra"), Column("numeric_abs_rel_error"),
              Column("numeric_n", integer=True), Column("numeric_unparseable", integer=True)),
     pool=_pool, methods=METHODS, section=Section("numeric", "Numeric", _table),

@@ -93,7 +93,7 @@ def _table(cells: Sequence[CellScores]) -> ReportTable:
 
 POPE: MetricSpec[PopeResult] = MetricSpec(
     name=NAME, description=__doc__ or "", file="pope.json", version="2", result_model=PopeResult,
-    score=_score, metadata=_metadata, label="POPE",
+    score=_score, metadata=_metadata, label="POPE", needs=frozenset({"labels"}),
     columns=(Column("pope_f1"), Column("pope_accuracy"), Column("pope_precision"),
              Column("pope_recall"), Column("pope_yes_ratio"), Column("pope_n", integer=True)),
     pool=_pool, section=Section("pope", "POPE", _table),

@@ -25,7 +25,9 @@ from eval_assets.scoring.inputs import ModelRun, PrivateDataset
 R = TypeVar("R", bound=BaseModel)
 
 # What a metric reads besides the run and the private dataset; the asset factory provides it.
-Need = Literal["annotations", "flips", "judge", "rotations", "similarity"]
+# "labels": it scores against the gold answers, so human label overrides
+# (eval_assets.vqa.overrides) are an input of it and a new override recomputes it.
+Need = Literal["annotations", "flips", "judge", "labels", "rotations", "similarity"]
 
 
 @dataclass(frozen=True)

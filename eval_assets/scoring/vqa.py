@@ -86,7 +86,7 @@ def _score(inputs: ScoringInputs) -> VqaReport:
 _COUNT = {"n_cases", "n_frames", "correct", "parse_failures", "failed_calls"}
 VQA: MetricSpec[VqaReport] = MetricSpec(
     name=NAME, description=__doc__ or "", file="vqa.json", version="4", result_model=VqaReport,
-    score=_score, metadata=_metadata, label="VQA accuracy",
+    score=_score, metadata=_metadata, label="VQA accuracy", needs=frozenset({"labels"}),
     columns=tuple(Column(c, integer=c in _COUNT, nullable=False) for c in (
         "vqa_accuracy", "vqa_ci_low", "vqa_ci_high", "n_cases", "n_frames", "design_effect",
         "correct", "parse_failures", "failed_calls", "parse_failure_rate", "chance")),

@@ -26,6 +26,7 @@ from eval_assets.layout import (
 )
 from eval_assets.model_runs.prompts import DESCRIPTION_PROMPT
 from eval_assets.perception import PerceptionConfig
+from eval_assets.schemas.annotations import FrameAnnotation
 from eval_assets.schemas.predictions import RUN_ANSWERS, RUN_DESCRIPTIONS, DescriptionRecord
 from eval_assets.scoring.inputs import load_annotations, load_private_dataset, load_run
 from eval_assets.scoring.judge import avlm_description_rows
@@ -34,6 +35,13 @@ from eval_assets.vqa.generate import generate_from_recording
 
 REPO = Path(__file__).resolve().parents[2]
 ANNOTATED = (0, 4, 8, 12, 16, 20)
+
+
+def _annotations(dataset: Path) -> dict[int, FrameAnnotation]:
+    """The bundled annotations of the sample, attached to the dataset's frames by image hash."""
+    loaded = load_annotations(default_annotations_dir(), "sample", dataset)
+    assert loaded is not None and not loaded.unmatched
+    return loaded.by_frame
 
 
 def description_rows(tmp_path: Path, sample_db: Path) -> Path:
@@ -51,7 +59,7 @@ def description_rows(tmp_path: Path, sample_db: Path) -> Path:
     write_text_atomic(run / RUN_DESCRIPTIONS, "".join(r.model_dump_json() + "\n"
                                                       for r in records))
     rows = avlm_description_rows(load_private_dataset(dataset), load_run(run),
-                                 load_annotations(default_annotations_dir(), "sample"),
+                                 _annotations(dataset),
                                  DESCRIPTION_PROMPT)
     folder = tmp_path / "description_judge"
     write_jsonl(folder / AVLM_PREDICTIONS, rows, sort_keys=True)

@@ -36,10 +36,16 @@ from eval_assets.defs.resources import JudgeResource, ProjectStorage, ScoringRes
 from eval_assets.jsonio import read_json
 from eval_assets.schemas.results import CellScores, NotMeasured
 from eval_assets.scoring import METRICS
-from eval_assets.scoring.inputs import load_annotations, load_private_dataset, load_run
+from eval_assets.scoring.inputs import (
+    PrivateDataset,
+    load_annotations,
+    load_private_dataset,
+    load_run,
+)
 from eval_assets.scoring.spec import JudgeHandle, Markdown, MetricSpec, ScoringInputs, Similarity
 from eval_assets.scoring.vqa import VQA, prediction_counts, report_of
 from eval_assets.vqa.dataset import dataset_fingerprint
+from eval_assets.vqa.overrides import ORPHANED, STATE_TEXT
 
 GROUP = "metrics"
 INPUTS: list[AssetKey | AssetDep] = [
@@ -67,6 +73,21 @@ def _metadata_value(value: Any) -> Any:
     return value
 
 
+def _overrides_metadata(context: AssetExecutionContext, data: PrivateDataset) -> dict[str, Any]:
+    """How many label overrides were applied and orphaned; each orphan is logged."""
+    resolution = data.overrides
+    if resolution is None or not resolution.states:
+        return {}
+    for state in resolution.states:
+        if state.orphaned:
+            context.log.warning(
+                f"{resolution.source}: the override of case {state.override.case_id!r} "
+                f"({state.override.at}, by {state.override.by}) is {STATE_TEXT[state.state]}; "
+                "not applied")
+    return {"overrides_applied": resolution.count("applied"),
+            "overrides_orphaned": resolution.count(*ORPHANED)}
+
+
 def _score(context: AssetExecutionContext, spec: MetricSpec[Any]) -> MaterializeResult:
     """Score one partition with ``spec`` and write its file; the asset body of every metric."""
     recording, model = _partition(context)
@@ -84,19 +105,31 @@ def _score(context: AssetExecutionContext, spec: MetricSpec[Any]) -> Materialize
         if "similarity" in spec.needs and scoring is not None:
             similarity = Similarity(scoring.scorer(), scoring.embedder,
                                     scoring.hallucination_threshold)
-        annotations = (load_annotations(scoring.annotations_path(), recording)
+        annotations = (load_annotations(scoring.annotations_path(), recording,
+                                        layout.dataset_dir(recording))
                        if "annotations" in spec.needs and scoring is not None else None)
+        overrides = (resources.storage.overrides_file(recording)
+                     if "labels" in spec.needs else None)
         inputs = ScoringInputs(
             recording=recording, model=model,
-            data=load_private_dataset(layout.dataset_dir(recording)),
+            data=load_private_dataset(layout.dataset_dir(recording), overrides),
             run=load_run(layout.predictions_dir(recording, model)),
             run_dir=layout.predictions_dir(recording, model), out_dir=out_dir,
-            annotations=annotations, judge=judge, similarity=similarity)
+            annotations=None if annotations is None else annotations.by_frame,
+            judge=judge, similarity=similarity)
+        if annotations is not None and annotations.unmatched:
+            # Never attached to another image: the annotated image is not in this dataset.
+            inputs.notes["annotations_unmatched"] = len(annotations.unmatched)
+            inputs.warnings.extend(
+                f"{annotations.source}: the annotation of frame_index {row.frame_index} "
+                f"(image {row.image_sha256}) matches no frame of {recording}'s dataset (the "
+                "recording was replaced or its selection changed); not used"
+                for row in annotations.unmatched)
         outcome = spec.score(inputs)
     path = _write(out_dir / spec.file, outcome)
     for line in inputs.warnings:
         context.log.warning(line)
-    meta: dict[str, Any] = {"path": path}
+    meta: dict[str, Any] = {"path": path} | _overrides_metadata(context, inputs.data)
     if isinstance(outcome, NotMeasured):
         meta["not_measured"] = outcome.reason
     else:
@@ -108,13 +141,16 @@ def _score(context: AssetExecutionContext, spec: MetricSpec[Any]) -> Materialize
 
 def metric_asset(spec: MetricSpec[Any]) -> AssetsDefinition:
     """The per-(recording, model) asset of one metric: same partitions, group, automation and
-    owners for all; the judge's config is a dependency of a metric that needs the judge."""
+    owners for all; the judge's config is a dependency of a metric that needs the judge, the
+    recording's label overrides of one that scores against gold answers."""
     resources = {"storage"}
     if spec.needs & {"annotations", "similarity"}:
         resources.add("scoring")
     if "judge" in spec.needs:
         resources.add("judge")
-    deps = [*INPUTS, keys.JUDGE_CONFIG] if "judge" in spec.needs else INPUTS
+    deps = [*INPUTS, keys.JUDGE_CONFIG] if "judge" in spec.needs else list(INPUTS)
+    if "labels" in spec.needs:
+        deps.append(AssetDep(keys.LABEL_OVERRIDES, partition_mapping=per_recording))
 
     @asset(key=AssetKey(spec.name), partitions_def=recording_model_partitions,
            group_name=GROUP, deps=deps, code_version=spec.version,

@@ -77,15 +77,16 @@ _EVERY = AllPartitionMapping()
                  # leaderboard still waits for, and never runs before it.
                  keys.BENCHMARK_RESULTS, keys.PUBLIC_CASES, keys.PRIVATE_LABELS,
                  keys.DETECTIONS_MASKS, keys.POINTCLOUD_FRAMES, keys.PREDICTIONS,
-                 keys.DESCRIPTION_JUDGE))],
+                 keys.DESCRIPTION_JUDGE, keys.LABEL_OVERRIDES))],
        kinds={"html"}, owners=OWNERS)
 def report(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
-    """The static HTML report: headline, paired comparisons, charts, metric sections, and every
-    case browsable by model, family, recording and outcome (one overlay per frame)."""
+    """The static HTML report: headline, paired comparisons, charts, metric sections, the label
+    audit, and every case browsable by model, family, recording and outcome (one overlay per
+    frame)."""
     results = _results(context, storage)
     expected = _expected(context)
     path = publish_report(storage.layout(), results, recordings=expected["recordings"],
-                          models=expected["models"])
+                          models=expected["models"], labels_dir=storage.labels_path())
     context.log.info(f"report: {path}")
     return MaterializeResult(metadata={"path": MetadataValue.path(str(path)),
                                        "partitions": len(results)})

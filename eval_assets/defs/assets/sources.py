@@ -1,10 +1,11 @@
-"""Observed inputs: the recording files, each model's settings and the judge's settings.
+"""Observed inputs: the recording files, each model's settings, the judge's settings and each
+recording's label overrides.
 
 Their data version is a hash of their content, so Dagster itself knows when one changed: a
 recording replaced under the same name, an edited ``<name>.selection.yaml`` beside it, an edited
-model entry or judge config makes exactly the assets that read it stale, and declarative
-automation recomputes them. The recordings sensor reports these observations; "Observe sources"
-in the UI does the same on demand.
+model entry or judge config, a new label override makes exactly the assets that read it stale,
+and declarative automation recomputes them. The recordings sensor reports these observations;
+"Observe sources" in the UI does the same on demand.
 """
 
 # No `from __future__ import annotations`: Dagster checks the context annotation at runtime.
@@ -28,7 +29,7 @@ from eval_assets.defs.accepted import quietly
 from eval_assets.defs.partitions import declared_models, model_partitions, recordings_partitions
 from eval_assets.defs.resources import JudgeResource, ProjectStorage
 from eval_assets.frames.selection import selection_digest
-from eval_assets.hashing import text_sha256
+from eval_assets.hashing import file_sha256, text_sha256
 from eval_assets.layout import selection_file_for
 from eval_assets.recording.watch import ContentHashes, FileState
 
@@ -70,6 +71,24 @@ def judge_version(judge: JudgeResource) -> str:
     return text_sha256(judge.load_config().model_dump_json())
 
 
+NO_OVERRIDES = "no-overrides"
+"""The data version of a recording without an overrides file."""
+
+
+def overrides_version(path: Path) -> str:
+    """The data version of a recording's label overrides: the SHA-256 of its overrides file.
+
+    Any appended line changes it, so the metrics that read labels are recomputed for that
+    recording (every model), and nothing else: not its cases, not the models' answers.
+    """
+    return file_sha256(path) if path.is_file() else NO_OVERRIDES
+
+
+def overrides_versions(storage: ProjectStorage, partitions: list[str]) -> dict[str, str]:
+    """Data version of each partition's label overrides (every partition has one)."""
+    return {key: overrides_version(storage.overrides_file(key)) for key in partitions}
+
+
 def observation(key, version: str, partition: str | None = None) -> AssetObservation:
     """An observation carrying a data version, as a sensor reports it."""
     return AssetObservation(asset_key=key, partition=partition, tags={DATA_VERSION_TAG: version})
@@ -106,3 +125,14 @@ def model_config(context) -> DataVersionsByPartition:
 def judge_config(context, judge: JudgeResource) -> DataVersion:
     """Hash the judge's settings."""
     return DataVersion(judge_version(judge))
+
+
+@observed_input(key=keys.LABEL_OVERRIDES, partitions_def=recordings_partitions,
+                group_name=GROUP, description="Human corrections of a recording's gold answers "
+                "(data/labels/<recording>.overrides.jsonl, written by `eval-assets labels "
+                "override`); its data version is the SHA-256 of that file. Read by the metrics "
+                "that score against gold answers, never by the cases or the predictions.")
+def label_overrides(context, storage: ProjectStorage) -> DataVersionsByPartition:
+    """Hash every registered recording's overrides file."""
+    partitions = context.instance.get_dynamic_partitions(recordings_partitions.name)
+    return DataVersionsByPartition(overrides_versions(storage, partitions))

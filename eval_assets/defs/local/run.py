@@ -22,6 +22,7 @@ from eval_assets.defs.assets.sources import (
     judge_version,
     model_versions,
     observation,
+    overrides_version,
     recording_version,
 )
 from eval_assets.defs.local.conditions import Conditions, read_cursor, write_cursor
@@ -48,11 +49,15 @@ from eval_assets.frames.admission import admit_recording
 from eval_assets.layout import (
     SKIPPED_FRAMES_FILE,
     StorageLayout,
+    default_labels_dir,
     default_storage_root,
+    overrides_file_for,
     partition_key_for,
     selection_file_for,
 )
 from eval_assets.recording.watch import ContentHashes
+from eval_assets.scoring.inputs import load_private_dataset
+from eval_assets.vqa.overrides import read_overrides
 
 if TYPE_CHECKING:
     from dagster import AssetKey
@@ -187,6 +192,9 @@ def _bring_up_to_date(instance: DagsterInstance, recording: Path, layout: Storag
         # (an edited judge config, say) would count as already handled and be skipped.
         cursor = conditions.evaluate(cursor).cursor
     write_cursor(cursor_file, cursor)
+    # After the run: said of the dataset as it is now (a replaced recording orphans overrides).
+    _announce_overrides(layout, scope, listeners.on_stage)
+    listeners.on_stage(_recomputed(scope, launcher.executed))
     listeners.on_stage(_summary(jobs, scope, launcher.executed))
     return tuple(launcher.run_ids)
 
@@ -202,7 +210,8 @@ def _code_location() -> Definitions:
 def _observe(instance: DagsterInstance, recording: Path, layout: StorageLayout,
              scope: Scope) -> None:
     """Register the recording as a partition and report the data versions of the recording, the
-    chosen models' settings and the judge config, as the recordings sensor does."""
+    chosen models' settings, the judge config and the recording's label overrides, as the
+    recordings sensor does."""
     if not instance.has_dynamic_partition(RECORDINGS, scope.recording):
         instance.add_dynamic_partitions(RECORDINGS, [scope.recording])
     hashes = ContentHashes(layout.content_hashes_file())
@@ -211,8 +220,26 @@ def _observe(instance: DagsterInstance, recording: Path, layout: StorageLayout,
     events += [observation(keys.MODEL_CONFIG, version, model)
                for model, version in model_versions().items() if model in scope.models]
     events.append(observation(keys.JUDGE_CONFIG, judge_version(JudgeResource())))
+    events.append(observation(keys.LABEL_OVERRIDES, overrides_version(
+        overrides_file_for(default_labels_dir(), scope.recording)), scope.recording))
     for event in events:
         instance.report_runless_asset_event(event)
+
+
+def _announce_overrides(layout: StorageLayout, scope: Scope,
+                        on_stage: Callable[[str], None]) -> None:
+    """One line on the recording's label overrides, if it has any: how many there are and, when
+    its dataset is published, how many apply to it and how many are orphaned."""
+    path = overrides_file_for(default_labels_dir(), scope.recording)
+    overrides = read_overrides(path)
+    if not overrides:
+        return
+    dataset = layout.dataset_dir(scope.recording)
+    resolution = (load_private_dataset(dataset, path).overrides
+                  if dataset.is_dir() else None)
+    detail = resolution.summary() if resolution is not None else "the dataset is not built yet"
+    on_stage(f"label overrides {path}: {len(overrides)} ({detail}); the metrics that read gold "
+             "answers recompute when this file changes, the models are not asked again")
 
 
 def _follow_conditions(conditions: Conditions, cursor: AssetDaemonCursor,
@@ -239,6 +266,24 @@ def _board_due(instance: DagsterInstance, board: frozenset[AssetKey],
     changed = any(partition is not None for _, partition in executed)
     never_built = any(not instance.get_latest_materialization_event(k) for k in board)
     return (changed or never_built) and not board <= {k for k, p in executed if p is None}
+
+
+def _recomputed(scope: Scope, executed: set[tuple[AssetKey, Partition]]) -> str:
+    """What this command materialized, grouped by partition: ``recomputed: a, b [sample];
+    c [sample, random]; leaderboard, report``, or ``recomputed: nothing``."""
+    by_partition: dict[Partition, list[str]] = {}
+    for asset_key, partition in executed:
+        by_partition.setdefault(partition, []).append(asset_key.to_user_string())
+    parts = []
+    for partition in sorted(by_partition, key=lambda p: (p is None, str(p))):
+        names = ", ".join(sorted(by_partition[partition]))
+        if partition is None:
+            parts.append(names)
+        elif partition in scope.cells:
+            parts.append(f"{names} [{scope.recording}, {scope.cells[partition]}]")
+        else:
+            parts.append(f"{names} [{partition}]")
+    return "recomputed: " + ("; ".join(parts) if parts else "nothing")
 
 
 def _summary(jobs: JobAssets, scope: Scope, executed: set[tuple[AssetKey, Partition]]) -> str:

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -100,8 +101,49 @@ def test_whole_chain_on_the_sample_is_complete_and_deterministic(
     assert (second_assets / "report" / "report.html").is_file()
 
 
+LABEL_METRICS = {"vqa_accuracy", "circular_eval", "pope_presence", "mcq_avlm",
+                 "numeric_accuracy"}
+
+
+def _check_a_label_override_recomputes_only_what_reads_labels(
+        tmp_path: Path, run: Callable[[], tuple[set[str], dict[str, dict]]],
+        stages: list[str]) -> None:
+    """The issue's check: override one case the model answered correctly; the next run asks no
+    model, recomputes the metrics that read gold answers, the results, leaderboard and report,
+    and the model's correct count drops by exactly one."""
+    from eval_assets.layout import RUN_ANSWERS_JOURNAL
+    from eval_assets.vqa.labels import read_labels
+    from eval_assets.vqa.overrides import record_override
+
+    layout = StorageLayout((tmp_path / "out").resolve())
+    before = report_of(CellScores.model_validate_json(
+        layout.results_file("rec", "random").read_text()))
+    right = next(r for r in before.rows if r.status == "correct")
+    journal = layout.predictions_dir("rec", "random") / RUN_ANSWERS_JOURNAL
+    journal_lines = journal.read_text().count("\n")
+    dataset = layout.dataset_dir("rec")
+    labels = {lab.id: lab for lab in read_labels(dataset)}
+    wrong = next(c for c in labels[right.case_id].choices if c != right.answer)
+    record_override(dataset, tmp_path / "labels" / "rec.overrides.jsonl", list(labels.values()),
+                    case_id=right.case_id, answer=wrong, by="test",
+                    reason="the sensor mislabelled it")
+    del stages[:]
+    recomputed, _ = run()
+    # vqa_accuracy's blocking check runs with it.
+    assert recomputed == LABEL_METRICS | {"vqa_accuracy_parse_failure_rate_below_bound",
+                                          "benchmark_results", "leaderboard", "report"}, stages
+    after = report_of(CellScores.model_validate_json(
+        layout.results_file("rec", "random").read_text()))
+    assert after.overall.correct == before.overall.correct - 1
+    assert journal.read_text().count("\n") == journal_lines
+    said = next(line for line in stages if line.startswith("recomputed: "))
+    assert "vqa_accuracy" in said and "predictions" not in said, stages
+    assert any("label overrides" in line and "1 applied, 0 orphaned" in line
+               for line in stages), stages
+
+
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1200)
 def test_reruns_recompute_exactly_what_changed(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Unchanged: nothing runs. Judge config edited: only what reads it. Recording replaced
@@ -113,6 +155,7 @@ def test_reruns_recompute_exactly_what_changed(tmp_path: Path,
     (tmp_path / "judge.yaml").write_text(JUDGE)
     monkeypatch.setenv("EVAL_ASSETS_MODELS", str(tmp_path / "models.yaml"))
     monkeypatch.setenv("EVAL_ASSETS_JUDGE", str(tmp_path / "judge.yaml"))
+    monkeypatch.setenv("EVAL_ASSETS_LABELS", str(tmp_path / "labels"))
     recordings = tmp_path / "recordings"
     recordings.mkdir()
     synthesize_sample(tmp_path / "first.db", seed=0, frames=3)
@@ -136,6 +179,8 @@ def test_reruns_recompute_exactly_what_changed(tmp_path: Path,
     unchanged, _ = run()
     assert unchanged == set()
 
+    _check_a_label_override_recomputes_only_what_reads_labels(tmp_path, run, stages)
+
     (tmp_path / "judge.yaml").write_text(JUDGE + "max_tokens: 50\n")
     judge_changed, _ = run()
     assert judge_changed == {"description_judge", "benchmark_results", "leaderboard",
@@ -148,6 +193,9 @@ def test_reruns_recompute_exactly_what_changed(tmp_path: Path,
             "report"} <= replaced
     # Answers are keyed by what the model saw: new images mean new calls, none reused blindly.
     assert counts["predictions"]["calls_made"] > 0
+    # The label override was made for the old content: orphaned, reported, not applied.
+    assert any("label overrides" in line and "0 applied, 1 orphaned" in line
+               for line in stages), stages
 
     # A nightly run asks the model again although nothing changed, and keeps the night's results.
     from dagster import DagsterInstance, MultiPartitionKey

@@ -1,0 +1,150 @@
+"""Label overrides: recorded with the case's content hash, applied by content, orphans reported."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from eval_assets.cli import app
+from eval_assets.errors import InputError
+from eval_assets.layout import StorageLayout, overrides_file_for
+from eval_assets.schemas.vqa import DATASET_CASES
+from eval_assets.scoring.inputs import load_private_dataset, load_run
+from eval_assets.scoring.vqa import score_vqa
+from eval_assets.vqa.overrides import case_content_sha256, read_overrides, record_override
+from eval_assets_tests.scoring.conftest import answer, labels_of, write_run
+
+
+@pytest.fixture
+def dataset(sample_dataset: Path, tmp_path: Path) -> Path:
+    """A copy of the sample dataset this test may change."""
+    return Path(shutil.copytree(sample_dataset, tmp_path / "datasets" / "sample"))
+
+
+def _other(label) -> str:
+    return next(c for c in label.choices if c != label.answer)
+
+
+def test_an_override_changes_the_gold_answer_and_the_score(dataset: Path, tmp_path: Path) -> None:
+    labels = labels_of(dataset)
+    target = labels[0]
+    overrides = tmp_path / "labels" / "sample.overrides.jsonl"
+    record = record_override(dataset, overrides, labels, case_id=target.id,
+                             answer=_other(target).upper(), by="ana", reason="it is a ball",
+                             at="2026-12-04T10:00:00Z")
+    assert (record.old_answer, record.new_answer) == (target.answer, _other(target))
+    cases = {c["id"]: c for c in map(json.loads, (dataset / DATASET_CASES).read_text()
+                                     .splitlines())}
+    line = json.loads(overrides.read_text())
+    assert line == {"case_id": target.id, "content_sha256": record.content_sha256,
+                    "old_answer": target.answer, "new_answer": _other(target), "by": "ana",
+                    "reason": "it is a ball", "at": "2026-12-04T10:00:00Z"}
+    assert cases[target.id]["image"].startswith("assets/")
+
+    # A model that answers every case as the sensor labelled it loses exactly that one.
+    run = load_run(write_run(tmp_path / "run", [answer(lab.id, lab.answer) for lab in labels], []))
+    before = score_vqa(load_private_dataset(dataset), run, "sample").overall.correct
+    data = load_private_dataset(dataset, overrides)
+    after = score_vqa(data, run, "sample").overall.correct
+    assert (before, after) == (len(labels), len(labels) - 1)
+    assert data.overrides is not None and data.overrides.summary() == "1 applied, 0 orphaned"
+    assert {lab.id: lab.answer for lab in data.labels}[target.id] == _other(target)
+    # No file: nothing to apply, and the sensor's labels are untouched.
+    empty = load_private_dataset(dataset, tmp_path / "none.overrides.jsonl")
+    assert empty.labels == labels and empty.overrides is not None and not empty.overrides.states
+
+
+def test_bad_corrections_are_refused_naming_the_flag(dataset: Path, tmp_path: Path) -> None:
+    labels = labels_of(dataset)
+    path = tmp_path / "o.jsonl"
+    common = {"by": "ana", "reason": "r"}
+    with pytest.raises(InputError, match="--case 'frame-999999-x-presence' is not a case"):
+        record_override(dataset, path, labels, case_id="frame-999999-x-presence", answer="yes",
+                        **common)
+    with pytest.raises(InputError, match=r"--answer 'maybe' is not one of the choices"):
+        record_override(dataset, path, labels, case_id=labels[0].id, answer="maybe", **common)
+    with pytest.raises(InputError, match="already its gold answer"):
+        record_override(dataset, path, labels, case_id=labels[0].id, answer=labels[0].answer,
+                        **common)
+    with pytest.raises(InputError, match="--reason is empty"):
+        record_override(dataset, path, labels, case_id=labels[0].id, answer=_other(labels[0]),
+                        by="ana", reason=" ")
+    assert not path.exists()
+    path.write_text('{"case_id": "x"}\n')
+    with pytest.raises(InputError, match=r"o.jsonl:1 .*content_sha256"):
+        read_overrides(path)
+
+
+def test_changed_or_missing_cases_orphan_their_overrides(dataset: Path, tmp_path: Path) -> None:
+    labels = labels_of(dataset)
+    path = tmp_path / "o.jsonl"
+    first, second, third = labels[0], labels[1], labels[2]
+    for lab in (first, second, third):
+        record_override(dataset, path, labels, case_id=lab.id, answer=_other(lab), by="ana",
+                        reason="r")
+    # The same case corrected twice: the later one is in force, the earlier superseded.
+    record_override(dataset, path, labels, case_id=third.id, answer=third.answer, by="bo",
+                    reason="the sensor was right")
+    lines = (dataset / DATASET_CASES).read_text().splitlines()
+    kept = []
+    for line in lines:
+        case = json.loads(line)
+        if case["id"] == first.id:
+            continue  # gone
+        if case["id"] == second.id:
+            case["question"] = case["question"] + " (reworded)"  # changed content
+        kept.append(json.dumps(case))
+    (dataset / DATASET_CASES).write_text("\n".join(kept) + "\n")
+    (dataset / "labels.jsonl").write_text("".join(
+        line + "\n" for line in (dataset / "labels.jsonl").read_text().splitlines()
+        if json.loads(line)["id"] != first.id))
+    sidecar = dataset / "audit" / "labels.jsonl"
+    sidecar.write_text("".join(line + "\n" for line in sidecar.read_text().splitlines()
+                               if json.loads(line)["id"] != first.id))
+    data = load_private_dataset(dataset, path)
+    assert data.overrides is not None
+    states = [(s.override.case_id, s.state) for s in data.overrides.states]
+    assert states == [(first.id, "case_missing"), (second.id, "content_changed"),
+                      (third.id, "superseded"), (third.id, "matches_gold")]
+    answers = {lab.id: lab.answer for lab in data.labels}
+    assert answers[second.id] == second.answer and answers[third.id] == third.answer
+    assert data.overrides.summary() == "0 applied, 2 orphaned, 1 matches gold, 1 superseded"
+
+
+def test_new_image_bytes_change_the_content_hash(dataset: Path) -> None:
+    labels = labels_of(dataset)
+    data = load_private_dataset(dataset)
+    case = data.cases[labels[0].id]
+    before = case_content_sha256(dataset, case)
+    image = dataset / case.image
+    image.write_bytes(image.read_bytes() + b"\0")
+    assert case_content_sha256(dataset, case) != before
+
+
+def test_the_command_line_records_lists_and_exits_2_on_bad_input(
+        sample_dataset: Path, tmp_path: Path) -> None:
+    layout = StorageLayout(tmp_path / "home")
+    shutil.copytree(sample_dataset, layout.dataset_dir("sample"))
+    labels = labels_of(layout.dataset_dir("sample"))
+    where = ["--storage-root", str(layout.root), "--labels-dir", str(tmp_path / "labels")]
+    runner = CliRunner()
+    bad = runner.invoke(app, ["labels", "override", "--recording", "sample", "--case",
+                              labels[0].id, "--answer", "maybe", "--by", "ana", "--reason", "r",
+                              *where])
+    assert bad.exit_code == 2, bad.output
+    assert "--answer 'maybe'" in bad.output and "cases.jsonl" in bad.output
+    ok = runner.invoke(app, ["labels", "override", "--recording", "sample", "--case",
+                             labels[0].id, "--answer", _other(labels[0]), "--by", "ana",
+                             "--reason", "a ball, not a box", *where])
+    assert ok.exit_code == 0, ok.output
+    assert read_overrides(overrides_file_for(tmp_path / "labels", "sample"))[0].by == "ana"
+    listed = runner.invoke(app, ["labels", "list", *where])
+    assert listed.exit_code == 0, listed.output
+    assert "1 applied, 0 orphaned" in listed.output and labels[0].id in listed.output
+    missing = runner.invoke(app, ["labels", "override", "--recording", "nope", "--case", "c",
+                                  "--answer", "a", "--by", "ana", "--reason", "r", *where])
+    assert missing.exit_code == 2 and "no published dataset" in missing.output
