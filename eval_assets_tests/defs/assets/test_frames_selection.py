@@ -16,6 +16,7 @@ from eval_assets.defs.assets.frames import pointcloud_frames, rectified_frames
 from eval_assets.defs.assets.ingest import recording_ingest
 from eval_assets.defs.assets.perception import detections_masks
 from eval_assets.defs.assets.sources import recording_versions
+from eval_assets.defs.assets.tracks import object_tracks
 from eval_assets.defs.assets.vqa import question_proposals, vqa_dataset
 from eval_assets.defs.resources import PerceptionResource, ProjectStorage, QuestionAuthorResource
 from eval_assets.frames import TooManyBadFramesError, read_skipped_frames
@@ -25,7 +26,7 @@ from eval_assets_tests.frames import damage
 
 KEY = "hall"
 CHAIN = [recording_ingest, rectified_frames, pointcloud_frames, detections_masks,
-         question_proposals, vqa_dataset]
+         object_tracks, question_proposals, vqa_dataset]
 
 
 def _metadata(result: ExecuteInProcessResult, key: str) -> dict[str, Any]:
