@@ -7,6 +7,7 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
 from dagster import DagsterInstance, SensorResult, build_sensor_context
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
@@ -32,7 +33,9 @@ def _overrides(result: SensorResult) -> dict[str | None, str]:
 
 
 def test_a_new_override_is_a_new_data_version_of_its_recording_only(
-        tmp_path: Path, sample_db: Path) -> None:
+        tmp_path: Path, sample_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Finished files at the first look (no second look needed): this test is about overrides.
+    monkeypatch.setenv("EVAL_ASSETS_QUIET_S", "0")
     (tmp_path / "judge.yaml").write_text("serve: random\nmax_workers: 1\n")
     recordings = tmp_path / "recordings"
     recordings.mkdir()

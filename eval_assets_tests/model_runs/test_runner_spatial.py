@@ -209,7 +209,7 @@ def test_a_spatial_image_outside_assets_is_refused(tmp_path: Path) -> None:
     rows[0]["images"] = ["audit/spatial_labels.jsonl"]
     (dataset.root / "spatial_cases.jsonl").write_text("".join(json.dumps(r) + "\n"
                                                               for r in rows))
-    with pytest.raises(ValueError, match=r"spatial_cases.jsonl:1: field 'image'"):
+    with pytest.raises(ValueError, match=r"spatial_cases.jsonl:1: field 'images.0'"):
         load_public_spatial_cases(dataset.root, load_public_cases(dataset.root))
 
 

@@ -18,6 +18,7 @@ from dagster import DagsterInstance, build_sensor_context
 from typer.testing import CliRunner
 
 from eval_assets.cli import app
+from eval_assets.defs import keys
 from eval_assets.defs.automation import recordings_sensor
 from eval_assets.defs.resources import JudgeResource, ProjectStorage
 from eval_assets.hashing import file_sha256
@@ -128,5 +129,6 @@ def test_a_writer_that_pauses_with_its_file_closed_is_not_taken_half(
         time.sleep(2.2)
         done = _tick(recordings, tmp_path, instance, resumed.cursor)
     assert [list(r.partition_keys) for r in done.dynamic_partitions_requests] == [["paused"]]
-    (event,) = [e for e in done.asset_events if e.partition == "paused"]
+    (event,) = [e for e in done.asset_events
+                if e.partition == "paused" and e.asset_key == keys.RECORDING_FILE]
     assert event.tags["dagster/data_version"] == file_sha256(db)  # the whole file, not half

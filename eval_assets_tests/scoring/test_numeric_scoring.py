@@ -3,10 +3,17 @@ unparseable replies scored 0 and counted, and a visible not-measured record with
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
+from eval_assets.layout import (
+    AUDIT_SPATIAL_LABELS,
+    DATASET_AUDIT,
+    SPATIAL_CASES,
+    SPATIAL_LABELS,
+)
 from eval_assets.metrics.numeric import mean_relative_accuracy
 from eval_assets.schemas.results import CellScores, NotMeasured, PredictionCounts
 from eval_assets.schemas.vqa import Label
@@ -40,10 +47,15 @@ def test_numeric_cases_score_mra_and_count_unparseable_replies(tmp_path: Path) -
     assert scores.mean_absolute_relative_error == pytest.approx((0 + 0.25 + 0.2) / 3)
 
 
-def test_todays_datasets_have_no_numeric_case(sample_dataset: Path, tmp_path: Path) -> None:
+def test_a_dataset_of_dimos_families_only_has_no_numeric_case(sample_dataset: Path,
+                                                              tmp_path: Path) -> None:
+    dimos_only = tmp_path / "dimos_only"
+    shutil.copytree(sample_dataset, dimos_only)
+    for name in (SPATIAL_CASES, SPATIAL_LABELS, f"{DATASET_AUDIT}/{AUDIT_SPATIAL_LABELS}"):
+        (dimos_only / name).unlink(missing_ok=True)
     run_dir = write_run(tmp_path / "run", [answer(lab.id, lab.answer)
-                                           for lab in labels_of(sample_dataset)], [])
-    outcome = score_numeric(load_private_dataset(sample_dataset), load_run(run_dir))
+                                           for lab in labels_of(dimos_only)], [])
+    outcome = score_numeric(load_private_dataset(dimos_only), load_run(run_dir))
     assert outcome == NotMeasured(reason="no numeric cases")
 
 
