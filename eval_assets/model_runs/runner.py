@@ -258,6 +258,11 @@ def run_model(
     the current answers. ``flips`` (FlipEval) likewise asks each left/right case about its
     mirrored image (``flips.jsonl``, :mod:`eval_assets.model_runs.flips`).
 
+    Spatial cases (``spatial_cases.jsonl``, when present) are answered too, after dimOS's, into
+    the same journal and ``answers.jsonl``: their frames as image parts in order, or as one
+    labelled mosaic when the preflight found the endpoint takes fewer images per request
+    (:mod:`eval_assets.model_runs.spatial`); ``summary.json``'s ``spatial`` says which.
+
     ``price`` (the model's, from the models file) puts the run's cost in ``summary.json``;
     ``budget_usd`` (needs ``price``) stops asking before this invocation could spend more
     (:mod:`eval_assets.model_runs.budget`); the run is then incomplete and a rerun continues.
