@@ -16,6 +16,7 @@ from eval_assets.defs.assets.frames import pointcloud_frames, rectified_frames
 from eval_assets.defs.assets.ingest import recording_ingest
 from eval_assets.defs.assets.perception import detections_masks
 from eval_assets.defs.assets.sources import recording_versions
+from eval_assets.defs.assets.tracks import object_tracks
 from eval_assets.defs.assets.vqa import question_proposals, vqa_dataset
 from eval_assets.defs.resources import PerceptionResource, ProjectStorage, QuestionAuthorResource
 from eval_assets.frames import TooManyBadFramesError, read_skipped_frames
@@ -24,7 +25,7 @@ from eval_assets.layout import StorageLayout
 from eval_assets_tests.frames import damage
 
 KEY = "hall"
-CHAIN = [recording_ingest, rectified_frames, pointcloud_frames, detections_masks,
+CHAIN = [recording_ingest, rectified_frames, pointcloud_frames, detections_masks, object_tracks,
          question_proposals, vqa_dataset]
 
 
