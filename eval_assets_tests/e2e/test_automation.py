@@ -40,8 +40,8 @@ MODELS = f"models:\n  - name: {MODEL}\n    serve: random\n    seed: 0\n"
 JUDGE = "serve: random\nmodel: random\nmax_workers: 1\nbackoff_base_s: 0\n"
 
 PER_RECORDING = [keys.RECORDING_INGEST, keys.RECTIFIED_FRAMES, keys.POINTCLOUD_FRAMES,
-                 keys.DETECTIONS_MASKS, keys.QUESTION_PROPOSALS, keys.PUBLIC_CASES,
-                 keys.PRIVATE_LABELS]
+                 keys.DETECTIONS_MASKS, keys.OBJECT_TRACKS, keys.QUESTION_PROPOSALS,
+                 keys.PUBLIC_CASES, keys.PRIVATE_LABELS]
 PER_MODEL = [keys.PREDICTIONS, keys.VQA_ACCURACY, keys.CIRCULAR_EVAL, keys.POPE_PRESENCE,
              keys.MCQ_AVLM, keys.DESCRIPTION_JUDGE, keys.VISION_SIMILARITY,
              keys.CHAIR_HALLUCINATION, keys.NUMERIC_ACCURACY, keys.BENCHMARK_RESULTS]

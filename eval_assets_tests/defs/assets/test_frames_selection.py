@@ -25,8 +25,8 @@ from eval_assets.layout import StorageLayout
 from eval_assets_tests.frames import damage
 
 KEY = "hall"
-CHAIN = [recording_ingest, rectified_frames, pointcloud_frames, detections_masks,
-         object_tracks, question_proposals, vqa_dataset]
+CHAIN = [recording_ingest, rectified_frames, pointcloud_frames, detections_masks, object_tracks,
+         question_proposals, vqa_dataset]
 
 
 def _metadata(result: ExecuteInProcessResult, key: str) -> dict[str, Any]:
