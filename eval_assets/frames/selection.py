@@ -16,7 +16,10 @@ Sharpness and brightness are dimOS's ``Image.sharpness`` (variance of the Laplac
 wide greyscale, mapped to 0-1 by ``(log10(var + 1) - 1) / 3``) and ``Image.brightness`` (mean
 of the channels, 0-1). A JPEG is decoded at 1/2, 1/4 or 1/8 size (``IMREAD_REDUCED_COLOR_n``,
 the largest reduction that keeps it at least 160 px wide), which costs a few percent of a full
-decode: the scan of a whole recording is cheap next to rectifying the frames it keeps.
+decode: the scan of a whole recording is cheap next to rectifying the frames it keeps. Frames
+that could decide a window differently (near-ties, brightness at the floor) are scored again at
+full resolution exactly as dimOS does (:mod:`eval_assets.frames.near_ties`), so the frames
+chosen are dimOS's.
 
 Default policy (no selection field given, e.g. no ``<recording>.selection.yaml``): a recording
 of at most :data:`DEFAULT_EVERY_FRAME_MAX_IMAGES` images keeps every frame; a longer one keeps
@@ -44,6 +47,7 @@ from pydantic import ValidationError
 
 from eval_assets import progress
 from eval_assets.errors import InputError, validation_message, yaml_problem
+from eval_assets.frames.near_ties import refine_near_ties, window_groups
 from eval_assets.hashing import file_sha256
 from eval_assets.recording import Recording, RecordingError, image_to_rgb
 from eval_assets.recording.messages import Image
@@ -170,11 +174,14 @@ def _reduced_flag(width: int) -> int:
     return cv2.IMREAD_COLOR
 
 
-def measure_quality(image: Image) -> FrameQuality:
-    """Sharpness and brightness of a recorded image, from a reduced-size decode of its JPEG.
+def measure_quality(image: Image, exact: bool = False) -> FrameQuality:
+    """Sharpness and brightness of a recorded image, from a reduced-size decode of its JPEG, or
+    with ``exact`` from the full image exactly as dimOS computes them.
 
     Raises ``ValueError`` when the image does not decode.
     """
+    if exact:
+        return _dimos_quality(image)
     if image.encoding == "jpeg":
         bgr = cv2.imdecode(np.frombuffer(image.data, np.uint8), _reduced_flag(image.width))
         if bgr is None:
@@ -188,6 +195,19 @@ def measure_quality(image: Image) -> FrameQuality:
         bgr = cv2.resize(np.ascontiguousarray(bgr), size, interpolation=cv2.INTER_AREA)
     gray = cv2.cvtColor(np.ascontiguousarray(bgr), cv2.COLOR_BGR2GRAY)
     return FrameQuality(sharpness=sharpness_score(gray), brightness=float(bgr.mean() / 255.0))
+
+
+def _dimos_quality(image: Image) -> FrameQuality:
+    # dimOS decodes the whole JPEG (TurboJPEG, RGB), greys it, and strides the brightness mean
+    # to ~256 px on the long edge; channel order changes neither the grey nor the mean.
+    bgr = (cv2.imdecode(np.frombuffer(image.data, np.uint8), cv2.IMREAD_COLOR)
+           if image.encoding == "jpeg" else image_to_rgb(image)[:, :, ::-1])
+    if bgr is None:
+        raise ValueError(f"Image data ({len(image.data)} bytes) is not a decodable JPEG")
+    step = max(1, max(bgr.shape[:2]) // 256)
+    return FrameQuality(
+        sharpness=sharpness_score(cv2.cvtColor(np.ascontiguousarray(bgr), cv2.COLOR_BGR2GRAY)),
+        brightness=float(bgr[::step, ::step].mean() / 255.0))
 
 
 # --- pure rules over timestamps ------------------------------------------------------------------
@@ -211,36 +231,16 @@ def quality_window_choices(ts: np.ndarray, candidates: Sequence[int],
     """dimOS ``QualityWindow(sharpness, window)`` after the ``brightness > min_brightness`` filter.
 
     A window opens at its first candidate; the first candidate at least ``window`` s after that
-    opens the next one. The sharpest candidate of each window is kept (ties: the earlier).
+    opens the next one (:func:`~eval_assets.frames.near_ties.window_groups`). The sharpest
+    candidate of each window is kept (ties: the earlier).
     """
-    floor = float("-inf") if min_brightness is None else min_brightness
     choices: list[QualityChoice] = []
-    best: int | None = None
-    best_score = -1.0
-    start: float | None = None
-    count = 0
-
-    def close() -> None:
-        if best is not None and start is not None:
-            q = quality[best]
-            choices.append(QualityChoice(frame_index=best, window_start_ts=start,
-                                         candidates=count, sharpness=q.sharpness,
-                                         brightness=q.brightness))
-
-    for i in candidates:
-        if i not in quality or not quality[i].brightness > floor:
-            continue
-        t = float(ts[i])
-        if start is not None and t - start >= window:
-            close()
-            best, best_score, start, count = None, -1.0, t, 0
-        score = quality[i].sharpness
-        if score > best_score:
-            best, best_score = i, score
-        if start is None:
-            start = t
-        count += 1
-    close()
+    for group in window_groups(ts, candidates, quality, min_brightness, window):
+        best = max(group, key=lambda i: (quality[i].sharpness, -i))
+        q = quality[best]
+        choices.append(QualityChoice(frame_index=best, window_start_ts=float(ts[group[0]]),
+                                     candidates=len(group), sharpness=q.sharpness,
+                                     brightness=q.brightness))
     return choices
 
 
@@ -395,6 +395,17 @@ def scan_quality(rec: Recording, indices: Sequence[int], workers: int = SCAN_WOR
     return scores, bad
 
 
+def _exact_quality(rec: Recording, index: int) -> FrameQuality | None:
+    """dimOS's scores of frame ``index`` at full resolution (None: it did not decode now)."""
+    image = read_image(rec, index)
+    if isinstance(image, SkippedFrame):
+        return None
+    try:
+        return measure_quality(image, exact=True)
+    except ValueError:
+        return None
+
+
 # --- the plan ------------------------------------------------------------------------------------
 
 
@@ -430,6 +441,8 @@ def plan_selection(rec: Recording, config: FrameSelectionConfig,
         candidates = list(range(resolved.start, resolved.stop))
         early = pre_skips(rec, candidates)
         scores, bad = scan_quality(rec, [i for i in candidates if i not in early], workers)
+        scores = refine_near_ties(image_ts, candidates, scores, resolved.quality_window,
+                                  resolved.min_brightness, lambda i: _exact_quality(rec, i))
         quality = quality_window_choices(image_ts, candidates, scores, resolved.quality_window,
                                          resolved.min_brightness)
         if not quality:
