@@ -106,6 +106,9 @@ def _scenario(home: Path, recordings: int) -> list[Tick]:
                 name, seconds, result.total_requested,
                 sum(result.get_num_requested(k) for k in board),
                 len(serialize_value(cursor))))
+            # Printed as it goes: a long run stopped early still shows its figures.
+            print(f"  [{len(names)} recordings] tick {name}: {seconds:.2f} s, "
+                  f"{result.total_requested} requested", flush=True)
             return result
 
         # Each tick's requests are then reported materialized (runless events: what its runs
