@@ -67,6 +67,10 @@ automation_sensor = AutomationConditionSensorDefinition(
 )
 
 
+CELL_ASSETS = (keys.PREDICTIONS, *keys.METRICS.values(), keys.BENCHMARK_RESULTS)
+"""The assets of one (recording, model) cell: the ``model_benchmark`` job's selection."""
+
+
 def _load_cursor(raw: str | None) -> dict[str, str]:
     try:
         value = json.loads(raw) if raw else {}
@@ -233,6 +237,10 @@ def nightly_benchmark(context: ScheduleEvaluationContext):
             run_key=f"{night}:{recording}:{model}",
             partition_key=MultiPartitionKey({RECORDING_DIM: recording, MODEL_DIM: model}),
             tags={"eval_assets/trigger": "nightly", NIGHT_TAG: night},
+            # Named, not implied by the job: a run without an asset selection is not "executed
+            # with" its assets for the automation conditions, so its predictions, seen by a tick
+            # while its metrics were finishing, triggered a second, untagged metrics run.
+            asset_selection=list(CELL_ASSETS),
         )
         for recording in sorted(recordings)
         for model in model_partitions.get_partition_keys()

@@ -29,8 +29,24 @@ def _cell_pending() -> AutomationCondition:
             | ((AutomationCondition.missing() | stale) & ~failed)).with_label("result pending")
 
 
+# Handled: requested by automation, or materialized by anything (a run of automation, a backfill,
+# the nightly schedule, the CLI). Unlike Dagster's ``since_last_handled()``, the first evaluation
+# (a fresh daemon, or a cursor reset) does not count as handled: ``eager()`` uses it and so never
+# materializes partitions that are already missing when the daemon starts.
+_HANDLED = AutomationCondition.newly_requested() | AutomationCondition.newly_updated()
+
+EAGER = (
+    AutomationCondition.in_latest_time_window()
+    & (AutomationCondition.newly_missing() | AutomationCondition.any_deps_updated()
+       ).since(_HANDLED).with_label("newly missing (at the first look too) or upstream updated")
+    & ~AutomationCondition.any_deps_missing()
+    & ~AutomationCondition.any_deps_in_progress()
+    & ~AutomationCondition.in_progress()
+).with_label("eager, including partitions missing at the first evaluation")
+"""``AutomationCondition.eager()`` whose trigger survives the first evaluation."""
+
 RECOMPUTE = (
-    AutomationCondition.eager()
+    EAGER
     | (AutomationCondition.code_version_changed() & ~AutomationCondition.in_progress()
        & ~AutomationCondition.any_deps_in_progress())
 ).with_label("missing, upstream data changed or code changed")

@@ -26,6 +26,13 @@ def test_nightly_requests_every_recording_model_pair_once() -> None:
     assert all(r.run_key.startswith("2026-12-03:") for r in requests)
     # The night tag makes the answers fresh and keeps the night's results (history/<night>/).
     assert all(r.tags[NIGHT_TAG] == "2026-12-03" for r in requests)
+    # Each run names its assets, the job's whole selection: the automation conditions then see
+    # the night's updates as executed with their downstream assets, and launch nothing after.
+    from eval_assets.defs.definitions import defs
+    from eval_assets.defs.jobs import model_benchmark_job
+
+    job_assets = model_benchmark_job.selection.resolve(defs.resolve_asset_graph())
+    assert all(set(r.asset_selection or ()) == job_assets for r in requests)
 
 
 def test_nightly_skips_without_recordings() -> None:
