@@ -50,6 +50,7 @@ from eval_assets.report.ranking_sections import (
     headline_section,
     recordings_section,
 )
+from eval_assets.report.spatial_cards import spatial_cards_section
 from eval_assets.schemas.concurrency import ConcurrencyHistory
 from eval_assets.schemas.report import CaseCard, FrameImage
 from eval_assets.schemas.results import CellScores
@@ -95,7 +96,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   generated_at: str | None = None,
                   concurrency: Mapping[str, ConcurrencyHistory] | None = None,
                   blind: Collection[str] = (),
-                  numeric_rows: Sequence[NumericCaseRow] = ()) -> str:
+                  numeric_rows: Sequence[NumericCaseRow] = (),
+                  spatial_cards: Sequence[str] = ()) -> str:
     """The whole report as one self-contained HTML document.
 
     ``coverage`` comes from ``build_coverage(results, ...)`` (default: from ``results`` alone,
@@ -110,7 +112,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     ``concurrency`` is ``load_concurrency(...)`` of the runs (no section when empty).
     ``blind`` names the blind models (``baselines.blind_models``): the blind baseline.
     ``numeric_rows`` (per-case rows of the numeric families) add their scatter and MRA by
-    distance section.
+    distance section; ``spatial_cards`` (``spatial_cards.load_spatial_cards``) the multi-frame
+    case cards.
     """
     if coverage is None:
         coverage = build_coverage(results)
@@ -139,6 +142,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         *((("cost", "Cost"),) if costs is not None else ()),
         ("not-computed", "Not computed"),
         *((anchor, label) for anchor, label, _ in metrics),
+        *((("spatial-cards", "Multi-frame cases"),) if spatial_cards else ()),
         ("cases", "Cases"), ("methods", "Methods")))
     body = "".join([
         headline_section(leaderboard, coverage), coverage_section(coverage),
@@ -153,7 +157,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         "" if costs is None else cost_section([c for c in costs
                                                if (c.recording, c.model) in usable]),
         not_computed_section(results),
-        *(html for _, _, html in metrics), cases_section(cards, frames), _methods(),
+        *(html for _, _, html in metrics), spatial_cards_section(spatial_cards),
+        cases_section(cards, frames), _methods(),
     ])
     footer = ("Models are ranked only on the cases every ranked model answered. Leaderboard "
               "rows for all recordings are recomputed from pooled cases, never averaged from "
