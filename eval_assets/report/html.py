@@ -76,13 +76,13 @@ def _methods() -> str:
                     "in leaderboard.json).", f"<ul>{items}</ul>")
 
 
-def _numeric(rows: Sequence[NumericCaseRow]) -> str:
+def _numeric(rows: Sequence[NumericCaseRow], models: Sequence[str]) -> str:
     if not rows:
         return ""
     # Imported here: it loads matplotlib, which rendering needs and the code location does not.
     from eval_assets.report.numeric_section import numeric_section
 
-    return numeric_section(rows)
+    return numeric_section(rows, models)
 
 
 def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
@@ -150,7 +150,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         flip_section(results),
         families_section(leaderboard),
         baselines_section(family_baselines(results, coverage=coverage, blind=blind)),
-        _numeric(numeric_rows),
+        _numeric(numeric_rows, list(leaderboard["model"].unique()) if not leaderboard.empty
+                 else models),
         recordings_section(leaderboard),
         nights_section(history), endpoints_section(endpoints),
         concurrency_section(concurrency or {}),
