@@ -54,6 +54,7 @@ from eval_assets.report.ranking_sections import (
     headline_section,
     recordings_section,
 )
+from eval_assets.report.spatial_cards import spatial_cards_section
 from eval_assets.schemas.concurrency import ConcurrencyHistory
 from eval_assets.schemas.report import CaseCard, FrameImage
 from eval_assets.schemas.results import CellScores
@@ -79,13 +80,13 @@ def _methods() -> str:
                     "in leaderboard.json).", f"<ul>{items}</ul>")
 
 
-def _numeric(rows: Sequence[NumericCaseRow]) -> str:
+def _numeric(rows: Sequence[NumericCaseRow], models: Sequence[str]) -> str:
     if not rows:
         return ""
     # Imported here: it loads matplotlib, which rendering needs and the code location does not.
     from eval_assets.report.numeric_section import numeric_section
 
-    return numeric_section(rows)
+    return numeric_section(rows, models)
 
 
 def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
@@ -101,7 +102,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   blind: Collection[str] = (),
                   numeric_rows: Sequence[NumericCaseRow] = (),
                   frames_beside: bool = False,
-                  label_audit: LabelAudit | None = None) -> str:
+                  label_audit: LabelAudit | None = None,
+                  spatial_cards: Sequence[str] = ()) -> str:
     """The whole report as one self-contained HTML document.
 
     ``coverage`` comes from ``build_coverage(results, ...)`` (default: from ``results`` alone,
@@ -116,7 +118,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     ``concurrency`` is ``load_concurrency(...)`` of the runs (no section when empty).
     ``blind`` names the blind models (``baselines.blind_models``): the blind baseline.
     ``numeric_rows`` (per-case rows of the numeric families) add their scatter and MRA by
-    distance section.
+    distance section; ``spatial_cards`` (``spatial_cards.load_spatial_cards``) the multi-frame
+    case cards.
     ``frames_beside``: the case browser links each frame as a file of ``frame_files(frames)``
     (:mod:`eval_assets.report.frame_files`) instead of inlining it; write them with the page.
     ``label_audit`` (``build_label_audit(...)``) adds the "Label audit" section; None: none.
@@ -150,6 +153,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         ("not-computed", "Not computed"),
         *((("label-audit", "Label audit"),) if label_audit is not None else ()),
         *((anchor, label) for anchor, label, _ in metrics),
+        *((("spatial-cards", "Multi-frame cases"),) if spatial_cards else ()),
         ("cases", "Cases"), ("methods", "Methods")))
     body = "".join([
         headline_section(leaderboard, coverage), coverage_section(coverage),
@@ -157,7 +161,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         flip_section(results),
         families_section(leaderboard),
         baselines_section(family_baselines(results, coverage=coverage, blind=blind)),
-        _numeric(numeric_rows),
+        _numeric(numeric_rows, list(leaderboard["model"].unique()) if not leaderboard.empty
+                 else models),
         recordings_section(leaderboard),
         nights_section(history),
         drift_section(night_drift(history, latest=REPORT_DRIFT_NIGHTS)),
@@ -167,7 +172,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                                                if (c.recording, c.model) in usable]),
         not_computed_section(results),
         "" if label_audit is None else label_audit_section(label_audit, frames),
-        *(html for _, _, html in metrics),
+        *(html for _, _, html in metrics), spatial_cards_section(spatial_cards),
         cases_section(cards, frames, frames_beside=frames_beside), _methods(),
     ])
     footer = ("Models are ranked only on the cases every ranked model answered. Leaderboard "

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 from eval_assets.metrics.numeric import mean_relative_accuracy
 from eval_assets.report.charts import _STYLE, _png, model_colours
@@ -86,14 +87,17 @@ def _by_model(rows: Sequence[NumericCaseRow]) -> dict[str, list[NumericCaseRow]]
     return out
 
 
-def numeric_family_chart(rows: Sequence[NumericCaseRow], family: str) -> bytes:
+def numeric_family_chart(rows: Sequence[NumericCaseRow], family: str,
+                         models_shown: Sequence[str] = ()) -> bytes:
     """Predicted vs true on log axes (y = x dashed) and MRA by distance bucket, per model, for
-    ``family``'s rows. Raises ``ValueError`` when the family has no row."""
+    ``family``'s rows (each model in its colour among ``models_shown``, default the models of
+    ``rows``, as in the report's other charts; a bucket without cases is marked n/a). Raises
+    ``ValueError`` when the family has no row."""
     mine = [r for r in rows if r.family == family]
     if not mine:
         raise ValueError(f"no numeric rows of family {family!r}")
     models = _by_model(mine)
-    colours = model_colours(list(models))
+    colours = model_colours(sorted({r.model for r in rows} | set(models_shown)))
     unit = next((r.unit for r in mine if r.unit), None)
     with matplotlib.rc_context(_STYLE):
         fig = Figure(figsize=(9.0, 3.8))
@@ -110,15 +114,16 @@ def numeric_family_chart(rows: Sequence[NumericCaseRow], family: str) -> bytes:
                 scatter.scatter(x, y, s=18, alpha=0.75, color=colours[model], label=model)
         scatter.set_xscale("log")
         scatter.set_yscale("log")
+        for axis in (scatter.xaxis, scatter.yaxis):  # minor labels crowd a short log axis
+            axis.set_minor_formatter(NullFormatter())
         scatter.set_xlim(low, high)
         scatter.set_ylim(low, high)
         suffix = f" ({unit})" if unit else ""
-        scatter.set_xlabel(f"truth{suffix}")
-        scatter.set_ylabel(f"prediction{suffix}")
         unparsed = sum(1 for r in mine if r.prediction is None)
-        scatter.set_title(f"{family.replace('_', ' ')}: predicted vs truth"
-                          + (f" ({unparsed} unparseable not drawn)" if unparsed else ""),
-                          fontsize=10)
+        scatter.set_xlabel(f"truth{suffix}" + (f"; {unparsed} unparseable not drawn"
+                                                 if unparsed else ""))
+        scatter.set_ylabel(f"prediction{suffix}")
+        scatter.set_title("predicted vs truth", fontsize=10)
         width = 0.8 / max(1, len(models))
         labels = [b.label for b in mra_by_distance(mine)]
         for i, (model, model_rows) in enumerate(models.items()):
@@ -127,6 +132,10 @@ def numeric_family_chart(rows: Sequence[NumericCaseRow], family: str) -> bytes:
                        for label in labels]
             xs = np.arange(len(labels)) + (i - (len(models) - 1) / 2) * width
             bars.bar(xs, np.nan_to_num(heights), width=width, color=colours[model], label=model)
+            for x, h in zip(xs, heights, strict=True):
+                if math.isnan(h):
+                    bars.text(x, 0.02, "n/a", ha="center", fontsize=7, color="#666666",
+                              rotation=90)
         bars.set_xticks(np.arange(len(labels)), labels)
         bars.set_ylim(0, 1)
         bars.set_ylabel("MRA")
@@ -146,15 +155,16 @@ LEAD = (
     "scores 0) by the camera's distance to the object; a bucket without cases is n/a.")
 
 
-def numeric_section(rows: Sequence[NumericCaseRow]) -> str:
-    """The section's HTML ('' without numeric rows)."""
+def numeric_section(rows: Sequence[NumericCaseRow], models_shown: Sequence[str] = ()) -> str:
+    """The section's HTML ('' without numeric rows); ``models_shown``: every model of the
+    report, so each keeps its colour."""
     if not rows:
         return ""
     parts = []
     for family in sorted({r.family for r in rows}):
         mine = [r for r in rows if r.family == family]
         parts.append(f"<h3>{esc(family.replace('_', ' '))}</h3>")
-        parts.append(img(numeric_family_chart(rows, family),
+        parts.append(img(numeric_family_chart(rows, family, models_shown),
                          f"Predicted vs truth and MRA by distance for {family}", "chart"))
         labels = [b.label for b in mra_by_distance(mine)]
         headers = [("Model", False), ("n", True), ("Unparseable", True), ("MRA", True)] + [

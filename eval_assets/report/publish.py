@@ -27,6 +27,7 @@ from eval_assets.report.history import load_history
 from eval_assets.report.html import render_report
 from eval_assets.report.label_audit import LabelAudit, build_label_audit
 from eval_assets.report.leaderboard import build_leaderboard, paired_comparisons, write_leaderboard
+from eval_assets.report.spatial_cards import load_spatial_cards
 from eval_assets.schemas.report import CaseCard, FrameImage
 from eval_assets.schemas.results import CellScores
 from eval_assets.scoring.inputs import load_private_dataset, load_run
@@ -80,6 +81,25 @@ def report_label_audit(layout: StorageLayout, results: Sequence[CellScores],
                                           overrides_file_for(labels_dir, rec))
                 for rec in sorted({r.recording for r in results})}
     return build_label_audit(results, datasets)
+
+
+# Multi-frame cards per recording: each embeds its frames, so the report shows a sample.
+SPATIAL_CARDS_PER_RECORDING = 24
+
+
+def spatial_report_cards(layout: StorageLayout, run_dirs: Mapping[tuple[str, str], Path]
+                         ) -> list[str]:
+    """The multi-frame case cards of every recording of ``run_dirs`` ((recording, model) ->
+    run folder), with each model's replies; the first cases of each dataset."""
+    cards: list[str] = []
+    for recording in sorted({rec for rec, _ in run_dirs}):
+        replies = {model: {case_id: a.raw_response if a.status == "success" else None
+                           for case_id, a in load_run(run_dir).answers.items()}
+                   for (rec, model), run_dir in sorted(run_dirs.items()) if rec == recording}
+        cards += load_spatial_cards(layout.dataset_dir(recording),
+                                    layout.detections_dir(recording), replies,
+                                    limit=SPATIAL_CARDS_PER_RECORDING)
+    return cards
 
 
 def dataset_fingerprints(layout: StorageLayout, recordings: Iterable[str]) -> dict[str, str]:
@@ -159,5 +179,6 @@ def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
                          blind=blind_models((m, d) for (_, m), d in run_dirs.items()),
                          frames_beside=True,
                          label_audit=None if labels_dir is None else report_label_audit(
-                             layout, usable, labels_dir))
+                             layout, usable, labels_dir),
+                         spatial_cards=spatial_report_cards(layout, run_dirs))
     return write_report_with_files(html, layout.report_file(), frame_files(frames))
