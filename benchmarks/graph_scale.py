@@ -71,9 +71,10 @@ def _scenario(home: Path, recordings: int) -> list[Tick]:
     from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
     from eval_assets.defs import keys
+    from eval_assets.defs.assets.sources import NO_OVERRIDES
     from eval_assets.defs.definitions import defs
     from eval_assets.defs.local.conditions import Conditions
-    from eval_assets.defs.partitions import model_partitions
+    from eval_assets.defs.partitions import model_partitions, recording_model_partitions
 
     home.mkdir(parents=True)
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
@@ -88,6 +89,10 @@ def _scenario(home: Path, recordings: int) -> list[Tick]:
             instance.report_runless_asset_event(AssetObservation(
                 asset_key=keys.RECORDING_FILE, partition=name,
                 tags={DATA_VERSION_TAG: f"v-{name}"}))
+            # As the recordings sensor does: each recording's label overrides (none here).
+            instance.report_runless_asset_event(AssetObservation(
+                asset_key=keys.LABEL_OVERRIDES, partition=name,
+                tags={DATA_VERSION_TAG: NO_OVERRIDES}))
         for model in models:
             instance.report_runless_asset_event(AssetObservation(
                 asset_key=keys.MODEL_CONFIG, partition=model, tags={DATA_VERSION_TAG: model}))
@@ -126,7 +131,15 @@ def _scenario(home: Path, recordings: int) -> list[Tick]:
                     instance.report_runless_asset_event(
                         AssetMaterialization(asset_key=key, partition=partition))
         twice = sorted(k for k, n in counts.items() if n > 1)
-        expected = len(names) * 7 + len(names) * len(models) * 10 + 2
+        # From the graph, not by hand: per recording, per (recording, model) cell, and the two
+        # unpartitioned assets.
+        per = {"recording": 0, "cell": 0, "once": 0}
+        for key in graph.materializable_asset_keys:
+            partitions = graph.get(key).partitions_def
+            per["once" if partitions is None else "cell" if partitions == recording_model_partitions
+                else "recording"] += 1
+        expected = (len(names) * per["recording"] + len(names) * len(models) * per["cell"]
+                    + per["once"])
         ticks[-1].name += (f" (every partition requested once: {len(counts)} of {expected}"
                            if not twice else f" ({len(twice)} requested twice: {twice[:3]}")
         ticks[-1].name += ")"

@@ -6,7 +6,9 @@ the limit holds whatever the model writes). A call is started only while what wa
 what the calls in flight reserved, plus this reservation stays within the budget; otherwise the
 run stops asking (calls in flight finish and are journalled) and the rest is left for a rerun,
 which resumes from the journal without repeating a call. The very first call's prompt cost is
-unknown, so only its reply is reserved: a budget smaller than one prompt can be overrun by that.
+unknown, so only its reply is reserved and no other call starts until it has settled (a second
+call reserved that way could still be in flight when the budget is reached, and overrun it); a
+budget smaller than one prompt can still be overrun by that first call.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class Budget:
         self.price = price
         self._reply_bound = price.max_output_cost(max_tokens)
         self._lock = threading.Lock()
+        self._settled_or_freed = threading.Condition(self._lock)
         self._spent = 0.0
         self._prompt_cost = 0.0
         self._settled = 0
@@ -57,6 +60,7 @@ class Budget:
             self._spent += self.price.cost(usage)
             self._prompt_cost += self.price.cost(prompt_only)
             self._settled += 1
+            self._settled_or_freed.notify_all()
 
     def gate(self, tasks: Iterator[Callable[[], None]]) -> Iterator[Callable[[], None]]:
         """``tasks`` while the next one fits the budget; each holds its reservation until done.
@@ -65,6 +69,8 @@ class Budget:
         """
         for task in tasks:
             with self._lock:
+                # Until a call has settled, the prompt's cost is unknown: one call at a time.
+                self._settled_or_freed.wait_for(lambda: self._settled or not self._reserved)
                 reservation = self._estimate()
                 if self._spent + self._reserved + reservation > self.budget_usd:
                     self._stopped = True
@@ -80,6 +86,7 @@ class Budget:
             finally:
                 with self._lock:
                     self._reserved -= reservation
+                    self._settled_or_freed.notify_all()
         return run
 
     def outcome(self) -> BudgetOutcome:
