@@ -42,7 +42,8 @@ JUDGE = "serve: random\nmodel: random\nmax_workers: 1\nbackoff_base_s: 0\n"
 PER_RECORDING = [keys.RECORDING_INGEST, keys.RECTIFIED_FRAMES, keys.POINTCLOUD_FRAMES,
                  keys.DETECTIONS_MASKS, keys.QUESTION_PROPOSALS, keys.PUBLIC_CASES,
                  keys.PRIVATE_LABELS]
-PER_MODEL = [keys.PREDICTIONS, keys.VQA_ACCURACY, keys.CIRCULAR_EVAL, keys.POPE_PRESENCE,
+PER_MODEL = [keys.PREDICTIONS, keys.VQA_ACCURACY, keys.CIRCULAR_EVAL, keys.FLIP_EVAL,
+             keys.POPE_PRESENCE,
              keys.MCQ_AVLM, keys.DESCRIPTION_JUDGE, keys.VISION_SIMILARITY,
              keys.CHAIR_HALLUCINATION, keys.NUMERIC_ACCURACY, keys.BENCHMARK_RESULTS]
 BOARD = [keys.LEADERBOARD, keys.REPORT]
