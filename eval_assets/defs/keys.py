@@ -14,6 +14,7 @@ from eval_assets import asset_names as names
 from eval_assets import scoring
 from eval_assets.scoring.chair import CHAIR
 from eval_assets.scoring.circular import CIRCULAR
+from eval_assets.scoring.flip import FLIP
 from eval_assets.scoring.judge import JUDGE
 from eval_assets.scoring.mcq import MCQ
 from eval_assets.scoring.numeric import NUMERIC
@@ -43,6 +44,7 @@ PREDICTIONS = AssetKey(names.PREDICTIONS)
 METRICS: dict[str, AssetKey] = {spec.name: AssetKey(spec.name) for spec in scoring.METRICS}
 VQA_ACCURACY = METRICS[VQA.name]
 CIRCULAR_EVAL = METRICS[CIRCULAR.name]
+FLIP_EVAL = METRICS[FLIP.name]
 POPE_PRESENCE = METRICS[POPE.name]
 MCQ_AVLM = METRICS[MCQ.name]
 DESCRIPTION_JUDGE = METRICS[JUDGE.name]

@@ -67,6 +67,7 @@ from eval_assets.scoring.circular import (
     pool_circular,
 )
 from eval_assets.scoring.circular import FAMILY_STATS as CIRCULAR_FAMILY_STATS
+from eval_assets.scoring.families import pooled_spatial_families
 from eval_assets.scoring.mcq import mcq_measured
 from eval_assets.scoring.vqa import HEADLINE_COLUMNS, report_of
 
@@ -247,9 +248,11 @@ def _row(recording: str, model: str, case_set: str, comparable: bool, overall: P
          by_family: dict[str, PooledVqa], group: Sequence[CellScores] | None,
          families: Sequence[str],
          circular: CircularPool = (None, {}),
+         cells: Sequence[CellScores] = (),
          ) -> dict[str, Any]:
     """One leaderboard row; ``group`` None leaves the per-cell metric columns null;
-    ``circular`` is ``pool_circular`` of the row's cases."""
+    ``circular`` is ``pool_circular`` of the row's cases; ``cells`` the row's cells, whose
+    spatial families join dimOS's in the headline."""
     row: dict[str, Any] = {
         "recording": recording,
         "model": model,
@@ -268,7 +271,7 @@ def _row(recording: str, model: str, case_set: str, comparable: bool, overall: P
         "chance": overall.chance,
         **circular_columns(circular[0]),
         **_per_cell_columns(group),
-        **_headline_columns(by_family),
+        **_headline_columns(by_family, pooled_spatial_families(cells)),
     }
     for family in families:
         stats = by_family.get(family)
@@ -282,12 +285,14 @@ def _row(recording: str, model: str, case_set: str, comparable: bool, overall: P
     return row
 
 
-def _headline_columns(by_family: dict[str, PooledVqa]) -> dict[str, Any]:
-    """The mean over the row's families (:mod:`eval_assets.metrics.headline`); NaN without."""
-    mean = family_mean([FamilyScore(family=f, score=_none_if_nan(s.accuracy),
-                                    ci_low=_none_if_nan(s.ci_low),
-                                    ci_high=_none_if_nan(s.ci_high), n=s.n)
-                        for f, s in by_family.items()])
+def _headline_columns(by_family: dict[str, PooledVqa],
+                      spatial: Sequence[FamilyScore] = ()) -> dict[str, Any]:
+    """The mean over the row's families (:mod:`eval_assets.metrics.headline`), dimOS's and the
+    spatial ones (accuracy or MRA, each weighing the same); NaN without."""
+    mean = family_mean([*(FamilyScore(family=f, score=_none_if_nan(s.accuracy),
+                                      ci_low=_none_if_nan(s.ci_low),
+                                      ci_high=_none_if_nan(s.ci_high), n=s.n)
+                          for f, s in by_family.items()), *spatial])
     if mean is None:
         return {"family_mean": math.nan, "family_mean_ci_low": math.nan,
                 "family_mean_ci_high": math.nan, "n_families": 0}
@@ -367,21 +372,21 @@ def build_leaderboard(results: Sequence[CellScores], *,
             parts = [(r, part) for r, part in parts if part]
             rows.append(_row(ALL_RECORDINGS, model, COMMON, True,
                              *_pool(parts, families, whole=False), None, families,
-                             pool_circular(parts)))
+                             pool_circular(parts), [p[0] for p in parts]))
             for part in parts:
                 rows.append(_row(part[0].recording, model, COMMON, True,
                                  *_pool([part], families, whole=False), None, families,
-                                 pool_circular([part])))
+                                 pool_circular([part]), [part[0]]))
         everything = set().union(*keys.values())
         whole = [(r, list(report_of(r).rows)) for r in group]
         rows.append(_row(ALL_RECORDINGS, model, ANSWERED, bool(common) and everything == common,
                          *_pool(whole, families, whole=True), group, families,
-                         pool_circular(whole)))
+                         pool_circular(whole), group))
         for r in group:
             mine = {k for k in common if k[0] == r.recording}
             rows.append(_row(r.recording, model, ANSWERED, bool(mine) and keys[r.recording] == mine,
                              *_pool([(r, list(report_of(r).rows))], families, whole=True), [r],
-                             families, pool_circular([(r, list(report_of(r).rows))])))
+                             families, pool_circular([(r, list(report_of(r).rows))]), [r]))
     columns = list(BASE_COLUMNS) + [family_column(f, s) for f in families
                                     for s in (*FAMILY_STATS, *CIRCULAR_FAMILY_STATS)]
     df = pd.DataFrame(rows, columns=columns)

@@ -27,11 +27,13 @@ from eval_assets.report.history import load_history
 from eval_assets.report.html import render_report
 from eval_assets.report.label_audit import LabelAudit, build_label_audit
 from eval_assets.report.leaderboard import build_leaderboard, paired_comparisons, write_leaderboard
+from eval_assets.report.numeric_section import NumericCaseRow
 from eval_assets.report.spatial_cards import load_spatial_cards
 from eval_assets.schemas.report import CaseCard, FrameImage
 from eval_assets.schemas.results import CellScores
 from eval_assets.scoring.inputs import load_private_dataset, load_run
 from eval_assets.scoring.judge import JUDGE
+from eval_assets.scoring.numeric import NUMERIC
 from eval_assets.scoring.vqa import report_of
 from eval_assets.vqa.dataset import dataset_fingerprint
 
@@ -145,6 +147,24 @@ def publish_leaderboard(layout: StorageLayout, results: Sequence[CellScores], *,
     return table, parquet, json_path
 
 
+def numeric_case_rows(results: Sequence[CellScores]) -> list[NumericCaseRow]:
+    """Every model's answer to every numeric case of ``results`` (the numeric metric's per-case
+    rows), for the numeric families' scatter and MRA by distance. The camera distance is known
+    only for ``camera_distance_m`` cases, where it is the truth itself."""
+    rows: list[NumericCaseRow] = []
+    for cell in results:
+        scores = NUMERIC.result(cell)
+        if scores is None:
+            continue
+        rows += [NumericCaseRow(model=cell.model, case_id=f"{cell.recording}/{r.case_id}",
+                                family=r.family, target=r.target, prediction=r.predicted,
+                                unit=r.unit,
+                                camera_distance_m=(r.target if r.family == "camera_distance_m"
+                                                   else None))
+                 for r in scores.rows]
+    return rows
+
+
 def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
                    recordings: Sequence[str] | None = None,
                    models: Sequence[str] | None = None,
@@ -180,5 +200,6 @@ def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
                          frames_beside=True,
                          label_audit=None if labels_dir is None else report_label_audit(
                              layout, usable, labels_dir),
-                         spatial_cards=spatial_report_cards(layout, run_dirs))
+                         spatial_cards=spatial_report_cards(layout, run_dirs),
+                         numeric_rows=numeric_case_rows(usable))
     return write_report_with_files(html, layout.report_file(), frame_files(frames))

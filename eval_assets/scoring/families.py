@@ -16,10 +16,15 @@ measure is absent, never 0. Not a metric: no asset, no file of its own.
 
 from __future__ import annotations
 
+import math
+import statistics
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from eval_assets.metrics.headline import FamilyScore as HeadlineFamily
+from eval_assets.metrics.stats import WILSON_Z, wilson_interval
 from eval_assets.schemas.results import CellScores
 from eval_assets.scoring.numeric import NUMERIC
 from eval_assets.scoring.spatial import SPATIAL
@@ -62,3 +67,38 @@ def family_scores(cell: CellScores) -> dict[str, FamilyScore]:
                              f"is scored by both {out[score.family].metric} and {score.metric}")
         out[score.family] = score
     return out
+
+
+def pooled_spatial_families(cells: Sequence[CellScores]) -> list[HeadlineFamily]:
+    """The spatial families of ``cells`` (one model's cells, any recordings) pooled into the
+    headline's records (:mod:`eval_assets.metrics.headline`), in name order.
+
+    Choice families pool correct / n with a Wilson interval; numeric families pool every case's
+    MRA (an unparseable reply scores 0) with a normal interval of the mean. dimOS's families are
+    not here: the leaderboard pools them on the ranked models' common cases.
+    """
+    correct: dict[str, list[int]] = {}
+    mras: dict[str, list[float]] = {}
+    for cell in cells:
+        spatial = SPATIAL.result(cell)
+        for family, stats in (spatial.by_family.items() if spatial is not None else ()):
+            pooled = correct.setdefault(family, [0, 0])
+            pooled[0] += stats.correct
+            pooled[1] += stats.n
+        numeric = NUMERIC.result(cell)
+        for row in (numeric.rows if numeric is not None else ()):
+            mras.setdefault(row.family, []).append(row.mra)
+    out = []
+    for family, (right, n) in correct.items():
+        low, high = wilson_interval(right, n) if n else (None, None)
+        out.append(HeadlineFamily(family=family, kind="accuracy", score=right / n if n else None,
+                                  ci_low=low, ci_high=high, n=n))
+    for family, values in mras.items():
+        mean = math.fsum(values) / len(values)
+        half = (WILSON_Z * statistics.stdev(values) / math.sqrt(len(values))
+                if len(values) > 1 else None)
+        out.append(HeadlineFamily(
+            family=family, kind="mra", score=mean, n=len(values),
+            ci_low=None if half is None else max(0.0, mean - half),
+            ci_high=None if half is None else min(1.0, mean + half)))
+    return sorted(out, key=lambda f: f.family)

@@ -42,9 +42,8 @@ JUDGE = "serve: random\nmodel: random\nmax_workers: 1\nbackoff_base_s: 0\n"
 PER_RECORDING = [keys.RECORDING_INGEST, keys.RECTIFIED_FRAMES, keys.POINTCLOUD_FRAMES,
                  keys.DETECTIONS_MASKS, keys.OBJECT_TRACKS, keys.QUESTION_PROPOSALS,
                  keys.PUBLIC_CASES, keys.PRIVATE_LABELS]
-PER_MODEL = [keys.PREDICTIONS, keys.VQA_ACCURACY, keys.CIRCULAR_EVAL, keys.POPE_PRESENCE,
-             keys.MCQ_AVLM, keys.DESCRIPTION_JUDGE, keys.VISION_SIMILARITY,
-             keys.CHAIR_HALLUCINATION, keys.NUMERIC_ACCURACY, keys.BENCHMARK_RESULTS]
+# Every metric of eval_assets.scoring.METRICS, so a new metric is expected without editing this.
+PER_MODEL = [keys.PREDICTIONS, *keys.METRICS.values(), keys.BENCHMARK_RESULTS]
 BOARD = [keys.LEADERBOARD, keys.REPORT]
 ACTIVE = {"QUEUED", "NOT_STARTED", "STARTING", "STARTED", "MANAGED", "CANCELING"}
 BACKFILL_ACTIVE = {"REQUESTED", "CANCELING", "FAILING"}

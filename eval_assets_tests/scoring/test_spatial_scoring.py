@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from eval_assets.metrics.headline import family_mean
 from eval_assets.metrics.numeric import absolute_relative_error, mean_relative_accuracy
 from eval_assets.schemas.results import CellScores, NotMeasured, PredictionCounts
 from eval_assets.scoring import METRICS
-from eval_assets.scoring.families import FamilyScore, family_scores
+from eval_assets.scoring.families import FamilyScore, family_scores, pooled_spatial_families
 from eval_assets.scoring.inputs import ModelRun, load_private_dataset
 from eval_assets.scoring.numeric import NUMERIC, NumericScores, score_numeric
 from eval_assets.scoring.spatial import SPATIAL, score_spatial
@@ -142,3 +143,23 @@ def test_every_family_has_n_and_a_score_in_one_shape(tmp_path: Path) -> None:
     assert [r[2].text for r in spatial_rows] == [  # type: ignore[union-attr]
         "all spatial choice", "appearance_order", "relative_direction"]
     assert len(NUMERIC.section.build([cell]).rows) == 1 + 4
+
+
+def test_the_headline_pools_the_spatial_families_across_a_models_cells(tmp_path: Path) -> None:
+    data, dataset = _dataset(tmp_path)
+    cells = [_cell(data, _run(dataset, REPLIES)),
+             _cell(data, _run(dataset, {**REPLIES, "spatial-order-appearance_order":
+                                        "chair, table"}))]
+    pooled = {f.family: f for f in pooled_spatial_families(cells)}
+    assert sorted(pooled) == ["appearance_order", "camera_distance_m",
+                              "object_count_across_frames", "object_size_cm",
+                              "pair_distance_m", "relative_direction"]
+    order = pooled["appearance_order"]
+    assert (order.kind, order.n, order.score) == ("accuracy", 2, 0.5)
+    assert order.ci_low is not None and order.ci_low < 0.5 < (order.ci_high or 0)
+    size = pooled["object_size_cm"]
+    assert (size.kind, size.n) == ("mra", 2) and size.score == pytest.approx(0.8)
+    # Every family weighs the same in the headline, numbers and choices alike.
+    mean = family_mean(list(pooled.values()))
+    assert mean is not None and mean.n_families == 6
+    assert mean.mean == pytest.approx(sum(f.score or 0 for f in pooled.values()) / 6)
