@@ -193,3 +193,16 @@ def test_an_object_that_may_show_before_its_first_sighting_is_not_ordered() -> N
     assert not [lab for lab in spatial.labels if lab.family == "appearance_order"]
     (rejection,) = [r for r in spatial.rejections if r.family == "appearance_order"]
     assert rejection.reason == "may_be_visible_earlier" and "frame 0" in rejection.detail
+
+
+def test_one_object_detected_under_two_names_is_not_asked_about() -> None:
+    # A ball near the image edge called a box in some frames: two tracks at one place.
+    tracks = ObjectTracks(world_frame="world", cameras={f: _camera(f) for f in range(6)},
+                          tracks=[_track("red ball#0", _at(0, 3.0), [0, 1]),
+                                  _track("red box#0", [x + 0.05 for x in _at(0, 3.0)], [1, 2]),
+                                  _track("blue box#0", _at(100, 4.0), [2, 3])])
+    spatial = build_spatial(tracks, list(range(6)))
+    asked = {name for label in spatial.labels for name in label.object_names}
+    assert "red ball" not in asked and "red box" not in asked and "blue box" in asked
+    conflicts = {r.object_names for r in spatial.rejections if r.reason == "name_conflict"}
+    assert ("red ball",) in conflicts and ("red box",) in conflicts

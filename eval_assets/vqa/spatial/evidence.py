@@ -9,6 +9,7 @@ unambiguous names only, and record every case they could not ask with its reason
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,6 +21,10 @@ from eval_assets.schemas.spatial import ObjectTrack, ObjectTracks
 
 MIN_TRACK_POINTS = 30
 MIN_TRACK_FRAMES = 2
+# Tracks of two names closer than this share of the larger object's size (or MIN_CONFLICT_M)
+# are one object named two ways; two solid objects cannot be that close.
+CONFLICT_FACTOR = 0.5
+MIN_CONFLICT_M = 0.15
 # An object this close to a quadrant's boundary (in the reference camera's x or z) is not asked
 # about: a few centimetres of error would flip the answer.
 QUADRANT_MARGIN_M = 0.2
@@ -88,6 +93,28 @@ class TrackIndex:
                                       f"(at least {MIN_TRACK_FRAMES} needed)")
         return None
 
+    def name_conflict(self, track: ObjectTrack) -> tuple[str, str] | None:
+        """``("name_conflict", detail)`` when a track of another name sits where this one does.
+
+        Two objects cannot share a place, so that is one object the detector named two ways
+        (a ball near the image edge called a box in some frames): neither name can be trusted
+        for a question about it. Checked against every track, published frames or not.
+        """
+        for other in self.tracks.tracks:
+            if other.name == track.name:
+                continue
+            reach = CONFLICT_FACTOR * max(max(track.extent_m), max(other.extent_m))
+            d = math.dist(track.center_world, other.center_world)
+            if d < max(MIN_CONFLICT_M, reach):
+                return "name_conflict", (f"{other.track_id} lies {d:.2f} m from "
+                                         f"{track.track_id}: one object detected under two "
+                                         "names")
+        return None
+
+    def problem(self, track: ObjectTrack) -> tuple[str, str] | None:
+        """Why the track cannot be asked about (weak or named two ways), else None."""
+        return self.weakness(track) or self.name_conflict(track)
+
     def askable(self, family: str) -> tuple[list[ObjectTrack], list[SpatialRejection]]:
         """Strong tracks of unambiguous names, and a rejection for every other name."""
         good: list[ObjectTrack] = []
@@ -101,7 +128,7 @@ class TrackIndex:
                     f"{len(tracks)} objects are named {name!r}: "
                     f"{', '.join(t.track_id for t in tracks)}"))
                 continue
-            weak = self.weakness(tracks[0])
+            weak = self.problem(tracks[0])
             if weak is not None:
                 rejected.append(SpatialRejection(family, (name,), *weak))
                 continue

@@ -179,7 +179,7 @@ def object_count_across_frames(index: TrackIndex) -> Iterator[Item]:
     twice counts once); a name with any weak track is not asked about."""
     for name in sorted({t.name for t in index.visible}):
         tracks = index.by_name(name)
-        weak = [w for w in (index.weakness(t) for t in tracks) if w is not None]
+        weak = [w for w in (index.problem(t) for t in tracks) if w is not None]
         if weak:
             yield SpatialRejection("object_count_across_frames", (name,), weak[0][0], weak[0][1])
             continue
