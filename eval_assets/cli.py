@@ -18,10 +18,10 @@ from rich.markup import escape
 
 from eval_assets.cli_errors import guarded, set_debug
 from eval_assets.console import format_seconds, make_console
+from eval_assets.labels_cli import labels_app
 from eval_assets.metrics.cli import score_app
 from eval_assets.model_runs.cli import serve_command, vqa_run_command
 from eval_assets.vqa.cli import vqa_app
-from eval_assets.vqa.overrides_cli import labels_app
 
 # Plain tracebacks: rich ones walk every local (datasets, models) and can take minutes and GBs.
 app = typer.Typer(

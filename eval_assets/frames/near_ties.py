@@ -13,12 +13,10 @@ about ten times the largest difference measured; the rest of the frames cannot w
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from eval_assets.frames.selection import FrameQuality
+from eval_assets.frames.quality import FrameQuality
 
 SHARPNESS_MARGIN = 0.02
 BRIGHTNESS_MARGIN = 0.01

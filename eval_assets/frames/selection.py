@@ -48,6 +48,7 @@ from pydantic import ValidationError
 from eval_assets import progress
 from eval_assets.errors import InputError, validation_message, yaml_problem
 from eval_assets.frames.near_ties import refine_near_ties, window_groups
+from eval_assets.frames.quality import FrameQuality as FrameQuality
 from eval_assets.hashing import file_sha256
 from eval_assets.recording import Recording, RecordingError, image_to_rgb
 from eval_assets.recording.messages import Image
@@ -144,14 +145,6 @@ def selection_digest(path: Path) -> str | None:
 
 
 # --- image quality (dimOS Image.sharpness / Image.brightness) ------------------------------------
-
-
-@dataclass(frozen=True)
-class FrameQuality:
-    """dimOS's quality scores of one image, both in 0-1."""
-
-    sharpness: float
-    brightness: float
 
 
 def sharpness_score(gray: np.ndarray) -> float:
