@@ -99,7 +99,11 @@ HEADLINE_LEAD = (
     "<b>Mean over families</b> (the headline, as VSI-Bench's overall): each question "
     "family's accuracy, then their unweighted mean, so every family weighs the same however "
     "many cases it has; its interval combines the families' intervals (treated as "
-    "independent). <b>Pooled accuracy</b> beside it: correct / n over all cases, where the "
+    "independent). The spatial families (questions across frames; numeric answers scored by "
+    "mean relative accuracy) join the mean from each model's own answers to them, which the "
+    "common cases do not restrict; their n are in the Spatial and Numeric sections, and "
+    "<i>Families</i> counts every family in the mean. "
+    "<b>Pooled accuracy</b> beside it: correct / n over dimOS's single-image cases, where the "
     "largest family weighs most. Both count parse failures and failed calls as wrong. "
     "Models are ranked on the mean over families. ")
 
