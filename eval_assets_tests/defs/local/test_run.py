@@ -101,6 +101,7 @@ def test_whole_chain_on_the_sample_is_complete_and_deterministic(
     assert (second_assets / "report" / "report.html").is_file()
 
 
+DRIFT_CHECK = "benchmark_results_nightly_drift"  # runs with benchmark_results
 LABEL_METRICS = {"vqa_accuracy", "circular_eval", "pope_presence", "mcq_avlm",
                  "numeric_accuracy"}
 
@@ -129,9 +130,10 @@ def _check_a_label_override_recomputes_only_what_reads_labels(
                     reason="the sensor mislabelled it")
     del stages[:]
     recomputed, _ = run()
-    # vqa_accuracy's blocking check runs with it.
+    # vqa_accuracy's blocking check runs with it, and the drift check with the results.
     assert recomputed == LABEL_METRICS | {"vqa_accuracy_parse_failure_rate_below_bound",
-                                          "benchmark_results", "leaderboard", "report"}, stages
+                                          "benchmark_results", DRIFT_CHECK, "leaderboard",
+                                          "report"}, stages
     after = report_of(CellScores.model_validate_json(
         layout.results_file("rec", "random").read_text()))
     assert after.overall.correct == before.overall.correct - 1
@@ -183,8 +185,8 @@ def test_reruns_recompute_exactly_what_changed(tmp_path: Path,
 
     (tmp_path / "judge.yaml").write_text(JUDGE + "max_tokens: 50\n")
     judge_changed, _ = run()
-    assert judge_changed == {"description_judge", "benchmark_results", "leaderboard",
-                             "report"}, stages
+    assert judge_changed == {"description_judge", "benchmark_results", DRIFT_CHECK,
+                             "leaderboard", "report"}, stages
 
     shutil.copy(tmp_path / "second.db", rec)  # same name, other content
     replaced, counts = run()
