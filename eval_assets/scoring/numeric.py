@@ -42,6 +42,7 @@ from eval_assets.scoring.spec import (
     ScoringInputs,
     Section,
     Text,
+    markdown_number,
     ordered,
     who,
 )
@@ -151,15 +152,11 @@ def _score(inputs: ScoringInputs) -> NumericScores | NotMeasured:
     return score_numeric(inputs.data, inputs.run)
 
 
-def _num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
-
-
 def _metadata(s: NumericScores) -> dict[str, Any]:
     table = "\n".join(["| family | n | MRA | abs. relative error | unparseable |",
                        "|---|---|---|---|---|",
-                       *(f"| {family} | {f.n} | {_num(f.mean_relative_accuracy)} | "
-                         f"{_num(f.mean_absolute_relative_error)} | {f.unparseable} |"
+                       *(f"| {family} | {f.n} | {markdown_number(f.mean_relative_accuracy)} | "
+                         f"{markdown_number(f.mean_absolute_relative_error)} | {f.unparseable} |"
                          for family, f in s.by_family.items())])
     return {"mean_relative_accuracy": s.mean_relative_accuracy, "n": s.n,
             "unparseable": s.unparseable,

@@ -32,9 +32,11 @@ from eval_assets.scoring.spec import (
     ScoringInputs,
     Section,
     Text,
+    markdown_number,
     ordered,
     who,
 )
+from eval_assets.scoring.vqa import family_table
 
 NAME = "spatial_accuracy"
 NO_SPATIAL_CHOICES = "no spatial choice cases"
@@ -71,19 +73,11 @@ def _score(inputs: ScoringInputs) -> VqaReport | NotMeasured:
     return score_spatial(inputs.data, inputs.run, inputs.recording)
 
 
-def _num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
-
-
 def _metadata(report: VqaReport) -> dict[str, Any]:
-    table = "\n".join(["| family | n | accuracy | 95% CI | parse failures | chance |",
-                       "|---|---|---|---|---|---|",
-                       *(f"| {family} | {s.n} | {_num(s.accuracy)} | [{_num(s.ci_low)}, "
-                         f"{_num(s.ci_high)}] | {s.parse_failures} | {_num(s.chance)} |"
-                         for family, s in report.by_family.items())])
     return {"accuracy": report.overall.accuracy, "n": report.overall.n,
             "parse_failures": report.overall.parse_failures,
-            "failed_calls": report.overall.failed_calls, "by_family": Markdown(table)}
+            "failed_calls": report.overall.failed_calls,
+            "by_family": Markdown(family_table(report))}
 
 
 def _pool(cells: Sequence[CellScores]) -> dict[str, Any]:
@@ -105,7 +99,7 @@ LEAD = ("Spatial questions across frames answered with a choice (the order in wh
 def _table(cells: Sequence[CellScores]) -> ReportTable:
     rows = tuple((*who(cell), Text(family, "b" if family == ALL else None), Int(s.n),
                   Pct(s.accuracy, bold=family == ALL),
-                  Text(f"[{_num(s.ci_low)}, {_num(s.ci_high)}]", "ci"),
+                  Text(f"[{markdown_number(s.ci_low)}, {markdown_number(s.ci_high)}]", "ci"),
                   Int(s.parse_failures), Pct(s.chance))
                  for cell, report in SPATIAL.results(ordered(cells))
                  for family, s in ((ALL, report.overall), *report.by_family.items()))

@@ -221,6 +221,11 @@ class Markdown(str):
     __slots__ = ()
 
 
+def markdown_number(value: float | None) -> str:
+    """A figure in a metadata Markdown table: three decimals, or n/a for an empty denominator."""
+    return "n/a" if value is None else f"{value:.3f}"
+
+
 def ordered(cells: Sequence[CellScores]) -> list[CellScores]:
     """Cells in the report's order: by model, then recording."""
     return sorted(cells, key=lambda c: (c.model, c.recording))

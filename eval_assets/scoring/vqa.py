@@ -12,7 +12,13 @@ from typing import Any
 from eval_assets.metrics.vqa import VqaReport, VqaRow, vqa_accuracy
 from eval_assets.schemas.results import CellScores, PredictionCounts
 from eval_assets.scoring.inputs import ModelRun, PrivateDataset
-from eval_assets.scoring.spec import Column, Markdown, MetricSpec, ScoringInputs
+from eval_assets.scoring.spec import (
+    Column,
+    Markdown,
+    MetricSpec,
+    ScoringInputs,
+    markdown_number,
+)
 
 NAME = "vqa_accuracy"
 
@@ -49,16 +55,18 @@ def prediction_counts(data: PrivateDataset, run: ModelRun, report: VqaReport) ->
     )
 
 
-def _num(value: float | None) -> str:
-    """Three decimals, or n/a for an empty denominator."""
-    return "n/a" if value is None else f"{value:.3f}"
+def family_table(report: VqaReport) -> str:
+    """Per family: n, accuracy with its interval, parse failures and chance, as a Markdown
+    table for the asset's metadata (the spatial choice families' too)."""
+    num = markdown_number
+    rows = [f"| {family} | {s.n} | {num(s.accuracy)} | [{num(s.ci_low)}, {num(s.ci_high)}] | "
+            f"{s.parse_failures} | {num(s.chance)} |" for family, s in report.by_family.items()]
+    return "\n".join(["| family | n | accuracy | 95% CI | parse failures | chance |",
+                      "|---|---|---|---|---|---|", *rows])
 
 
 def _metadata(report: VqaReport) -> dict[str, Any]:
-    rows = [f"| {family} | {s.n} | {_num(s.accuracy)} | [{_num(s.ci_low)}, {_num(s.ci_high)}] | "
-            f"{s.parse_failures} | {_num(s.chance)} |" for family, s in report.by_family.items()]
-    table = "\n".join(["| family | n | accuracy | 95% CI | parse failures | chance |",
-                       "|---|---|---|---|---|---|", *rows])
+    table = family_table(report)
     overall = report.overall
     mean = report.family_mean
     return {"family_mean": mean.mean if mean else None,
