@@ -128,13 +128,8 @@ def _score(night: str, model: str, case_set: NightCaseSet, rows: Sequence[VqaRow
         night_models=night_models)
 
 
-def night_scores(history: Sequence[NightResult]) -> list[NightScore]:
-    """Each model's accuracy per night on each case set, sorted by model, night, case set.
-
-    See the module docstring for the case sets. Raises ``ValueError`` when a night has two
-    results for one (recording, model).
-    """
-    rows: dict[tuple[str, str], dict[CaseKey, VqaRowResult]] = {}
+def _one_result_per_cell_and_night(history: Sequence[NightResult]) -> None:
+    """Raise ``ValueError`` when a night has two results for one (recording, model)."""
     seen: set[tuple[str, str, str]] = set()
     for item in history:
         r = item.result
@@ -142,6 +137,18 @@ def night_scores(history: Sequence[NightResult]) -> list[NightScore]:
             raise ValueError(f"night {item.night} has two results for recording "
                              f"{r.recording!r} and model {r.model!r}")
         seen.add((item.night, r.recording, r.model))
+
+
+def night_scores(history: Sequence[NightResult]) -> list[NightScore]:
+    """Each model's accuracy per night on each case set, sorted by model, night, case set.
+
+    See the module docstring for the case sets. Raises ``ValueError`` when a night has two
+    results for one (recording, model).
+    """
+    rows: dict[tuple[str, str], dict[CaseKey, VqaRowResult]] = {}
+    _one_result_per_cell_and_night(history)
+    for item in history:
+        r = item.result
         rows.setdefault((item.night, r.model), {}).update(
             (case_key(r, x), x) for x in report_of(r).rows)
     nights = sorted({night for night, _ in rows})
@@ -174,13 +181,9 @@ def night_drift(history: Sequence[NightResult], *, latest: int | None = None
     (recording, model).
     """
     nights: dict[str, dict[str, dict[CaseKey, DriftCase]]] = {}
-    seen: set[tuple[str, str, str]] = set()
+    _one_result_per_cell_and_night(history)
     for item in history:
         r = item.result
-        if (item.night, r.recording, r.model) in seen:
-            raise ValueError(f"night {item.night} has two results for recording "
-                             f"{r.recording!r} and model {r.model!r}")
-        seen.add((item.night, r.recording, r.model))
         cases = nights.setdefault(r.model, {}).setdefault(item.night, {})
         cases.update((case_key(r, x), DriftCase((x.recording, x.frame_index), x.family,
                                                 x.status == "correct"))
