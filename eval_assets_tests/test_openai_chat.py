@@ -183,11 +183,13 @@ def test_short_waits_are_not_announced(server: OpenAICompatibleServer,
 
 
 def test_retry_after_http_date_is_honoured(server: OpenAICompatibleServer) -> None:
-    when = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=2), usegmt=True)
+    when = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=3), usegmt=True)
     server.push(HttpError(503, {"Retry-After": when}), Reply("yes"))
     result = complete(server)
-    # The date has one-second resolution, so the wait is between 1 and 2 s.
-    assert result.ok and 0.9 <= result.waited_s <= 2.05
+    # The date has one-second resolution, so the wait is between 2 and 3 s on a quiet machine;
+    # 1.5 s leaves a busy one half a second to send and parse the 503, and is still far above
+    # the test policy's own backoff, so a client that ignored the date would fail.
+    assert result.ok and 1.5 <= result.waited_s <= 3.05
 
 
 def test_retry_after_beyond_the_maximum_fails_at_once_naming_the_wait(

@@ -242,19 +242,29 @@ def test_sigkill_midway_then_restart_repeats_no_completed_call(tmp_path: Path) -
 
 
 def test_refill_keeps_max_concurrency_in_flight(tmp_path: Path) -> None:
-    # One slow case and twelve fast ones at concurrency 4: refilling finishes in about the slow
-    # call's time (the other 3 slots drain the fast ones meanwhile); waves of 4 would need 1.6 s.
+    # One slow case and twelve fast ones at concurrency 4. Refilling sends every fast case while
+    # the slow call is still out (the other 3 slots drain them); waves of 4 would hold 9 fast
+    # cases back until the slow reply. Judged by arrival order, not by a wall-clock window, so a
+    # busy machine cannot fail it: the slow call's 3 s dwarf 12 fast replies' 0.05 s each.
     dataset = make_dataset(tmp_path / "ds", n_frames=1, cases_per_frame=13)
-    slow = dataset.cases[0]["id"]
-    script = route_by_text({dataset.marker(slow): [Reply("yes", delay_s=1.0)]},
-                           default=Reply("yes", delay_s=0.2))
+    slow_marker = dataset.marker(dataset.cases[0]["id"])
+    route = route_by_text({slow_marker: [Reply("yes", delay_s=3.0)]},
+                          default=Reply("yes", delay_s=0.05))
+    arrivals: list[tuple[float, bool]] = []
+
+    def script(body: dict) -> Reply:
+        arrivals.append((time.monotonic(), slow_marker in message_text(body)))
+        return route(body)  # type: ignore[return-value]
+
     with OpenAICompatibleServer(script) as srv, client_for(srv.base_url) as client:
-        t0 = time.perf_counter()
         result = run_model(dataset.root, client, tmp_path / "run", max_concurrency=4,
                            describe=False)
-        elapsed = time.perf_counter() - t0
     assert result.summary.complete
-    assert 0.95 <= elapsed < 1.4, elapsed
+    slow_at = next(at for at, slow in arrivals if slow)
+    fast = [at for at, slow in arrivals if not slow]
+    assert len(fast) == 12
+    assert [slow for _, slow in arrivals].index(True) < 4, "the slow case must go out first"
+    assert max(fast) - slow_at < 3.0, "fast cases waited for the slow call: no refilling"
 
 
 @pytest.mark.parametrize(
