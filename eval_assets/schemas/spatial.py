@@ -26,7 +26,7 @@ from eval_assets.layout import AUDIT_SPATIAL_LABELS as AUDIT_SPATIAL_LABELS
 from eval_assets.layout import SPATIAL_CASES as SPATIAL_CASES
 from eval_assets.layout import SPATIAL_LABELS as SPATIAL_LABELS
 from eval_assets.layout import TRACKS_FILE as TRACKS_FILE
-from eval_assets.schemas.vqa import NonEmptyString
+from eval_assets.schemas.vqa import NonEmptyString, distinct_choices
 
 AnswerType = Literal["choice", "number"]
 Unit = Literal["cm", "m", "m2"]
@@ -67,8 +67,7 @@ class SpatialCase(BaseModel):
         if self.answer_type == "choice":
             if not self.choices or len(self.choices) < 2:
                 raise ValueError("a 'choice' case needs at least two choices")
-            if len({c.casefold() for c in self.choices}) != len(self.choices):
-                raise ValueError(f"choices {self.choices!r} repeat a choice (ignoring case)")
+            distinct_choices(self.choices)
             if self.unit is not None:
                 raise ValueError("a 'choice' case has no unit")
         elif self.choices is not None:

@@ -125,6 +125,14 @@ class Rejection(BaseModel):
 NonEmptyString = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 
+def distinct_choices(choices: list[str]) -> list[str]:
+    """``choices`` unchanged, or a ValueError when one repeats another ignoring case (a model
+    could not tell them apart, and dimOS's grader matches ignoring case)."""
+    if len({c.casefold() for c in choices}) != len(choices):
+        raise ValueError(f"choices {choices!r} repeat a choice (compared ignoring case)")
+    return choices
+
+
 class Case(BaseModel):
     """A public case (a ``cases.jsonl`` line): exactly what a model under test may see.
 
@@ -142,9 +150,7 @@ class Case(BaseModel):
     @field_validator("choices")
     @classmethod
     def _distinct(cls, choices: list[str]) -> list[str]:
-        if len({c.casefold() for c in choices}) != len(choices):
-            raise ValueError(f"choices {choices!r} repeat a choice (compared ignoring case)")
-        return choices
+        return distinct_choices(choices)
 
 
 class PrivateLabel(BaseModel):
