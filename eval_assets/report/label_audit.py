@@ -3,11 +3,14 @@ and an estimated label-error rate per family.
 
 Gold answers come from sensors, and a few are wrong. The clearest sign of a wrong label is
 several models that are good elsewhere agreeing on the *same* other answer. Each model's vote
-on a case is weighted by its skill on the other cases: its accuracy there, rescaled so that
-chance (1 / number of choices) is 0 and always right is 1 (below chance: weight 0, a model no
-better than a coin says nothing about a label). A case is *disputed* when the weight of one other
-answer exceeds the weight of the gold answer and at least :data:`MIN_AGREEING` models chose it;
-disputed cases are ranked by that margin.
+on a case is weighted by its skill on the other cases *of the same family*: its accuracy there,
+rescaled so that the family's frequency baseline on those cases (the share of their most common
+gold answer) is 0 and always right is 1. A model no better than always giving the commonest
+answer says nothing about a label: two blind models that both answer "no" to every presence
+question agree against every "yes" and prove nothing (with skill rescaled from chance over all
+families, the demo listed 75 disputed cases). A case is *disputed* when the weight of
+one other answer exceeds the weight of the gold answer and at least :data:`MIN_AGREEING` models
+chose it; disputed cases are ranked by that margin.
 
 Pure: it reads the cells' scored rows and each recording's dataset with its overrides resolved
 (:func:`eval_assets.scoring.inputs.load_private_dataset`), and draws each listed case's frame
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -83,46 +86,58 @@ class LabelAudit:
     models: tuple[str, ...]
 
 
-def _skills(results: Sequence[CellScores]) -> dict[str, tuple[int, int]]:
-    """Per model: (correct, scored) over every row it has a choice or a parse failure on."""
-    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+Skills = Mapping[tuple[str, str], tuple[int, int]]
+"""Per (model, family): (correct, scored) over every row with a choice or a parse failure."""
+
+
+def _skills(results: Sequence[CellScores]) -> dict[tuple[str, str], tuple[int, int]]:
+    totals: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     for cell in results:
         for row in report_of(cell).rows:
             if row.status != "failed_call":
-                totals[cell.model][0] += row.status == "correct"
-                totals[cell.model][1] += 1
-    return {m: (c, n) for m, (c, n) in totals.items()}
+                totals[cell.model, row.family][0] += row.status == "correct"
+                totals[cell.model, row.family][1] += 1
+    return {key: (c, n) for key, (c, n) in totals.items()}
 
 
-def skill_weight(correct_elsewhere: int, n_elsewhere: int, n_choices: int) -> float:
-    """Accuracy on the other cases rescaled so chance is 0 and always right is 1 (weight 0 at or
-    below chance, or with no other case)."""
-    if n_elsewhere <= 0 or n_choices < 2:
+def skill_weight(correct_elsewhere: int, n_elsewhere: int, baseline: float) -> float:
+    """Accuracy on the other cases rescaled so ``baseline`` (the frequency baseline there) is 0
+    and always right is 1: weight 0 at or below the baseline, with no other case, or where every
+    other case has one answer (then nothing tells skill from habit)."""
+    if n_elsewhere <= 0 or baseline >= 1.0:
         return 0.0
-    chance = 1.0 / n_choices
-    return max(0.0, (correct_elsewhere / n_elsewhere - chance) / (1.0 - chance))
+    return max(0.0, (correct_elsewhere / n_elsewhere - baseline) / (1.0 - baseline))
 
 
-def _votes(rows: Mapping[str, VqaRowResult], skills: Mapping[str, tuple[int, int]],
-           n_choices: int) -> dict[str, list[tuple[str, float]]]:
+def baseline_elsewhere(answers: Counter[str], answer: str) -> float:
+    """The share of the most common gold answer among a family's cases other than one whose
+    gold is ``answer`` (1.0 when there is no other case: no evidence of skill)."""
+    others = answers.copy()
+    others[answer] -= 1
+    n = sum(others.values())
+    return max(others.values()) / n if n > 0 else 1.0
+
+
+def _votes(rows: Mapping[str, VqaRowResult], skills: Skills, family: str,
+           baseline: float) -> dict[str, list[tuple[str, float]]]:
     """Each chosen answer with the models that chose it and their leave-this-case-out skill."""
     votes: dict[str, list[tuple[str, float]]] = defaultdict(list)
     for model, row in sorted(rows.items()):
         if row.predicted_choice is None:
             continue
-        correct, n = skills[model]
+        correct, n = skills[model, family]
         right_here = row.status == "correct"
-        weight = skill_weight(correct - right_here, n - 1, n_choices)
+        weight = skill_weight(correct - right_here, n - 1, baseline)
         votes[row.predicted_choice].append((model, weight))
     return votes
 
 
 def _dispute(recording: str, data: PrivateDataset, label: Label,
-             rows: Mapping[str, VqaRowResult], skills: Mapping[str, tuple[int, int]],
+             rows: Mapping[str, VqaRowResult], skills: Skills, baseline: float,
              corrected: set[str]) -> Dispute | None:
     """The case's strongest answer against the gold, if skilled models agree on one."""
     case_id = label.id
-    votes = _votes(rows, skills, len(label.choices))
+    votes = _votes(rows, skills, label.family, baseline)
     gold_weight = sum(w for _, w in votes.get(label.answer, []))
     best: Dispute | None = None
     for answer, voters in votes.items():
@@ -139,11 +154,28 @@ def _dispute(recording: str, data: PrivateDataset, label: Label,
     return best
 
 
+def _scored_rows(results: Sequence[CellScores], datasets: Mapping[str, PrivateDataset]
+                 ) -> dict[str, dict[str, dict[str, VqaRowResult]]]:
+    """Per recording, per case id, per model: the scored row."""
+    rows: dict[str, dict[str, dict[str, VqaRowResult]]] = {r: defaultdict(dict) for r in datasets}
+    for cell in results:
+        if cell.recording in rows:
+            for row in report_of(cell).rows:
+                rows[cell.recording][row.case_id][cell.model] = row
+    return rows
+
+
 def build_label_audit(results: Sequence[CellScores],
                       datasets: Mapping[str, PrivateDataset]) -> LabelAudit:
     """The audit of ``results`` (usable cells) against each recording's dataset, its labels
     the ones in force (overrides applied) and its ``overrides`` resolved."""
     skills = _skills(results)
+    scored = _scored_rows(results, datasets)
+    answers: dict[str, Counter[str]] = defaultdict(Counter)
+    for recording, rows in scored.items():
+        for label in datasets[recording].labels:
+            if label.id in rows:
+                answers[label.family][label.answer] += 1
     disputes: list[Dispute] = []
     keys: dict[str, list[tuple[str, int]]] = defaultdict(list)
     flags: dict[str, list[bool]] = defaultdict(list)
@@ -154,15 +186,12 @@ def build_label_audit(results: Sequence[CellScores],
         states = data.overrides.states if data.overrides is not None else ()
         overrides += [(recording, s) for s in states]
         corrected = {s.override.case_id for s in states if s.state == "applied"}
-        rows: dict[str, dict[str, VqaRowResult]] = defaultdict(dict)
-        for cell in results:
-            if cell.recording == recording:
-                for row in report_of(cell).rows:
-                    rows[row.case_id][cell.model] = row
+        rows = scored[recording]
         for label in data.labels:
             if label.id not in rows:
                 continue  # no usable result scored it
-            found = _dispute(recording, data, label, rows[label.id], skills, corrected)
+            baseline = baseline_elsewhere(answers[label.family], label.answer)
+            found = _dispute(recording, data, label, rows[label.id], skills, baseline, corrected)
             if found is not None:
                 disputes.append(found)
             keys[label.family].append((recording, label.frame_index))
@@ -174,14 +203,15 @@ def build_label_audit(results: Sequence[CellScores],
                   for f in sorted(keys))
     disputes.sort(key=lambda d: (-d.margin, -len(d.models), d.recording, d.case_id))
     return LabelAudit(disputes=tuple(disputes), rates=rates, overrides=tuple(overrides),
-                      models=tuple(sorted(skills)))
+                      models=tuple(sorted({model for model, _ in skills})))
 
 
 _LEAD = (
     "Gold answers come from sensors, and a few are wrong (a detector that calls a ball near the "
     "image edge a box). Listed first: the cases where models that are right elsewhere agree on "
-    "the same other answer. Each model's vote is weighted by its skill on the other cases "
-    "(accuracy rescaled so chance is 0 and always right is 1); a case is <b>disputed</b> when "
+    "the same other answer. Each model's vote is weighted by its skill on the family's other "
+    "cases (accuracy rescaled so always giving the commonest answer is 0 and always right is "
+    "1: agreeing on a habit is not evidence); a case is <b>disputed</b> when "
     f"at least {MIN_AGREEING} models chose one other answer and its weight exceeds the gold "
     "answer's. Ranked by that margin, with the frame, the detector's evidence and the label's "
     "evidence. A correction is recorded with <code>eval-assets labels override</code> and "
