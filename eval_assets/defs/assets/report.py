@@ -70,7 +70,7 @@ def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> Mate
 _EVERY = AllPartitionMapping()
 
 
-@asset(key=keys.REPORT, group_name=GROUP, code_version="7", automation_condition=SETTLED,
+@asset(key=keys.REPORT, group_name=GROUP, code_version="8", automation_condition=SETTLED,
        deps=[keys.LEADERBOARD,
              *(AssetDep(k, partition_mapping=_EVERY) for k in (
                  # It reads every cell's results too: so it waits for whatever the
