@@ -6,7 +6,14 @@ A blind model is one whose run was served by a local model that never sees the i
 (:data:`eval_assets.schemas.endpoint.BLIND_LOCAL_MODELS`, recorded in the run's ``config.json``);
 :func:`blind_models` reads that. Cases are scored per case: a choice case is 1 when correct, else
 0 (parse failures and failed calls included). A family is numeric (``kind`` "mra") when its
-per-case scores come from a numeric metric; today every VQA family is a choice family.
+per-case scores come from the numeric metric (each case's mean relative accuracy; a failed
+call or no number scores 0, as the metric counts it).
+
+The spatial families (``spatial_cases.jsonl``) join on the spatial cases every ranked model
+answered (their own common set: the ranking's common cases are dimOS's). Their cases are
+clustered by the case's first frame for choice families; numeric cases are one cluster each
+(the numeric metric's rows do not carry a frame), so their minimum detectable difference has
+no frame design effect.
 """
 
 from __future__ import annotations
@@ -30,10 +37,14 @@ from eval_assets.metrics.headline import ScoreKind
 from eval_assets.report.coverage import CaseKey, Coverage, build_coverage, case_key
 from eval_assets.schemas.endpoint import BLIND_LOCAL_MODELS
 from eval_assets.schemas.results import CellScores
+from eval_assets.schemas.spatial import SPATIAL_FAMILY_NAMES
 from eval_assets.schemas.vqa import FAMILY_NAMES
+from eval_assets.scoring.numeric import NUMERIC
+from eval_assets.scoring.spatial import SPATIAL
 from eval_assets.scoring.vqa import report_of
 
-__all__ = ["FamilyBaselines", "ScoredCase", "blind_models", "family_baselines", "vqa_cases"]
+__all__ = ["FamilyBaselines", "ScoredCase", "blind_models", "family_baselines", "spatial_cases",
+           "vqa_cases"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +102,30 @@ def vqa_cases(results: Sequence[CellScores], common: Collection[CaseKey]
     return {m: sorted(cases, key=lambda c: c.key) for m, cases in out.items()}
 
 
+def spatial_cases(results: Sequence[CellScores]) -> dict[str, list[ScoredCase]]:
+    """Each model's scored spatial cases (numeric ones by MRA, choice ones 1/0) among those that
+    every model of ``results`` answered, in case-key order."""
+    out: dict[str, list[ScoredCase]] = {}
+    for r in results:
+        cases = out.setdefault(r.model, [])
+        numeric = NUMERIC.result(r)
+        for row in numeric.rows if numeric is not None else ():
+            key = (r.recording, r.dataset_sha256, row.case_id)
+            cases.append(ScoredCase(key=key, frame=key, family=row.family,
+                                    gold=f"{row.target!r}", score=row.mra, kind="mra"))
+        choice = SPATIAL.result(r)
+        for vqa_row in choice.rows if choice is not None else ():
+            cases.append(ScoredCase(
+                key=(r.recording, r.dataset_sha256, vqa_row.case_id),
+                frame=(r.recording, vqa_row.frame_index), family=vqa_row.family,
+                gold=vqa_row.answer, score=1.0 if vqa_row.status == "correct" else 0.0))
+    if not out:
+        return {}
+    common = set.intersection(*({c.key for c in cs} for cs in out.values()))
+    return {m: sorted((c for c in cs if c.key in common), key=lambda c: c.key)
+            for m, cs in out.items()}
+
+
 def _frequency(cases: Sequence[ScoredCase], kind: ScoreKind) -> tuple[str, list[float]]:
     if kind == "mra":
         median, scores = median_baseline([float(c.gold) for c in cases])
@@ -129,22 +164,22 @@ def _family(family: str, by_model: dict[str, list[ScoredCase]], blind: Sequence[
 
 def family_baselines(results: Sequence[CellScores], *, coverage: Coverage | None = None,
                      blind: Collection[str] = (),
-                     extra: dict[str, list[ScoredCase]] | None = None) -> list[FamilyBaselines]:
+                     ) -> list[FamilyBaselines]:
     """Every family's baselines on the common cases of the ranked models (``coverage``,
-    default: built from ``results``), families in the report's order; empty without a
-    ranking. ``blind`` names the blind models; ``extra`` adds each model's scored cases of
-    other (numeric) families, already restricted to the common cases."""
+    default: built from ``results``), dimOS's families in the report's order, then the spatial
+    families (:func:`spatial_cases`); empty without a ranking. ``blind`` names the blind
+    models."""
     if coverage is None:
         coverage = build_coverage(results)
     if not coverage.ranked:
         return []
     usable = [r for r in results if coverage.usable(r) and r.model in coverage.ranked_models]
     by_model = vqa_cases(usable, set(coverage.common_cases))
-    for model, cases in (extra or {}).items():
+    for model, cases in spatial_cases(usable).items():
         by_model[model] = sorted([*by_model.get(model, []), *cases], key=lambda c: c.key)
+    order = (*FAMILY_NAMES, *SPATIAL_FAMILY_NAMES)
     families = sorted({c.family for cs in by_model.values() for c in cs},
-                      key=lambda f: (FAMILY_NAMES.index(f) if f in FAMILY_NAMES
-                                     else len(FAMILY_NAMES), f))
+                      key=lambda f: (order.index(f) if f in order else len(order), f))
     blind_here = sorted(set(blind) & set(by_model))
     out = [_family(f, by_model, blind_here) for f in families]
     return [b for b in out if b is not None]

@@ -16,7 +16,9 @@ LEAD = (
     "that never sees the image (the local SmolLM2 answering from the question text). Each "
     "model's cell: its score, and in grey its difference from the better baseline with the "
     "minimum detectable difference (MDD: 80% power, alpha 0.05, the frame design effect "
-    "included). A model <b>beats</b> the baseline when the difference exceeds the MDD. "
+    "included). The spatial families compare on the spatial cases every ranked model answered; "
+    "their numeric cases count one each (no frame design effect). A model <b>beats</b> the "
+    "baseline when the difference exceeds the MDD. "
     "<span class=\"flag\">no model beats the baselines</span> marks a family whose scores do "
     "not show that any model reads the image: read its accuracies as the language prior.")
 

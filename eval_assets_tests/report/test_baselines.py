@@ -9,10 +9,14 @@ from typing import Any
 
 import pytest
 
+from eval_assets.metrics.numeric import mean_relative_accuracy
+from eval_assets.metrics.vqa import vqa_accuracy
 from eval_assets.report.baselines import FamilyBaselines, blind_models, family_baselines
 from eval_assets.report.baselines_section import baselines_section
 from eval_assets.report.html import render_report
 from eval_assets.report.leaderboard import build_leaderboard, leaderboard_json
+from eval_assets.scoring.numeric import NUMERIC, NumericRow, NumericScores
+from eval_assets.scoring.spatial import SPATIAL
 from eval_assets_tests.report.builders import THIRDS, result, row
 
 
@@ -94,3 +98,41 @@ def test_report_has_the_baselines_section() -> None:
     text = render_report(build_leaderboard(results), results, [], "t", blind=["blind"])
     assert 'href="#baselines"' in text and '<section id="baselines">' in text
     assert "no model beats the baselines" in text
+
+
+def _with_spatial(cell: Any, sizes: list[tuple[float, float | None]],
+                  directions: list[tuple[str, str]]) -> Any:
+    """``cell`` with numeric rows (target, prediction) of object_size_cm and spatial choice
+    rows (gold, reply) of relative_direction, scored by the real metric functions."""
+    rows = [NumericRow(case_id=f"s{i}", family="object_size_cm", unit="cm", target=t,
+                       predicted=p, mra=0.0 if p is None else mean_relative_accuracy(p, t))
+            for i, (t, p) in enumerate(sizes)]
+    numeric = NumericScores(n=len(rows), unparseable=0, mean_relative_accuracy=0.0,
+                            mean_absolute_relative_error=None, rows=rows)
+    choices = ["front-left", "front-right", "back-left", "back-right"]
+    spatial = vqa_accuracy([row(f"d{i}", "relative_direction", gold, reply, cell.recording,
+                                choices, frame_index=i)
+                            for i, (gold, reply) in enumerate(directions)])
+    scores = {**cell.scores, NUMERIC.name: numeric.model_dump(mode="json"),
+              SPATIAL.name: spatial.model_dump(mode="json")}
+    return cell.model_copy(update={"scores": scores})
+
+
+def test_spatial_families_get_baselines_on_the_spatial_cases_every_model_answered() -> None:
+    targets = [10.0, 20.0, 30.0, 40.0, 50.0] * 8
+    golds = ["front-left", "back-right", "front-left", "front-right"] * 10
+    vlm = _with_spatial(result("r", "vlm", _rows(60, 60)), [(t, t) for t in targets],
+                        [(g, g) for g in golds])
+    # The blind model says 30 cm and "front-left" to everything, and skipped one size case.
+    blind = _with_spatial(result("r", "blind", _rows(30, 60)),
+                          [(t, 30.0) for t in targets[:-1]], [(g, "front-left") for g in golds])
+    by_family = {b.family: b for b in family_baselines([vlm, blind], blind=["blind"])}
+    assert list(by_family)[-2:] == ["object_size_cm", "relative_direction"]
+    size = by_family["object_size_cm"]
+    assert size.kind == "mra" and size.n == 39  # the case the blind model lacks is left out
+    assert size.frequency_answer == "30"  # the median of the gold numbers
+    assert size.models["vlm"].score == 1.0 and size.models["vlm"].beats
+    direction = by_family["relative_direction"]
+    assert direction.n == 40 and direction.frequency_answer == "front-left"
+    assert direction.frequency == pytest.approx(0.5) and direction.blind == pytest.approx(0.5)
+    assert direction.models["vlm"].beats and not direction.flagged
