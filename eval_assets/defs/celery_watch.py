@@ -63,6 +63,16 @@ LOST_WORKER_CONFIG = {
 }
 
 
+def unwatched_reason(pool: str | None) -> str | None:
+    """Why a worker whose stats named ``pool`` (None: it never answered) cannot be told lost from
+    busy, or None when it can: a worker that never answered may be a busy solo one."""
+    if pool is None:
+        return "it never answered a remote-control request"
+    if pool.startswith(SOLO_POOL):
+        return "solo pool: it cannot answer while it runs a step"
+    return None
+
+
 @dataclass
 class _Running:
     """One submitted step: which worker started it (once known) and since when."""
@@ -146,16 +156,14 @@ class WorkerWatch:
         self._running.pop(step_key, None)
 
     def _is_lost(self, host: str, started_at: float, timeout_s: float) -> bool:
-        pool = self._pools.get(host)
         silent = self._clock() - max(self._answered.get(host, started_at), started_at)
-        if pool is None or pool.startswith(SOLO_POOL):
+        reason = unwatched_reason(self._pools.get(host))
+        if reason is not None:
             if silent > timeout_s and host not in self._warned:
                 self._warned.add(host)
-                self._event(None, f"Celery worker {host} is not watched for loss "
-                            + ("(solo pool: it cannot answer while it runs a step)"
-                               if pool else "(it never answered a remote-control request)")
-                            + "; if it died, this run waits for it. Start workers with the "
-                            "prefork pool (the default of dagster-celery worker start).")
+                self._event(None, f"Celery worker {host} is not watched for loss ({reason}); if "
+                            "it died, this run waits for it. Start workers with the prefork pool "
+                            "(the default of dagster-celery worker start).")
             return False
         return silent > timeout_s
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus
 
-from eval_assets.defs.executors import CELERY_BACKEND_ENV, CELERY_BROKER_ENV
+from eval_assets.defs.executors import CELERY_BACKEND_ENV, CELERY_BROKER_ENV, executor_from_env
 from eval_assets_tests.e2e.celery_cluster import CeleryCluster, celery_cluster, group_members
 from eval_assets_tests.e2e.celery_sleepy_job import ATTEMPTS_DIR_ENV
 
@@ -72,6 +72,27 @@ def _end(launcher: subprocess.Popen, killed_at: float) -> float:
 def _messages(instance: DagsterInstance, run_id: str, kind: DagsterEventType) -> list[str]:
     return [entry.dagster_event.message or "" for entry in instance.all_logs(run_id, of_type=kind)
             if entry.dagster_event is not None]
+
+
+def test_the_watch_is_configured_by_the_executor_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("dagster_celery", reason="the engine is the optional extra")
+    from dagster._core.execution.retries import RetryMode
+
+    from eval_assets.defs import celery_watch
+
+    monkeypatch.setenv("EVAL_ASSETS_EXECUTOR", "celery")
+    defaults = executor_from_env().config_schema.as_field().default_value
+    assert defaults["lost_worker_timeout_s"] == celery_watch.DEFAULT_LOST_WORKER_TIMEOUT_S == 60
+    assert defaults["lost_worker_retries"] == celery_watch.DEFAULT_LOST_WORKER_RETRIES == 1
+    retries = RetryMode(RetryMode.DISABLED)
+    with pytest.raises(ValueError, match="lost_worker_timeout_s must be > 0"):
+        celery_watch.WatchedCeleryExecutor(0, 1, retries=retries)
+    with pytest.raises(ValueError, match="lost_worker_retries must be >= 0"):
+        celery_watch.WatchedCeleryExecutor(None, -1, retries=retries)
+    # Only a worker known to answer while it runs a step is ever counted lost.
+    assert celery_watch.unwatched_reason("celery.concurrency.prefork:TaskPool") is None
+    assert "solo" in (celery_watch.unwatched_reason("celery.concurrency.solo:TaskPool") or "")
+    assert "never answered" in (celery_watch.unwatched_reason(None) or "")
 
 
 @pytest.mark.slow
