@@ -11,7 +11,8 @@
   ``EVAL_ASSETS_CELERY_BROKER`` (e.g. ``redis://host:6379/0``), the results backend's from
   ``EVAL_ASSETS_CELERY_BACKEND`` (default: the broker), both read when a run starts; the run
   config's ``execution: config:`` (the launchpad) overrides them and sets any other option of
-  ``dagster_celery.celery_executor``;
+  ``dagster_celery.celery_executor``, and ``lost_worker_timeout_s`` / ``lost_worker_retries``:
+  a step whose worker dies is submitted again or failed within that bound (``celery_watch``);
 - ``k8s``: each step in its own Kubernetes Job (``dagster_k8s.k8s_job_executor``, the optional
   extra ``eval_assets[k8s]``), with the runs launched by the ``K8sRunLauncher`` of the instance's
   ``dagster.yaml``; its options (namespace, image, env, resources) are run config.
@@ -60,9 +61,12 @@ def _engine(name: str, module: str, extra: str) -> ModuleType:
 def celery_executor_from_env() -> ExecutorDefinition:
     """dagster-celery's executor with the same config schema, whose ``broker`` and ``backend``
     default to ``$EVAL_ASSETS_CELERY_BROKER`` / ``$EVAL_ASSETS_CELERY_BACKEND`` when those are
-    set (the backend falls back to the broker), so a run needs no executor config."""
+    set (the backend falls back to the broker), so a run needs no executor config; each step's
+    worker is watched, so a lost worker cannot leave the run waiting (``celery_watch``)."""
     base = _engine("celery", "dagster_celery", "celery").celery_executor
-    fields = dict(base.config_schema.as_field().config_type.fields)
+    from eval_assets.defs import celery_watch  # imports dagster_celery: only when selected
+
+    fields = {**base.config_schema.as_field().config_type.fields, **celery_watch.LOST_WORKER_CONFIG}
     backend_env = CELERY_BACKEND_ENV if os.environ.get(CELERY_BACKEND_ENV) else CELERY_BROKER_ENV
     for key, env in (("broker", CELERY_BROKER_ENV), ("backend", backend_env)):
         if os.environ.get(env):
@@ -72,7 +76,7 @@ def celery_executor_from_env() -> ExecutorDefinition:
         name=base.name,
         config_schema=fields,
         requirements=multiple_process_executor_requirements(),
-        executor_creation_fn=base.executor_creation_fn,
+        executor_creation_fn=celery_watch.create_executor,
         description=base.description,
     )
 

@@ -60,12 +60,15 @@ def _redis_answers(port: int) -> bool:
 
 @contextmanager
 def celery_cluster(
-    folder: Path, env: dict[str, str], n_workers: int = 2, timeout_s: float = 120
+    folder: Path, env: dict[str, str], n_workers: int = 2, timeout_s: float = 120,
+    pool: str = "solo",
 ) -> Iterator[CeleryCluster]:
     """``redis-server`` on a free port of 127.0.0.1 (no persistence, data in ``folder``) and
-    ``n_workers`` Celery workers of ``dagster_celery.app`` with the solo pool, so each step runs in
-    the worker process started here. The workers read the broker from a ``dagster_celery_config``
-    module, as ``dagster-celery worker start -y`` writes it."""
+    ``n_workers`` Celery workers of ``dagster_celery.app``. With the solo pool each step runs in
+    the worker process started here; with ``pool="prefork"`` (the default of
+    ``dagster-celery worker start``) in one child of it, in its process group. The workers read
+    the broker from a ``dagster_celery_config`` module, as ``dagster-celery worker start -y``
+    writes it."""
     redis_server = shutil.which("redis-server")
     assert redis_server, "redis-server is missing: apt-get install redis-server"
     folder.mkdir(parents=True, exist_ok=True)
@@ -93,7 +96,8 @@ def celery_cluster(
         for i, name in enumerate(names):
             logs.append(folder / f"worker-{i}.log")
             procs.append(_start([sys.executable, "-m", "celery", "-A", "dagster_celery.app",
-                                 "worker", "--pool", "solo", "--prefetch-multiplier=1",
+                                 "worker", "--pool", pool, "--concurrency", "1",
+                                 "--prefetch-multiplier=1",
                                  "--loglevel", "INFO", "-n", name,
                                  "--without-gossip", "--without-mingle"],
                                 logs[-1], worker_env))
