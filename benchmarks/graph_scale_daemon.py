@@ -93,6 +93,7 @@ class Run:
     started: float | None
     ended: float | None
     partition: str  # the dagster/partition tag, "—" for the unpartitioned board runs
+    backfill: bool  # launched by a backfill (automation requests many partitions as one)
     steps: dict[str, float]  # step key -> seconds
     materialized: list[tuple[str, str]]  # (asset, partition or "—")
 
@@ -102,7 +103,7 @@ class Run:
         return cls(
             run_id=raw["runId"], status=raw["status"], created=raw["creationTime"],
             started=raw["startTime"], ended=raw["endTime"],
-            partition=tags.get("dagster/partition", "—"),
+            partition=tags.get("dagster/partition", "—"), backfill="dagster/backfill" in tags,
             steps={s["stepKey"]: (s["endTime"] or 0) - (s["startTime"] or 0)
                    for s in raw["stepStats"] if s["status"] == "SUCCESS"},
             materialized=[(m["assetKey"]["path"][-1], m["partition"] or "—")
@@ -325,6 +326,13 @@ def report(figures: Figures) -> None:
           f"({figures.recordings} recording chains + {cells} cells); ran once: "
           f"{sum(1 for p in expected if runs[p] == 1)}, twice or more: {len(twice)} {twice[:5]}, "
           f"never: {len(never)} {never[:5]}")
+    for partition in twice[:5]:
+        first, *again = sorted((r for r in figures.runs if r.partition == partition),
+                               key=lambda r: r.created)
+        for run in again:
+            print(f"    {partition}: run {run.run_id[:8]} ({len(run.materialized)} assets) created "
+                  f"{run.created - (first.ended or run.created):+.1f} s after run "
+                  f"{first.run_id[:8]} ({len(first.materialized)} assets) ended")
     if twice or never:
         figures.missed.append(f"{len(twice)} partitions ran more than once, {len(never)} never")
     durations = [t["endTimestamp"] - t["timestamp"] for t in figures.ticks]
@@ -332,7 +340,8 @@ def report(figures: Figures) -> None:
         print(f"  automation ticks: {len(durations)}, median {statistics.median(durations):.2f} s,"
               f" max {max(durations):.2f} s; daemon CPU {figures.daemon_cpu_s:.1f} s "
               f"({figures.daemon_cpu_s / len(durations):.2f} s per tick, an upper bound); "
-              f"runs launched by ticks: {sum(len(t['runIds']) for t in figures.ticks)}")
+              f"runs launched by ticks: {sum(len(t['runIds']) for t in figures.ticks)}, "
+              f"by the backfills ticks requested: {sum(r.backfill for r in figures.runs)}")
         if max(durations) > TARGET_TICK_S:
             figures.missed.append(f"slowest automation tick {max(durations):.1f} s > "
                                   f"{TARGET_TICK_S:g} s")
