@@ -22,8 +22,10 @@ all of the recordings, so the growth with the number of partitions is visible. I
 partition is requested twice or one is never requested, and (not in ``--smoke``) when a tick of the
 full size takes longer than ``--target-tick-s``.
 
-What it does not do (yet): launch the runs through a real webserver and daemon and time the
-pipeline itself; ``eval_assets_tests/e2e/test_automation.py`` does that for two recordings.
+What it does not do: launch the runs through a real webserver and daemon and time the pipeline
+itself; ``benchmarks/graph_scale_daemon.py`` does that (runs per partition, the daemon's tick
+records, leaderboard and report builds, report size), ``eval_assets_tests/e2e/test_automation.py``
+for two recordings.
 """
 
 from __future__ import annotations

@@ -8,11 +8,17 @@ evidence's world-frame track centres listed; then each model's reply. Built from
 its audit label (:class:`eval_assets.schemas.spatial.SpatialLabel`), the images and the boxes, so
 a card can be rendered from any source of these (:func:`spatial_card`);
 :func:`load_spatial_cards` reads them from a dataset folder and a detections folder.
+
+With ``files`` (a dict the caller writes beside the page, :mod:`eval_assets.report.frame_files`)
+each strip image becomes a content-named file linked from the card and loaded on demand, instead
+of a ``data:`` URI: inlined, the strips (up to 24 cards per recording, several frames each) were
+the part of the page that grew with every recording.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -22,6 +28,7 @@ import numpy as np
 from eval_assets.jsonio import read_jsonl
 from eval_assets.layout import DATASET_AUDIT
 from eval_assets.perception.evidence_io import read_detections
+from eval_assets.report.frame_files import frame_src
 from eval_assets.report.markup import esc, section
 from eval_assets.report.overlays import BoxLabel, encode_jpeg, render_overlay, resize_to_width
 from eval_assets.schemas.spatial import (
@@ -46,22 +53,41 @@ def frame_indices(case: SpatialCase, label: SpatialLabel) -> list[int | None]:
     return [None] * len(case.images)
 
 
+@functools.lru_cache(maxsize=16)
+def _decoded_rgb(png: bytes) -> np.ndarray | None:
+    """The RGB pixels of ``png`` (None: not decodable), decoded once for every card that shows
+    the frame: a recording's multi-frame cases share a few frames, and decoding each full-size
+    PNG again per card was the largest per-recording cost of the report (409 decodes, 5.9 s of
+    36 s at 10 recordings x 5 models). Read-only: callers draw on copies."""
+    bgr = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR)
+    if bgr is None:
+        return None
+    rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+    rgb.flags.writeable = False
+    return rgb
+
+
 def _frame_html(png: bytes | None, boxes: Sequence[BoxLabel], caption: str,
-                reference: bool) -> str:
+                reference: bool, files: dict[str, bytes] | None = None) -> str:
     if png is None:
         return f'<figure class="strip-frame"><p class="empty">image missing</p>' \
                f"<figcaption>{esc(caption)}</figcaption></figure>"
-    bgr = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR)
-    if bgr is None:
+    rgb = _decoded_rgb(png)
+    if rgb is None:
         raise ValueError(f"{caption}: the image is not a decodable PNG")
-    rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
-    drawn = render_overlay(rgb, boxes, [])
+    drawn = render_overlay(rgb, boxes, [])  # a new array: the cached one stays as decoded
     small, _ = resize_to_width(drawn, STRIP_WIDTH)
-    data = base64.b64encode(encode_jpeg(small)).decode("ascii")
+    jpeg = encode_jpeg(small)
+    if files is None:
+        src = "data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii")
+    else:
+        src = frame_src(jpeg)
+        files[src] = jpeg
     cls = "strip-frame reference" if reference else "strip-frame"
     mark = ' <span class="flag">reference</span>' if reference else ""
-    return (f'<figure class="{cls}"><img alt="{esc(caption)}" '
-            f'src="data:image/jpeg;base64,{data}"><figcaption>{esc(caption)}{mark}'
+    lazy = "" if files is None else ' loading="lazy"'
+    return (f'<figure class="{cls}"><img alt="{esc(caption)}"{lazy} '
+            f'src="{esc(src)}"><figcaption>{esc(caption)}{mark}'
             "</figcaption></figure>")
 
 
@@ -78,9 +104,11 @@ def _tracks_html(label: SpatialLabel) -> str:
 
 def spatial_card(case: SpatialCase, label: SpatialLabel, images: Mapping[str, bytes],
                  boxes: Mapping[int, Sequence[BoxLabel]] | None = None,
-                 replies: Mapping[str, str | None] | None = None) -> str:
+                 replies: Mapping[str, str | None] | None = None,
+                 files: dict[str, bytes] | None = None) -> str:
     """One card: question, gold answer, the frame strip with ``boxes`` (by frame index) drawn,
-    the evidence's tracks and each model's reply (None: the call failed)."""
+    the evidence's tracks and each model's reply (None: the call failed). With ``files``, each
+    strip image is added to it (relative path -> JPEG) and linked, not inlined."""
     if case.id != label.id:
         raise ValueError(f"case {case.id!r} and label {label.id!r} are not the same case")
     answer = label.answer + (f" {label.unit}" if label.unit else "")
@@ -89,7 +117,8 @@ def spatial_card(case: SpatialCase, label: SpatialLabel, images: Mapping[str, by
         caption = image.rsplit("/", 1)[-1] if index is None else f"frame {index}"
         frames.append(_frame_html(images.get(image), (boxes or {}).get(index, ())
                                   if index is not None else (), caption,
-                                  index is not None and index == label.reference_frame))
+                                  index is not None and index == label.reference_frame,
+                                  files))
     reply_items = "".join(
         f'<li><span class="model">{esc(m)}</span>: '
         + ('<span class="na">failed call</span>' if r is None else esc(r)) + "</li>"
@@ -118,9 +147,11 @@ def _boxes_by_frame(detections_dir: Path | None, names: set[str]
 
 def load_spatial_cards(dataset_dir: Path, detections_dir: Path | None = None,
                        replies: Mapping[str, Mapping[str, str | None]] | None = None,
-                       limit: int | None = None) -> list[str]:
+                       limit: int | None = None,
+                       files: dict[str, bytes] | None = None) -> list[str]:
     """The cards of a dataset's spatial cases with more than one frame (file order, at most
-    ``limit``); ``replies`` is model -> case id -> reply. Empty when the dataset has none."""
+    ``limit``); ``replies`` is model -> case id -> reply. Empty when the dataset has none.
+    ``files``: see :func:`spatial_card`."""
     dataset_dir = Path(dataset_dir)
     cases_path = dataset_dir / SPATIAL_CASES
     labels_path = dataset_dir / DATASET_AUDIT / AUDIT_SPATIAL_LABELS
@@ -140,7 +171,7 @@ def load_spatial_cards(dataset_dir: Path, detections_dir: Path | None = None,
                   if (dataset_dir / img).is_file()}
         cards.append(spatial_card(case, label, images, mine,
                                   {m: r.get(case.id) for m, r in (replies or {}).items()
-                                   if case.id in r}))
+                                   if case.id in r}, files))
     return cards
 
 

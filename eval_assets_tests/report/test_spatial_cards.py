@@ -118,3 +118,21 @@ def test_card_parts_and_errors() -> None:
 
 def test_a_dataset_without_spatial_cases_has_no_cards(tmp_path: Path) -> None:
     assert load_spatial_cards(tmp_path) == []
+
+
+def test_with_files_the_strip_links_content_named_files_instead_of_inlining(
+        tmp_path: Path) -> None:
+    """The report's mode: each strip image goes into ``files`` and the card links it lazily, so
+    the page does not grow by the images' bytes; the images are the ones the inline mode embeds."""
+    _dataset(tmp_path / "ds")
+    inline = load_spatial_cards(tmp_path / "ds", _detections(tmp_path))[0]
+    files: dict[str, bytes] = {}
+    linked = load_spatial_cards(tmp_path / "ds", _detections(tmp_path), files=files)[0]
+    assert "data:image" not in linked
+    srcs = re.findall(r'<img alt="[^"]*" loading="lazy" src="([^"]+)"', linked)
+    assert len(srcs) == 3 and set(srcs) == set(files)
+    assert all(re.fullmatch(r"report_frames/[0-9a-f]{32}\.jpg", s) for s in srcs)
+    embedded = [base64.b64decode(d) for d in
+                re.findall(r'src="data:image/jpeg;base64,([^"]+)"', inline)]
+    assert [files[s] for s in srcs] == embedded
+    assert len(linked) < len(inline) - sum(len(b) for b in embedded)
