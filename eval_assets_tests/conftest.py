@@ -33,3 +33,11 @@ def _forget_disposed_dagster_state_storage():
     from dagster._core.storage.defs_state.base import _current_storage
 
     _current_storage.set(None)
+
+
+@pytest.fixture(autouse=True)
+def _private_user_cache(tmp_path_factory: pytest.TempPathFactory,
+                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets its own empty user cache (``$EVAL_ASSETS_CACHE``: the judge's kept
+    calibrations), so no test reads another's or the developer's."""
+    monkeypatch.setenv("EVAL_ASSETS_CACHE", str(tmp_path_factory.mktemp("user-cache")))
