@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
-from eval_assets.hashing import file_sha256
 from eval_assets.local_models.base import LocalModel
 from eval_assets.local_models.random_choice import RandomChoiceModel
-from eval_assets.local_models.smollm2 import shared_blind_smollm2, smollm2_gguf_path
+from eval_assets.local_models.smollm2 import gguf_sha256, shared_blind_smollm2, smollm2_gguf_path
 
 # Bump when a local model's replies to the same request could change (its scoring, ranking or
 # generation code): it is part of the model's identity, so results kept by identity (the judge's
@@ -41,17 +38,9 @@ def local_model_identity(name: str, seed: int = 0) -> str:
         raise ValueError(f"unknown local model {name!r}; choose one of {sorted(LOCAL_MODELS)}")
     if name == "random":
         return f"random recipe {REPLY_RECIPE[name]} seed {seed}"
-    gguf = smollm2_gguf_path()
-    stat = gguf.stat()
-    weights = _weights_sha256(gguf, stat.st_size, stat.st_mtime_ns)
+    weights = gguf_sha256(smollm2_gguf_path())
     return (f"{name} recipe {REPLY_RECIPE[name]} weights {weights} torch {_version('torch')} "
             f"transformers {_version('transformers')}")
-
-
-@lru_cache(maxsize=4)
-def _weights_sha256(path: Path, size: int, mtime_ns: int) -> str:
-    # Size and mtime are part of the cache key only: a replaced file is hashed again.
-    return file_sha256(path)
 
 
 def _version(package: str) -> str:

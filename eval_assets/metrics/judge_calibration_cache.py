@@ -3,8 +3,9 @@
 Calibrating the offline judge (blind SmolLM2 on ~1.4k-token rubric prompts) costs tens of seconds
 of CPU, and every fresh storage root (each demo) asked the same questions of the same model again.
 The outcome depends only on what the judge is and what it is asked, so it is kept in a user cache
-folder (``$EVAL_ASSETS_CACHE``, else ``$XDG_CACHE_HOME/eval_assets``, else
-``~/.cache/eval_assets``; ``calibration/<key>.json``, written atomically) under a key that is the
+folder (:mod:`eval_assets.user_cache`: ``$EVAL_ASSETS_CACHE``, else
+``$XDG_CACHE_HOME/eval_assets``, else ``~/.cache/eval_assets``; ``calibration/<key>.json``, written
+atomically) under a key that is the
 SHA-256 of:
 
 - the served local model's identity
@@ -27,7 +28,6 @@ Model answers to the benchmark itself are never cached here.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -44,10 +44,13 @@ from eval_assets.metrics.judge_calibration import (
 )
 from eval_assets.metrics.judge_config import JudgeConfig
 from eval_assets.metrics.judge_journal import request_sha256
+from eval_assets.user_cache import CACHE_ENV, cache_root
+
+__all__ = ["CACHE_ENV", "CalibrationCache", "cache_root", "cached_calibration_key",
+           "calibration_key", "keepable", "served_model"]
 
 log = logging.getLogger(__name__)
 
-CACHE_ENV = "EVAL_ASSETS_CACHE"
 # Bump when the meaning of a cached report changes (its schema or the gate's rule).
 CACHE_VERSION = 1
 # Failure categories that say nothing about the judge: an outcome with one is not kept.
@@ -60,15 +63,6 @@ class RequestBuilder(Protocol):
     def score_only_request(self, row: PredictionRow) -> dict[str, Any]:
         """The score-only request body for ``row``."""
         ...
-
-
-def cache_root() -> Path:
-    """The user cache folder of eval_assets (``$EVAL_ASSETS_CACHE`` overrides it)."""
-    forced = os.environ.get(CACHE_ENV)
-    if forced:
-        return Path(forced)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "eval_assets"
 
 
 def calibration_key(model_identity: str, config: JudgeConfig, items: Sequence[CalibrationItem],
