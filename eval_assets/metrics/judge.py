@@ -73,6 +73,11 @@ from eval_assets.metrics.avlm_rows import (
     write_avlm_json,
 )
 from eval_assets.metrics.judge_calibration import CalibrationReport, calibrate
+from eval_assets.metrics.judge_calibration_cache import (
+    CalibrationCache,
+    cached_calibration_key,
+    keepable,
+)
 from eval_assets.metrics.judge_client import Judge as Judge
 from eval_assets.metrics.judge_client import OpenAIJudge as OpenAIJudge
 from eval_assets.metrics.judge_client import open_judge as open_judge
@@ -199,6 +204,26 @@ def _calibration_scorer(judge: Judge) -> Any:
     return lambda row: _guarded(judge, method, row)
 
 
+def _calibration(rows: Sequence[PredictionRow], judge: Judge,
+                 config: JudgeConfig) -> CalibrationReport:
+    """:func:`calibrate` ``judge``, or the outcome kept for the same served model, config and
+    calibration requests (:mod:`eval_assets.metrics.judge_calibration_cache`)."""
+    key = cached_calibration_key(rows, config, judge)
+    cache = CalibrationCache()
+    if key is not None:
+        kept = cache.get(key)
+        if kept is not None:
+            log.info("judge %s: calibration %s, kept from %s (same model, config and requests)",
+                     judge.name, kept.status, cache.path(key))
+            return kept
+    report = calibrate(rows, _calibration_scorer(judge), max_pairs=config.calibration_pairs,
+                       max_frames=config.calibration_frames,
+                       min_agreement=config.calibration_min_agreement, seed=config.seed)
+    if key is not None and keepable(report):
+        cache.put(key, report)
+    return report
+
+
 def judge_dir(inference_dir: Path, config: JudgeConfig, *, judge: Judge | None = None,
               limit: int | None = None,
               self_judging_models: Sequence[str] = ()) -> JudgeReport:
@@ -232,10 +257,7 @@ def judge_dir(inference_dir: Path, config: JudgeConfig, *, judge: Judge | None =
         made_before = client.calls_made if client else 0
         replayed_before = client.calls_replayed if client else 0
         started = time.monotonic()
-        calibration = calibrate(
-            rows, _calibration_scorer(active), max_pairs=config.calibration_pairs,
-            max_frames=config.calibration_frames,
-            min_agreement=config.calibration_min_agreement, seed=config.seed)
+        calibration = _calibration(rows, active, config)
         calibrated = time.monotonic()
         if calibration.withheld:
             log.warning("judge %s failed calibration (%d of %d pairs agreed); its scores are "

@@ -219,15 +219,26 @@ class OpenAIJudge:
         structured output (``response_format`` is configured).
         """
         cfg = self.config
+        return self._ask(row, self._score_only_messages(row),
+                         max_tokens=cfg.calibration_max_tokens,
+                         response_format=SCORE_ONLY_FORMAT if cfg.response_format else None,
+                         tries=1, purpose="calibration", avlm_compat=False)
+
+    def score_only_request(self, row: PredictionRow) -> dict[str, Any]:
+        """The request body :meth:`score_only` sends for ``row`` (what its journal key hashes)."""
+        cfg = self.config
+        return self._request(self._score_only_messages(row), cfg.calibration_max_tokens,
+                             SCORE_ONLY_FORMAT if cfg.response_format else None)
+
+    def _score_only_messages(self, row: PredictionRow) -> list[Mapping[str, str]]:
+        cfg = self.config
         guidance = "\n\n".join(p for p in (cfg.extra_guidance, SCORE_ONLY_GUIDANCE) if p)
         messages, _ = build_messages(
             ground_truth=row.ground_truth or "", conversation=row.prompt_turns(),
             prediction=row.prediction or "", metadata=row.metadata,
             placement=cfg.metadata_placement, domain=cfg.domain, extra_guidance=guidance,
             metadata_max_chars=cfg.metadata_max_chars, metadata_compact=cfg.metadata_compact)
-        return self._ask(row, messages, max_tokens=cfg.calibration_max_tokens,
-                         response_format=SCORE_ONLY_FORMAT if cfg.response_format else None,
-                         tries=1, purpose="calibration", avlm_compat=False)
+        return messages
 
 
 def judge_api_key(config: JudgeConfig) -> str:

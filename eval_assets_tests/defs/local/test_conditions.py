@@ -6,7 +6,7 @@ from pathlib import Path
 
 from dagster import DagsterInstance
 
-from eval_assets.defs.local.conditions import _dynamic_partitions_read_once
+from eval_assets.defs.local.conditions import partitions_read_once
 
 
 def test_within_one_evaluation_the_keys_are_read_once_then_storage_again(
@@ -22,7 +22,7 @@ def test_within_one_evaluation_the_keys_are_read_once_then_storage_again(
             return storage_read(name)
 
         instance.event_log_storage.get_dynamic_partitions = counted  # type: ignore[method-assign]
-        with _dynamic_partitions_read_once(instance):
+        with partitions_read_once(instance):
             assert instance.get_dynamic_partitions("recordings") == ["alpha"]
             # Added by another process mid-evaluation: this evaluation keeps its snapshot.
             instance.add_dynamic_partitions("recordings", ["bravo"])
