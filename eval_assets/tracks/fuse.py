@@ -24,6 +24,8 @@ MIN_FUSE_M = 0.3
 # Points this close above a track's lowest point are left out of its footprint (floor at its foot).
 FOOT_BAND_M = 0.05
 _SPAN = (1.0, 99.0)
+# Distances to a footprint side below this count alike (the LiDAR's noise, about 1 cm).
+_CLOSE_M = 0.01
 # Decimals kept in the tracks file: 0.1 mm, far below the LiDAR's noise, and stable text.
 _DECIMALS = 4
 
@@ -57,10 +59,13 @@ def _round(value: float) -> float:
 def _extent(track: _Growing) -> tuple[list[float], float]:
     """Oriented (length, width, height) and the length axis's yaw about world z.
 
-    The footprint is the smallest-area rectangle (yaw searched in 1° steps) around the fused
-    points above the track's lowest band: the points at the object's foot are mostly floor seen
-    through the mask's rim. Each side spans the 1st to 99th percentile, so a stray point does not
-    stretch it. The height runs from the lowest point (the floor it stands on) to the highest.
+    The footprint is the rectangle (yaw searched in 1° steps) whose sides the fused points above
+    the track's lowest band hug most closely (the points at the object's foot are mostly floor
+    seen through the mask's rim). LiDAR sees a box's near faces only: the points form an L, and
+    an L fits as small a rectangle along its diagonal as along its faces, so the smallest area
+    cannot choose; the sides the points lie on can (the closeness criterion of L-shape fitting).
+    Each side spans the 1st to 99th percentile, so a stray point does not stretch it. The height
+    runs from the lowest point (the floor it stands on) to the highest.
     """
     pts = np.concatenate([s.points_world for s in track.sightings])
     low, top = float(pts[:, 2].min()), float(pts[:, 2].max())
@@ -75,7 +80,11 @@ def _extent(track: _Growing) -> tuple[list[float], float]:
     lo_a, hi_a = np.percentile(along_all, _SPAN, axis=0)
     lo_n, hi_n = np.percentile(across_all, _SPAN, axis=0)
     spans_a, spans_n = hi_a - lo_a, hi_n - lo_n
-    k = int(np.argmin(np.round(spans_a * spans_n, 12)))  # first of equal areas: stable
+    # Each point's distance to the nearest side; a point on a side counts 1/_CLOSE_M at most.
+    gap = np.minimum(np.minimum(along_all - lo_a, hi_a - along_all),
+                     np.minimum(across_all - lo_n, hi_n - across_all))
+    closeness = (1.0 / np.maximum(gap, _CLOSE_M)).sum(axis=0)
+    k = int(np.argmax(np.round(closeness, 6)))  # first of equal scores: stable
     along, across, a = float(spans_a[k]), float(spans_n[k]), float(angles[k])
     if across > along:  # the length axis is the longer side
         along, across, a = across, along, a + math.pi / 2
@@ -111,7 +120,8 @@ def fuse_sightings(sightings: Iterable[Sighting]) -> list[ObjectTrack]:
             frames=sorted(s.frame_index for s in t.sightings),
             pixels={s.frame_index: s.pixels for s in t.sightings},
             points=sum(len(s.points_world) for s in t.sightings),
-            ranges_m={s.frame_index: _round(s.surface_range_m) for s in t.sightings}))
+            ranges_m={s.frame_index: _round(s.surface_range_m) for s in t.sightings},
+            whole_frames=sorted(s.frame_index for s in t.sightings if s.whole)))
     return out
 
 

@@ -47,7 +47,7 @@ def _track(track_id: str, center: list[float], frames: list[int], points: int = 
     return ObjectTrack(track_id=track_id, name=track_id.split("#")[0], center_world=center,
                        extent_m=list(extent), yaw_rad=0.0, frames=frames,
                        pixels={f: 1000 + 10 * f for f in frames}, points=points,
-                       ranges_m={f: 2.5 + f / 10 for f in frames})
+                       ranges_m={f: 2.5 + f / 10 for f in frames}, whole_frames=frames)
 
 
 TRACKS = ObjectTracks(world_frame="world", cameras={f: _camera(f) for f in range(6)}, tracks=[

@@ -75,6 +75,7 @@ class TrackIndex:
             if frames:
                 out.append(t.model_copy(update={
                     "frames": frames, "pixels": {f: t.pixels[f] for f in frames},
+                    "whole_frames": [f for f in t.whole_frames if f in keep],
                     "ranges_m": {f: r for f, r in t.ranges_m.items() if f in keep}}))
         return tuple(sorted(out, key=lambda t: (t.frames[0], t.track_id)))
 
@@ -91,6 +92,10 @@ class TrackIndex:
         if len(track.frames) < MIN_TRACK_FRAMES:
             return "too_few_frames", (f"{track.track_id} was seen in {len(track.frames)} frame "
                                       f"(at least {MIN_TRACK_FRAMES} needed)")
+        if not track.whole_frames:
+            return "seen_only_partly", (f"{track.track_id} was seen only cut by the image border "
+                                        "or by something in front of it: its name comes from a "
+                                        "partial outline")
         return None
 
     def name_conflict(self, track: ObjectTrack) -> tuple[str, str] | None:
