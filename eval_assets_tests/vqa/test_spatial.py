@@ -228,3 +228,22 @@ def test_an_object_seen_only_partly_is_not_asked_about() -> None:
         t.model_copy(update={"whole_frames": [3]}) if t is hidden else t for t in tracks.tracks])
     assert "orange cylinder" in {name for label in build_spatial(seen, list(range(6))).labels
                                  for name in label.object_names}
+
+
+def test_the_name_seen_whole_far_more_often_wins_a_name_conflict() -> None:
+    # A cylinder whose shading fooled the detector in one whole view ("box"), and right in six.
+    right = _track("green cylinder#0", _at(0, 3.0), [0, 1, 2, 3, 4, 5])
+    wrong = _track("green box#0", [x + 0.03 for x in _at(0, 3.0)], [2, 3]).model_copy(
+        update={"whole_frames": [2]})
+    tracks = ObjectTracks(world_frame="world", cameras={f: _camera(f) for f in range(6)},
+                          tracks=[right, wrong, _track("blue box#0", _at(100, 4.0), [2, 3])])
+    spatial = build_spatial(tracks, list(range(6)))
+    asked = {name for label in spatial.labels for name in label.object_names}
+    assert "green cylinder" in asked and "green box" not in asked
+    (detail,) = {r.detail for r in spatial.rejections
+                 if r.reason == "name_conflict" and r.object_names == ("green box",)}
+    assert "1 whole views against 6" in detail
+    # Two whole views against one is no clear vote: neither name is asked about.
+    close = right.model_copy(update={"whole_frames": [0, 1]})
+    spatial = build_spatial(tracks.model_copy(update={"tracks": [close, wrong]}), list(range(6)))
+    assert not spatial.labels
