@@ -31,9 +31,12 @@ from eval_assets.report.coverage import CaseKey, Coverage, build_coverage, case_
 from eval_assets.schemas.endpoint import BLIND_LOCAL_MODELS
 from eval_assets.schemas.results import CellScores
 from eval_assets.schemas.vqa import FAMILY_NAMES
+from eval_assets.scoring.numeric import NUMERIC
+from eval_assets.scoring.spatial import SPATIAL
 from eval_assets.scoring.vqa import report_of
 
-__all__ = ["FamilyBaselines", "ScoredCase", "blind_models", "family_baselines", "vqa_cases"]
+__all__ = ["FamilyBaselines", "ScoredCase", "blind_models", "family_baselines", "spatial_cases",
+           "vqa_cases"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,36 @@ def vqa_cases(results: Sequence[CellScores], common: Collection[CaseKey]
                     key=key, frame=(r.recording, row.frame_index), family=row.family,
                     gold=row.answer, score=1.0 if row.status == "correct" else 0.0))
     return {m: sorted(cases, key=lambda c: c.key) for m, cases in out.items()}
+
+
+def spatial_cases(results: Sequence[CellScores], coverage: Coverage | None = None
+                  ) -> dict[str, list[ScoredCase]]:
+    """Each ranked model's spatial cases, for :func:`family_baselines`'s ``extra``: numeric
+    cases scored by their MRA (kind "mra", the gold the target), choice cases 1 or 0; only the
+    cases every ranked model was scored on, so each family compares models on the same cases.
+    A numeric case is its own cluster (it has no single frame); a choice case's is its first
+    frame."""
+    if coverage is None:
+        coverage = build_coverage(results)
+    out: dict[str, list[ScoredCase]] = {}
+    for r in results:
+        if not coverage.usable(r) or r.model not in coverage.ranked_models:
+            continue
+        cases = out.setdefault(r.model, [])
+        numeric, spatial = NUMERIC.result(r), SPATIAL.result(r)
+        for n in numeric.rows if numeric is not None else []:
+            if n.family in FAMILY_NAMES:
+                continue  # dimOS's families are scored as choices (vqa_cases)
+            key = (r.recording, r.dataset_sha256, n.case_id)
+            cases.append(ScoredCase(key=key, frame=key, family=n.family, gold=f"{n.target:g}",
+                                    score=n.mra, kind="mra"))
+        for c in spatial.rows if spatial is not None else []:
+            cases.append(ScoredCase(
+                key=(r.recording, r.dataset_sha256, c.case_id), frame=(r.recording, c.frame_index),
+                family=c.family, gold=c.answer, score=1.0 if c.status == "correct" else 0.0))
+    common = set.intersection(*({c.key for c in cs} for cs in out.values())) if out else set()
+    return {m: sorted((c for c in cs if c.key in common), key=lambda c: c.key)
+            for m, cs in out.items()}
 
 
 def _frequency(cases: Sequence[ScoredCase], kind: ScoreKind) -> tuple[str, list[float]]:

@@ -31,7 +31,7 @@ import pandas as pd
 
 from eval_assets.atomic import write_text_atomic
 from eval_assets.metrics.stats import PairedComparison
-from eval_assets.report.baselines import family_baselines
+from eval_assets.report.baselines import family_baselines, spatial_cases
 from eval_assets.report.baselines_section import baselines_section
 from eval_assets.report.case_browser import CASES_PER_PAGE, cases_section
 from eval_assets.report.circular_section import circular_section
@@ -160,7 +160,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         comparisons_section(comparisons), circular_section(results, coverage),
         flip_section(results),
         families_section(leaderboard),
-        baselines_section(family_baselines(results, coverage=coverage, blind=blind)),
+        baselines_section(family_baselines(results, coverage=coverage, blind=blind,
+                                           extra=spatial_cases(results, coverage))),
         _numeric(numeric_rows, list(leaderboard["model"].unique()) if not leaderboard.empty
                  else models),
         recordings_section(leaderboard),

@@ -16,7 +16,7 @@ import pandas as pd
 
 from eval_assets.jsonio import read_json
 from eval_assets.layout import AVLM_JUDGE_PREDICTIONS, StorageLayout, overrides_file_for
-from eval_assets.report.baselines import blind_models, family_baselines
+from eval_assets.report.baselines import blind_models, family_baselines, spatial_cases
 from eval_assets.report.cards import build_case_cards, build_frame_images
 from eval_assets.report.concurrency_section import load_concurrency
 from eval_assets.report.cost_section import cell_costs, judge_costs
@@ -143,7 +143,8 @@ def publish_leaderboard(layout: StorageLayout, results: Sequence[CellScores], *,
                          for r in results if coverage.usable(r))
     parquet, json_path = write_leaderboard(
         table, layout.leaderboard_dir(), paired_comparisons(results, coverage=coverage),
-        coverage, family_baselines(results, coverage=coverage, blind=blind))
+        coverage, family_baselines(results, coverage=coverage, blind=blind,
+                                   extra=spatial_cases(results, coverage)))
     return table, parquet, json_path
 
 

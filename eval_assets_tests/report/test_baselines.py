@@ -9,10 +9,21 @@ from typing import Any
 
 import pytest
 
-from eval_assets.report.baselines import FamilyBaselines, blind_models, family_baselines
+from eval_assets.metrics.numeric import mean_relative_accuracy
+from eval_assets.metrics.vqa import vqa_accuracy
+from eval_assets.report.baselines import (
+    FamilyBaselines,
+    blind_models,
+    family_baselines,
+    spatial_cases,
+)
 from eval_assets.report.baselines_section import baselines_section
 from eval_assets.report.html import render_report
 from eval_assets.report.leaderboard import build_leaderboard, leaderboard_json
+from eval_assets.schemas.results import CellScores
+from eval_assets.schemas.spatial import RELATIVE_DIRECTIONS
+from eval_assets.scoring.numeric import NUMERIC, NumericRow, NumericScores
+from eval_assets.scoring.spatial import SPATIAL
 from eval_assets_tests.report.builders import THIRDS, result, row
 
 
@@ -94,3 +105,39 @@ def test_report_has_the_baselines_section() -> None:
     text = render_report(build_leaderboard(results), results, [], "t", blind=["blind"])
     assert 'href="#baselines"' in text and '<section id="baselines">' in text
     assert "no model beats the baselines" in text
+
+
+def _with_spatial(cell: CellScores, sizes: list[float | None], directions: list[str]
+                  ) -> CellScores:
+    """``cell`` with numeric object_size_cm answers (targets 20, 30, ..., cm) and
+    relative_direction replies (gold always "front-left") scored by the real metric functions."""
+    targets = [20.0 + 10 * i for i in range(len(sizes))]
+    rows = [NumericRow(case_id=f"s{i}", family="object_size_cm", unit="cm", target=t,
+                       predicted=p, mra=0.0 if p is None else mean_relative_accuracy(p, t))
+            for i, (p, t) in enumerate(zip(sizes, targets, strict=True))]
+    numeric = NumericScores(n=len(rows), unparseable=0, mean_relative_accuracy=0.0,
+                            mean_absolute_relative_error=None, rows=rows)
+    spatial = vqa_accuracy([row(f"d{i}", "relative_direction", "front-left", reply, "r",
+                                RELATIVE_DIRECTIONS, frame_index=i)
+                            for i, reply in enumerate(directions)])
+    return cell.model_copy(update={"scores": {**cell.scores,
+                                              NUMERIC.name: numeric.model_dump(mode="json"),
+                                              SPATIAL.name: spatial.model_dump(mode="json")}})
+
+
+def test_the_spatial_families_get_baselines_too() -> None:
+    n = 40
+    exact = [20.0 + 10 * i for i in range(n)]
+    results = [_with_spatial(result("r", "vlm", _rows(60, 60)), exact, ["front-left"] * n),
+               _with_spatial(result("r", "weak", _rows(60, 60)), [215.0] * n,
+                             ["back-right"] * n)]
+    by_family = {b.family: b for b in family_baselines(results, extra=spatial_cases(results))}
+    size = by_family["object_size_cm"]
+    assert size.kind == "mra" and size.n == n
+    assert size.frequency_answer == "215"  # the median of the targets 20 ... 410
+    assert size.models["vlm"].score == 1.0 and size.models["vlm"].beats
+    assert size.models["weak"].beats is False  # answering the median is the baseline itself
+    direction = by_family["relative_direction"]
+    assert direction.frequency_answer == "front-left" and direction.flagged  # gold is constant
+    # dimOS's families are still there, in their order, before the spatial ones.
+    assert list(by_family)[:2] == ["presence", "horizontal_direction"]
