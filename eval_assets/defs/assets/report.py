@@ -42,7 +42,7 @@ def _results(context: AssetExecutionContext, storage: ProjectStorage):
 
 @asset(key=keys.LEADERBOARD, group_name=GROUP,
        deps=[AssetDep(keys.BENCHMARK_RESULTS, partition_mapping=AllPartitionMapping())],
-       code_version="6", automation_condition=SETTLED, kinds={"parquet", "json"}, owners=OWNERS)
+       code_version="7", automation_condition=SETTLED, kinds={"parquet", "json"}, owners=OWNERS)
 def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """Every model × recording with results, plus pooled all-recordings rows (Parquet + JSON),
     and a paired comparison (McNemar, clustered difference interval, MDD) of every two models."""
@@ -70,7 +70,7 @@ def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> Mate
 _EVERY = AllPartitionMapping()
 
 
-@asset(key=keys.REPORT, group_name=GROUP, code_version="7", automation_condition=SETTLED,
+@asset(key=keys.REPORT, group_name=GROUP, code_version="8", automation_condition=SETTLED,
        deps=[keys.LEADERBOARD,
              *(AssetDep(k, partition_mapping=_EVERY) for k in (
                  # It reads every cell's results too: so it waits for whatever the
