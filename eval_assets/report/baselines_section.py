@@ -10,7 +10,8 @@ from eval_assets.report.baselines import FamilyBaselines
 from eval_assets.report.markup import NA, esc, flag, pct, section, table
 
 LEAD = (
-    "Per question family, on the common cases: the <b>frequency baseline</b> always gives the "
+    "Per question family, on the common cases (for the spatial families, the cases every "
+    "ranked model was scored on): the <b>frequency baseline</b> always gives the "
     "family's most common gold answer (the median for numeric families, scored by mean "
     "relative accuracy), computed from the labels alone; the <b>blind baseline</b> is a model "
     "that never sees the image (the local SmolLM2 answering from the question text). Each "

@@ -144,6 +144,10 @@ class ObjectTrack(BaseModel):
     ranges_m: dict[int, float] = Field(
         default_factory=dict,
         description="median camera-to-surface LiDAR range (metres) per frame index")
+    whole_frames: list[int] = Field(
+        default_factory=list,
+        description="frames where the object was seen whole: its mask cut neither by the image "
+                    "border nor by something in front of it (the name is decided there)")
 
 
 class ObjectTracks(BaseModel):

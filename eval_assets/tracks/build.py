@@ -17,7 +17,14 @@ from eval_assets.perception.evidence_io import load_mask, read_detections
 from eval_assets.recording import Recording
 from eval_assets.schemas.spatial import FrameCamera, ObjectTracks
 from eval_assets.tracks.fuse import build_object_tracks
-from eval_assets.tracks.lift import Sighting, Skipped, camera_poses, lift_detection, visible_points
+from eval_assets.tracks.lift import (
+    Sighting,
+    Skipped,
+    camera_poses,
+    floor_heights,
+    lift_detection,
+    visible_points,
+)
 
 
 def build_tracks(recording: Recording, frames_dir: Path, clouds_dir: Path,
@@ -55,9 +62,10 @@ def build_tracks(recording: Recording, frames_dir: Path, clouds_dir: Path,
         pts = camera_points(load_points(clouds_dir, cloud),
                             np.asarray(cloud.camera_from_cloud, dtype=np.float64).reshape(4, 4))
         u, v, xyz = visible_points(pts, K, frame.width, frame.height)
+        floor_z = floor_heights(xyz, poses[index])
         for name, det in zip(names, dets.detections, strict=True):
             lifted = lift_detection(index, name, load_mask(detections_dir, det), u, v, xyz, K,
-                                    poses[index])
+                                    poses[index], floor_z)
             if isinstance(lifted, Sighting):
                 sightings.append(lifted)
             else:

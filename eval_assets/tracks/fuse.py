@@ -24,6 +24,10 @@ MIN_FUSE_M = 0.3
 # Points this close above a track's lowest point are left out of its footprint (floor at its foot).
 FOOT_BAND_M = 0.05
 _SPAN = (1.0, 99.0)
+# Distances to a footprint side below this count alike (the LiDAR's noise, about 1 cm).
+_CLOSE_M = 0.01
+# A sighting's own footprint needs this many points.
+MIN_FOOTPRINT_POINTS = 20
 # Decimals kept in the tracks file: 0.1 mm, far below the LiDAR's noise, and stable text.
 _DECIMALS = 4
 
@@ -54,16 +58,14 @@ def _round(value: float) -> float:
     return round(float(value), _DECIMALS) + 0.0
 
 
-def _extent(track: _Growing) -> tuple[list[float], float]:
-    """Oriented (length, width, height) and the length axis's yaw about world z.
-
-    The footprint is the smallest-area rectangle (yaw searched in 1° steps) around the fused
-    points above the track's lowest band: the points at the object's foot are mostly floor seen
-    through the mask's rim. Each side spans the 1st to 99th percentile, so a stray point does not
-    stretch it. The height runs from the lowest point (the floor it stands on) to the highest.
-    """
-    pts = np.concatenate([s.points_world for s in track.sightings])
-    low, top = float(pts[:, 2].min()), float(pts[:, 2].max())
+def _footprint(pts: np.ndarray) -> tuple[float, float, float]:
+    """``(length, width, yaw)`` of the rectangle (yaw searched in 1° steps) whose sides the
+    points hug most closely, the points at the object's foot left out (mostly floor seen
+    through the mask's rim). LiDAR sees a box's near faces only: the points form an L, and an L
+    fits as small a rectangle along its diagonal as along its faces, so the smallest area cannot
+    choose; the sides the points lie on can (the closeness criterion of L-shape fitting). Each
+    side spans the 1st to 99th percentile, so a stray point does not stretch it."""
+    low = float(pts[:, 2].min())
     body = pts[pts[:, 2] >= low + FOOT_BAND_M]
     if len(body) < 3:
         body = pts
@@ -74,11 +76,36 @@ def _extent(track: _Growing) -> tuple[list[float], float]:
     across_all = xy @ np.stack([-np.sin(angles), np.cos(angles)])
     lo_a, hi_a = np.percentile(along_all, _SPAN, axis=0)
     lo_n, hi_n = np.percentile(across_all, _SPAN, axis=0)
-    spans_a, spans_n = hi_a - lo_a, hi_n - lo_n
-    k = int(np.argmin(np.round(spans_a * spans_n, 12)))  # first of equal areas: stable
-    along, across, a = float(spans_a[k]), float(spans_n[k]), float(angles[k])
+    # Each point's distance to the nearest side; a point on a side counts 1/_CLOSE_M at most.
+    gap = np.minimum(np.minimum(along_all - lo_a, hi_a - along_all),
+                     np.minimum(across_all - lo_n, hi_n - across_all))
+    closeness = (1.0 / np.maximum(gap, _CLOSE_M)).sum(axis=0)
+    k = int(np.argmax(np.round(closeness, 6)))  # first of equal scores: stable
+    along, across, a = float(hi_a[k] - lo_a[k]), float(hi_n[k] - lo_n[k]), float(angles[k])
     if across > along:  # the length axis is the longer side
         along, across, a = across, along, a + math.pi / 2
+    return along, across, a
+
+
+def _extent(track: _Growing) -> tuple[list[float], float]:
+    """Oriented (length, width, height) and the length axis's yaw about world z.
+
+    Frames' point sets do not line up to the centimetre (the pose at the image time moves a
+    sweep's points by a few centimetres), so fusing them smears the footprint. Each whole
+    sighting with :data:`MIN_FOOTPRINT_POINTS` points is fitted on its own (:func:`_footprint`)
+    and the track takes the largest length and width any of them shows (each frame sees some
+    faces only); without such a sighting, the fused points are fitted. The height runs from the
+    lowest fused point (the floor it stands on) to the highest.
+    """
+    pts = np.concatenate([s.points_world for s in track.sightings])
+    low, top = float(pts[:, 2].min()), float(pts[:, 2].max())
+    own = [_footprint(s.points_world) for s in track.sightings
+           if s.whole and len(s.points_world) >= MIN_FOOTPRINT_POINTS]
+    if own:
+        best = max(own, key=lambda f: (f[0], f[1]))
+        along, across, a = best[0], max(f[1] for f in own), best[2]
+    else:
+        along, across, a = _footprint(pts)
     return [_round(along), _round(across), _round(top - low)], _round(a)
 
 
@@ -111,7 +138,8 @@ def fuse_sightings(sightings: Iterable[Sighting]) -> list[ObjectTrack]:
             frames=sorted(s.frame_index for s in t.sightings),
             pixels={s.frame_index: s.pixels for s in t.sightings},
             points=sum(len(s.points_world) for s in t.sightings),
-            ranges_m={s.frame_index: _round(s.surface_range_m) for s in t.sightings}))
+            ranges_m={s.frame_index: _round(s.surface_range_m) for s in t.sightings},
+            whole_frames=sorted(s.frame_index for s in t.sightings if s.whole)))
     return out
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 
 from eval_assets.frames.pointclouds import TF_STREAM, TF_TOLERANCE
@@ -25,6 +26,13 @@ RANGE_GATE_M = 0.35
 MIN_POINTS = 5
 # A mask touching the image border within this many pixels is cut off: its extent is partial.
 BORDER_PX = 2
+# Occlusion: LiDAR points within this many pixels around a mask that are nearer than the mask's
+# nearest point by OCCLUDER_GAP_M and above the floor band (not the floor in front of the object)
+# are something standing in front of it; OCCLUDER_MIN_POINTS of them mean the mask is cut.
+OCCLUDER_RING_PX = 6
+OCCLUDER_GAP_M = 0.1
+OCCLUDER_MIN_POINTS = 2
+FLOOR_BAND_M = 0.05
 
 
 @dataclass(frozen=True)
@@ -34,7 +42,9 @@ class Sighting:
     ``center_world`` is the object's estimated centre (the points' centroid pushed back along the
     line of sight by half the object's width, since LiDAR sees only the near surface);
     ``size_m`` is the mask's (width, height) at that depth, None when the mask is cut by the
-    image border; ``surface_range_m`` is the median camera-to-point range.
+    image border; ``surface_range_m`` is the median camera-to-point range. ``whole`` is False
+    when the mask is cut by the image border or by something in front of it: its outline (and so
+    the detector's shape word) and its extent are partial.
     """
 
     frame_index: int
@@ -44,6 +54,7 @@ class Sighting:
     center_world: np.ndarray
     size_m: tuple[float, float] | None
     surface_range_m: float
+    whole: bool = True
 
 
 @dataclass(frozen=True)
@@ -99,6 +110,13 @@ def camera_poses(recording: Recording, frames: Sequence[RectifiedFrame]
     return world, poses, missing
 
 
+def floor_heights(xyz: np.ndarray, world_from_camera: np.ndarray) -> np.ndarray:
+    """Each camera-frame point's height (world z) above the frame's floor: the 1st percentile
+    of the visible points' heights (the LiDAR is pitched to see the floor in front)."""
+    z = xyz @ world_from_camera[2, :3] + world_from_camera[2, 3]
+    return np.asarray(z - np.percentile(z, 1.0)) if len(z) else z
+
+
 def visible_points(points_cam: np.ndarray, K: np.ndarray, width: int, height: int
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(u, v, xyz)``: the nearest camera-frame point of each pixel any point projects to."""
@@ -133,10 +151,37 @@ def _mask_size(span: tuple[int, int] | None, depth: float, K: np.ndarray
     return span[0] * depth / float(K[0, 0]), span[1] * depth / float(K[1, 1])
 
 
+def occluded(mask: np.ndarray, u: np.ndarray, v: np.ndarray, xyz: np.ndarray,
+             nearest_m: float, floor_z: np.ndarray | None) -> bool:
+    """Whether something stands in front of the mask's object at its outline.
+
+    ``floor_z`` (per visible point, its height above the frame's floor) leaves out the floor
+    between the camera and the object, which is nearer but hides nothing. Without it (no floor
+    estimate) no point is left out.
+    """
+    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    r = OCCLUDER_RING_PX
+    h, w = mask.shape
+    y0, y1 = max(int(rows[0]) - r, 0), min(int(rows[-1]) + r + 1, h)
+    x0, x1 = max(int(cols[0]) - r, 0), min(int(cols[-1]) + r + 1, w)
+    crop = mask[y0:y1, x0:x1].astype(np.uint8)
+    ring = (cv2.dilate(crop, np.ones((2 * r + 1, 2 * r + 1), np.uint8)) > 0) & (crop == 0)
+    near = (u >= x0) & (u < x1) & (v >= y0) & (v < y1)
+    idx = np.flatnonzero(near)
+    idx = idx[ring[v[idx] - y0, u[idx] - x0]]
+    if floor_z is not None:
+        idx = idx[floor_z[idx] > FLOOR_BAND_M]
+    closer = np.linalg.norm(xyz[idx], axis=1) < nearest_m - OCCLUDER_GAP_M
+    return int(np.count_nonzero(closer)) >= OCCLUDER_MIN_POINTS
+
+
 def lift_detection(frame_index: int, name: str, mask: np.ndarray, u: np.ndarray, v: np.ndarray,
-                   xyz: np.ndarray, K: np.ndarray, world_from_camera: np.ndarray
-                   ) -> Sighting | Skipped:
-    """One detection's sighting from the frame's visible points, or why it has none."""
+                   xyz: np.ndarray, K: np.ndarray, world_from_camera: np.ndarray,
+                   floor_z: np.ndarray | None = None) -> Sighting | Skipped:
+    """One detection's sighting from the frame's visible points, or why it has none.
+
+    ``floor_z`` is each visible point's height above the frame's floor (see :func:`occluded`).
+    """
     inside = mask[v, u]
     pts = xyz[inside]
     if len(pts) < MIN_POINTS:
@@ -144,7 +189,8 @@ def lift_detection(frame_index: int, name: str, mask: np.ndarray, u: np.ndarray,
                        f"{len(pts)} LiDAR points in the mask (at least {MIN_POINTS} needed)")
     ranges = np.linalg.norm(pts, axis=1)
     median = float(np.median(ranges))
-    pts = pts[np.abs(ranges - median) <= RANGE_GATE_M]
+    gate = np.abs(ranges - median) <= RANGE_GATE_M
+    pts = pts[gate]
     if len(pts) < MIN_POINTS:
         return Skipped(frame_index, name, "too_few_points",
                        f"{len(pts)} LiDAR points near the mask's median range")
@@ -159,6 +205,8 @@ def lift_detection(frame_index: int, name: str, mask: np.ndarray, u: np.ndarray,
     half = size[0] / 2 if size is not None else float(np.ptp(pts[:, 0])) / 2
     center_cam = surface + sight * half
     rot, shift = world_from_camera[:3, :3], world_from_camera[:3, 3]
+    whole = span is not None and not occluded(mask, u, v, xyz, float(ranges[gate].min()),
+                                              floor_z)
     return Sighting(frame_index=frame_index, name=name, pixels=int(np.count_nonzero(mask)),
                     points_world=pts @ rot.T + shift, center_world=rot @ center_cam + shift,
-                    size_m=size, surface_range_m=median)
+                    size_m=size, surface_range_m=median, whole=whole)

@@ -136,3 +136,21 @@ def test_spatial_families_get_baselines_on_the_spatial_cases_every_model_answere
     assert direction.n == 40 and direction.frequency_answer == "front-left"
     assert direction.frequency == pytest.approx(0.5) and direction.blind == pytest.approx(0.5)
     assert direction.models["vlm"].beats and not direction.flagged
+
+
+def test_a_model_answering_the_median_does_not_beat_the_frequency_baseline() -> None:
+    targets = [20.0 + 10 * i for i in range(40)]
+    results = [_with_spatial(result("r", "vlm", _rows(60, 60)), [(t, t) for t in targets],
+                             [("front-left", "front-left")] * 40),
+               _with_spatial(result("r", "weak", _rows(60, 60)), [(t, 215.0) for t in targets],
+                             [("front-left", "back-right")] * 40)]
+    by_family = {b.family: b for b in family_baselines(results)}
+    size = by_family["object_size_cm"]
+    assert size.kind == "mra" and size.n == 40
+    assert size.frequency_answer == "215"  # the median of the targets 20 ... 410
+    assert size.models["vlm"].score == 1.0 and size.models["vlm"].beats
+    assert size.models["weak"].beats is False  # answering the median is the baseline itself
+    direction = by_family["relative_direction"]
+    assert direction.frequency_answer == "front-left" and direction.flagged  # gold is constant
+    # dimOS's families are still there, in their order, before the spatial ones.
+    assert list(by_family)[:2] == ["presence", "horizontal_direction"]

@@ -120,3 +120,59 @@ def test_the_world_frame_is_the_top_of_the_cameras_tree() -> None:
     assert root_of("camera_optical", parents) == "map"
     assert root_of("map", parents) == "map"
     assert root_of("a", {"a": "b", "b": "a"}) == "b"  # a loop ends, it does not hang
+
+
+def _post(x: float, z: float, top_y: float = -0.5, bottom_y: float = 0.5) -> np.ndarray:
+    """A column of points at camera (x, ·, z) from ``top_y`` down to ``bottom_y``."""
+    ys = np.arange(top_y, bottom_y, 0.01)
+    return np.column_stack([np.full(ys.size, x), ys, np.full(ys.size, z)])
+
+
+def test_a_mask_cut_by_something_in_front_or_by_the_border_is_not_whole() -> None:
+    face = _box_surface((0.2, 0.1, 3.0), 0.4)
+    mask = _mask_of(face)
+    # A post 1 m nearer, standing just left of the mask (inside the occluder ring, not the mask).
+    left = np.flatnonzero(mask.any(axis=0))[0] - 3
+    post = _post((left - 320) / 400 * 2.0, 2.0)
+    u, v, xyz = visible_points(np.concatenate([face, post]), K, W, H)
+    above_floor = np.full(len(xyz), 1.0)
+    cut = lift_detection(0, "orange ball", mask, u, v, xyz, K, np.eye(4), above_floor)
+    assert isinstance(cut, Sighting) and not cut.whole
+    # The same nearer points as floor (within the floor band) hide nothing.
+    floor = lift_detection(0, "orange ball", mask, u, v, xyz, K, np.eye(4),
+                           np.where(np.linalg.norm(xyz, axis=1) < 2.5, 0.0, 1.0))
+    assert isinstance(floor, Sighting) and floor.whole
+    u, v, xyz = visible_points(face, K, W, H)
+    alone = lift_detection(0, "orange ball", mask, u, v, xyz, K, np.eye(4), above_floor[:len(xyz)])
+    assert isinstance(alone, Sighting) and alone.whole
+    border = mask.copy()
+    border[:, :5] = True  # the mask now reaches the image's left edge
+    edge = lift_detection(0, "orange ball", border, u, v, xyz, K, np.eye(4))
+    assert isinstance(edge, Sighting) and not edge.whole
+
+
+def _l_of_box(length: float, width: float, yaw_deg: float, offset: tuple[float, float] = (0, 0),
+              frame: int = 0) -> Sighting:
+    """The two faces LiDAR sees of a box seen from a corner: an L of points, 30 cm high."""
+    yaw = math.radians(yaw_deg)
+    rot = np.array([[math.cos(yaw), -math.sin(yaw)], [math.sin(yaw), math.cos(yaw)]])
+    a = np.arange(-length / 2, length / 2, 0.01)
+    b = np.arange(-width / 2, width / 2, 0.01)
+    face = np.concatenate([np.column_stack([a, np.full(a.size, -width / 2)]),
+                           np.column_stack([np.full(b.size, -length / 2), b])])
+    heights = np.arange(0.0, 0.3, 0.05)
+    xy = np.repeat(face @ rot.T + (2.0 + offset[0], 1.0 + offset[1]), heights.size, axis=0)
+    pts = np.column_stack([xy, np.tile(heights, len(face))])
+    return Sighting(frame, "green box", 800, pts, pts.mean(axis=0), None, 2.0)
+
+
+def test_a_box_seen_from_a_corner_gets_its_sides_not_its_diagonal() -> None:
+    # An L fits as small a rectangle along its diagonal (0.54 m) as along its faces: the
+    # footprint follows the faces the points lie on.
+    (track,) = fuse_sightings([_l_of_box(0.44, 0.31, 25.0)])
+    assert track.extent_m[:2] == pytest.approx([0.44, 0.31], abs=0.02)
+    # Two frames whose points lie 6 cm apart (pose error) do not stretch it either.
+    (track,) = fuse_sightings([_l_of_box(0.44, 0.31, 25.0),
+                               _l_of_box(0.44, 0.31, 25.0, (0.05, -0.03), frame=1)])
+    assert track.extent_m[0] == pytest.approx(0.44, abs=0.02)
+    assert track.whole_frames == [0, 1]

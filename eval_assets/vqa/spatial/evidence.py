@@ -25,6 +25,9 @@ MIN_TRACK_FRAMES = 2
 # are one object named two ways; two solid objects cannot be that close.
 CONFLICT_FACTOR = 0.5
 MIN_CONFLICT_M = 0.15
+# Of two names at one place, one is the object's when its whole views outnumber the other's this
+# many times over (and number at least MIN_TRACK_FRAMES).
+NAME_VOTE_RATIO = 3
 # An object this close to a quadrant's boundary (in the reference camera's x or z) is not asked
 # about: a few centimetres of error would flip the answer.
 QUADRANT_MARGIN_M = 0.2
@@ -75,6 +78,7 @@ class TrackIndex:
             if frames:
                 out.append(t.model_copy(update={
                     "frames": frames, "pixels": {f: t.pixels[f] for f in frames},
+                    "whole_frames": [f for f in t.whole_frames if f in keep],
                     "ranges_m": {f: r for f, r in t.ranges_m.items() if f in keep}}))
         return tuple(sorted(out, key=lambda t: (t.frames[0], t.track_id)))
 
@@ -91,25 +95,41 @@ class TrackIndex:
         if len(track.frames) < MIN_TRACK_FRAMES:
             return "too_few_frames", (f"{track.track_id} was seen in {len(track.frames)} frame "
                                       f"(at least {MIN_TRACK_FRAMES} needed)")
+        if not track.whole_frames:
+            return "seen_only_partly", (f"{track.track_id} was seen only cut by the image border "
+                                        "or by something in front of it: its name comes from a "
+                                        "partial outline")
         return None
 
     def name_conflict(self, track: ObjectTrack) -> tuple[str, str] | None:
-        """``("name_conflict", detail)`` when a track of another name sits where this one does.
+        """``("name_conflict", detail)`` when a track of another name sits where this one does
+        and this one's name does not win the vote.
 
         Two objects cannot share a place, so that is one object the detector named two ways
-        (a ball near the image edge called a box in some frames): neither name can be trusted
-        for a question about it. Checked against every track, published frames or not.
+        (a ball near the image edge called a box in some frames). The views where the object was
+        seen whole vote (a cut outline says little about the shape): a name with at least
+        :data:`NAME_VOTE_RATIO` times as many whole views as every other name there is the
+        object's name; otherwise neither name can be trusted for a question about it. Checked
+        against every track, published frames or not.
         """
+        full = {t.track_id: t for t in self.tracks.tracks}
+        votes = len(full.get(track.track_id, track).whole_frames)
+        rivals = []
         for other in self.tracks.tracks:
             if other.name == track.name:
                 continue
             reach = CONFLICT_FACTOR * max(max(track.extent_m), max(other.extent_m))
             d = math.dist(track.center_world, other.center_world)
             if d < max(MIN_CONFLICT_M, reach):
-                return "name_conflict", (f"{other.track_id} lies {d:.2f} m from "
-                                         f"{track.track_id}: one object detected under two "
-                                         "names")
-        return None
+                rivals.append((other, d))
+        beaten = [(o, d) for o, d in rivals if votes < NAME_VOTE_RATIO * len(o.whole_frames)
+                  or votes < MIN_TRACK_FRAMES]
+        if not beaten:
+            return None
+        other, d = beaten[0]
+        return "name_conflict", (f"{other.track_id} lies {d:.2f} m from {track.track_id}: one "
+                                 f"object detected under two names ({votes} whole views "
+                                 f"against {len(other.whole_frames)})")
 
     def problem(self, track: ObjectTrack) -> tuple[str, str] | None:
         """Why the track cannot be asked about (weak or named two ways), else None."""
