@@ -14,9 +14,9 @@ this measures the graph, not the models), until two ticks in a row ask for nothi
 
 1. every recording's chain is missing: each is requested once (also what a daemon started over an
    existing instance does);
-2. nothing: the cells' upstream update is acted on at the second tick that sees it;
-3. every cell, once; 4. the leaderboard, once for the settled batch; 5. the report, after it;
-6. and 7. nothing (no redundant run).
+2. every cell, once (missing cells are not held for a second look); 3. the leaderboard, once for
+   the settled batch; 4. the report, after it; 5. and 6. nothing (no redundant run; two empty
+   ticks, since an upstream update is acted on at the second tick that sees it).
 
 It prints each tick's wall time, how much it requested and the cursor's size, for a fifth and for
 all of the recordings, so the growth with the number of partitions is visible. It fails when any
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# First look, an empty tick, cells, leaderboard, report, two empty ticks: seven when nothing repeats.
+# First look, cells, leaderboard, report, then two empty ticks: six when nothing repeats.
 MAX_TICKS = 10
 
 
