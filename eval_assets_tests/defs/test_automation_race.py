@@ -137,6 +137,7 @@ def _judge_edited(instance: DagsterInstance, ticks: Ticks) -> set[tuple[str, str
     return set()
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::dagster.BetaWarning")
 def test_a_run_ending_during_a_tick_is_not_launched_again(
         instance: DagsterInstance, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -172,6 +173,7 @@ def test_a_run_ending_during_a_tick_is_not_launched_again(
         assert not {(a, p) for a, p in ticks.tick() if p is not None}
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::dagster.BetaWarning")
 def test_an_upstream_update_by_a_run_without_it_is_followed(instance: DagsterInstance) -> None:
     """The second look delays, and loses nothing: a metric materialized alone (from the UI, say)
