@@ -74,11 +74,21 @@ mutation Backfill($params: LaunchBackfillParams!) {
   }
 }"""
 
-SCHEDULE = """
-mutation Schedule($selector: ScheduleSelector!) {
-  %s(scheduleSelector: $selector) {
+START_SCHEDULE = """
+mutation Start($selector: ScheduleSelector!) {
+  startSchedule(scheduleSelector: $selector) {
     __typename
-    ... on ScheduleStateResult { scheduleState { status } }
+    ... on ScheduleStateResult { scheduleState { id status } }
+    ... on PythonError { message }
+    ... on UnauthorizedError { message }
+  }
+}"""
+
+STOP_SCHEDULE = """
+mutation Stop($id: String!) {
+  stopRunningSchedule(id: $id) {
+    __typename
+    ... on ScheduleStateResult { scheduleState { id status } }
     ... on PythonError { message }
     ... on UnauthorizedError { message }
   }
@@ -170,13 +180,21 @@ def drop_recording(sample: Path, watched: Path, name: str) -> None:
     os.replace(staging, watched / f"{name}.db")
 
 
-def switch_schedule(services: DagsterServices, schedule: str, on: bool) -> None:
-    """Start ``schedule``, or reset it to its default status (stopped), over GraphQL."""
-    mutation = "startSchedule" if on else "resetSchedule"
-    data = services.graphql(SCHEDULE % mutation, {"selector": {
-        **REPOSITORY, "scheduleName": schedule}})[mutation]
+def start_schedule(services: DagsterServices, schedule: str) -> str:
+    """Start ``schedule`` over GraphQL; its state's id, to stop it with."""
+    data = services.graphql(START_SCHEDULE, {"selector": {
+        **REPOSITORY, "scheduleName": schedule}})["startSchedule"]
     assert data["__typename"] == "ScheduleStateResult", data
-    assert data["scheduleState"]["status"] == ("RUNNING" if on else "STOPPED"), data
+    assert data["scheduleState"]["status"] == "RUNNING", data
+    return data["scheduleState"]["id"]
+
+
+def stop_schedule(services: DagsterServices, state_id: str) -> None:
+    """Stop the schedule whose state is ``state_id`` (``resetSchedule`` to a default of STOPPED
+    left the daemon ticking it)."""
+    data = services.graphql(STOP_SCHEDULE, {"id": state_id})["stopRunningSchedule"]
+    assert data["__typename"] == "ScheduleStateResult", data
+    assert data["scheduleState"]["status"] == "STOPPED", data
 
 
 def sensor_ticks(services: DagsterServices, sensor: str) -> list[dict]:

@@ -52,7 +52,8 @@ from eval_assets_tests.e2e.automation_runs import (
     done_ticks_after,
     drop_recording,
     overlapping,
-    switch_schedule,
+    start_schedule,
+    stop_schedule,
     table,
     timeline,
     wait_settled,
@@ -169,11 +170,11 @@ def _scenario(services: DagsterServices, tmp_path: Path, sample_db: Path) -> lis
     wait_settled(services, phase, reports=1)
 
     phase = begin("nightly")
-    switch_schedule(services, NIGHTLY, on=True)  # its cron fires at the next minute
+    state = start_schedule(services, NIGHTLY)  # its cron fires at the next minute
     _wait_for_nightly_runs(services, phase, len(EVERY_CELL))
     # Off before the next minute: the run keys dedupe within one tick, and a daily cron has one
     # tick per night; this one fires every minute.
-    switch_schedule(services, NIGHTLY, on=False)
+    stop_schedule(services, state)
     wait_settled(services, phase, reports=1)
     return phases
 
