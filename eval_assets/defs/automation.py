@@ -27,6 +27,7 @@ from dagster import (
     DefaultSensorStatus,
     MultiPartitionKey,
     RunRequest,
+    RunsFilter,
     ScheduleEvaluationContext,
     SensorEvaluationContext,
     SensorResult,
@@ -260,6 +261,10 @@ def nightly_benchmark(context: ScheduleEvaluationContext):
     if not recordings:
         return SkipReason("no recordings yet: drop *.db files into the recordings folder")
     night = context.scheduled_execution_time.strftime("%Y-%m-%d")
+    # Run keys dedupe only within one tick: a second tick of the same night (a cron that fires
+    # more than once a day, a daemon that catches up) would run every cell again.
+    launched = {record.dagster_run.tags.get("dagster/partition") for record in
+                context.instance.get_run_records(RunsFilter(tags={NIGHT_TAG: night}))}
     return [
         RunRequest(
             run_key=f"{night}:{recording}:{model}",
@@ -272,4 +277,5 @@ def nightly_benchmark(context: ScheduleEvaluationContext):
         )
         for recording in sorted(recordings)
         for model in model_partitions.get_partition_keys()
-    ]
+        if f"{model}|{recording}" not in launched
+    ] or SkipReason(f"every cell of the night {night} is already launched")
