@@ -20,12 +20,14 @@ import time
 from dataclasses import dataclass, field
 
 from dagster import (
+    AssetObservation,
     AssetSelection,
     AutomationConditionSensorDefinition,
     DefaultScheduleStatus,
     DefaultSensorStatus,
     MultiPartitionKey,
     RunRequest,
+    RunsFilter,
     ScheduleEvaluationContext,
     SensorEvaluationContext,
     SensorResult,
@@ -57,6 +59,7 @@ from eval_assets.frames.selection import FrameSelectionError
 from eval_assets.layout import list_recordings, partition_key_for
 from eval_assets.recording import RecordingError
 from eval_assets.recording.watch import ContentHashes, FileState, file_state, quiet_seconds
+from eval_assets.schemas.predictions import ModelsFileError
 
 automation_sensor = AutomationConditionSensorDefinition(
     "eval_assets_automation",
@@ -88,6 +91,7 @@ class RecordingsTick:
     refused: dict[str, str] = field(default_factory=dict)
     writing: dict[str, str] = field(default_factory=dict)
     inputs: list[str] = field(default_factory=list)
+    unreadable: dict[str, str] = field(default_factory=dict)
     watched: int = 0
 
     def reason(self) -> str:
@@ -111,6 +115,9 @@ class RecordingsTick:
                 f"{name} ({why})" for name, why in sorted(self.writing.items())))
         if self.inputs:
             parts.append(f"new data versions of {', '.join(self.inputs)}")
+        if self.unreadable:
+            parts.append("kept the last versions of unreadable inputs: " + "; ".join(
+                f"{name}: {why}" for name, why in sorted(self.unreadable.items())))
         if not parts:
             return (f"nothing new: {self.watched} recording file(s) watched, none new, changed "
                     "or refused; models and judge unchanged")
@@ -192,11 +199,7 @@ def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
         (tick.changed if key in known else tick.registered).append(key)
         events.append(observation(keys.RECORDING_FILE, version, key))
         reported[f"recording:{key}"] = version
-    for model, version in model_versions().items():
-        if reported.get(f"model:{model}") != version:
-            events.append(observation(keys.MODEL_CONFIG, version, model))
-            reported[f"model:{model}"] = version
-            tick.inputs.append(f"model {model}")
+    events += _model_observations(context, reported, tick)
     for key in sorted(known | set(tick.registered)):
         version = overrides_version(storage.overrides_file(key))
         if reported.get(f"labels:{key}") != version:
@@ -217,10 +220,36 @@ def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
     )
 
 
-@schedule(job=model_benchmark_job, cron_schedule="0 2 * * *", execution_timezone="UTC",
+def _model_observations(context: SensorEvaluationContext, reported: dict[str, str],
+                        tick: RecordingsTick) -> list[AssetObservation]:
+    """Observations of the model entries whose content changed since they were last reported.
+
+    The models file is read at every tick (an edited entry is a new version without a reload);
+    while it is invalid, the versions already reported stand and the tick's reason says why.
+    """
+    try:
+        versions = model_versions()
+    except ModelsFileError as exc:
+        context.log.warning(str(exc))
+        tick.unreadable["the models file"] = str(exc)
+        return []
+    events = []
+    for model, version in versions.items():
+        if reported.get(f"model:{model}") != version:
+            events.append(observation(keys.MODEL_CONFIG, version, model))
+            reported[f"model:{model}"] = version
+            tick.inputs.append(f"model {model}")
+    return events
+
+
+NIGHTLY_CRON = os.environ.get("EVAL_ASSETS_NIGHTLY_CRON", "0 2 * * *")
+"""When the nightly runs (UTC); a test sets ``* * * * *`` to have the daemon tick it now."""
+
+
+@schedule(job=model_benchmark_job, cron_schedule=NIGHTLY_CRON, execution_timezone="UTC",
           default_status=DefaultScheduleStatus.STOPPED,
-          description="02:00 UTC: ask every configured model afresh on every recording and keep "
-                      "the night's results (hosted models drift).")
+          description="02:00 UTC ($EVAL_ASSETS_NIGHTLY_CRON): ask every configured model afresh "
+                      "on every recording and keep the night's results (hosted models drift).")
 def nightly_benchmark(context: ScheduleEvaluationContext):
     """One run per (recording, model), tagged with the night.
 
@@ -232,6 +261,10 @@ def nightly_benchmark(context: ScheduleEvaluationContext):
     if not recordings:
         return SkipReason("no recordings yet: drop *.db files into the recordings folder")
     night = context.scheduled_execution_time.strftime("%Y-%m-%d")
+    # Run keys dedupe only within one tick: a second tick of the same night (a cron that fires
+    # more than once a day, a daemon that catches up) would run every cell again.
+    launched = {record.dagster_run.tags.get("dagster/partition") for record in
+                context.instance.get_run_records(RunsFilter(tags={NIGHT_TAG: night}))}
     return [
         RunRequest(
             run_key=f"{night}:{recording}:{model}",
@@ -244,4 +277,5 @@ def nightly_benchmark(context: ScheduleEvaluationContext):
         )
         for recording in sorted(recordings)
         for model in model_partitions.get_partition_keys()
-    ]
+        if f"{model}|{recording}" not in launched
+    ] or SkipReason(f"every cell of the night {night} is already launched")

@@ -35,15 +35,43 @@ def _cell_pending() -> AutomationCondition:
 # materializes partitions that are already missing when the daemon starts.
 _HANDLED = AutomationCondition.newly_requested() | AutomationCondition.newly_updated()
 
+_AT_ONCE = (
+    AutomationCondition.newly_missing()
+    | AutomationCondition.any_deps_match(AutomationCondition.will_be_requested())
+).since(_HANDLED).with_label("newly missing (at the first look too), or upstream requested now")
+
+# An upstream materialization or observation, as Dagster's ``any_deps_updated()`` sees it (less
+# its ``will_be_requested`` part, above), and not handled since.
+_UPSTREAM_UPDATED = (
+    AutomationCondition.any_deps_match(
+        AutomationCondition.newly_updated() & ~AutomationCondition.executed_with_root_target())
+    .since(_HANDLED) & ~AutomationCondition.in_progress()
+).with_label("upstream updated since handled, not in progress")
+
+# Acted on at the second evaluation in a row that sees it, with no run of the partition in
+# progress at either. Why: a daemon tick reads materializations from the snapshot it takes when it
+# starts (the asset records it prefetches) but asks whether a partition is in progress live, later.
+# A cell's run (predictions, metrics, benchmark_results) that writes benchmark_results during a
+# tick leaves it neither updated (snapshot) nor in progress (live) for that tick. And its metrics'
+# updates trigger benchmark_results: ``executed_with_root_target()`` only looks at an asset's latest
+# materialization of any partition, another cell's when two cells run. So that tick launched
+# benchmark_results a second time. With the second look: a run that had written the upstream
+# partition before the previous evaluation had also created its plan for this partition before it,
+# so the partition was in progress then, or already materialized, and so in this tick's snapshot.
+# (Missing partitions and ``will_be_requested`` are not deferred: no run is in flight for them.)
+_UPSTREAM_SETTLED = (
+    _UPSTREAM_UPDATED & ~_UPSTREAM_UPDATED.newly_true()
+).with_label("upstream updated, seen at two evaluations in a row with no run of it in progress")
+
 EAGER = (
     AutomationCondition.in_latest_time_window()
-    & (AutomationCondition.newly_missing() | AutomationCondition.any_deps_updated()
-       ).since(_HANDLED).with_label("newly missing (at the first look too) or upstream updated")
+    & (_AT_ONCE | _UPSTREAM_SETTLED)
     & ~AutomationCondition.any_deps_missing()
     & ~AutomationCondition.any_deps_in_progress()
     & ~AutomationCondition.in_progress()
 ).with_label("eager, including partitions missing at the first evaluation")
-"""``AutomationCondition.eager()`` whose trigger survives the first evaluation."""
+"""``AutomationCondition.eager()`` whose trigger survives the first evaluation, and whose upstream
+updates are acted on once the tick's snapshot and the runs in flight agree."""
 
 RECOMPUTE = (
     EAGER

@@ -31,6 +31,18 @@ def declared_models() -> tuple[ModelSpec, ...]:
     return tuple(load_model_specs(default_models_file()))
 
 
+def current_model_specs() -> tuple[ModelSpec, ...]:
+    """The declared models' entries as the models file says now (read at each call).
+
+    A long-lived process (the daemon's code server, which evaluates the recordings sensor) keeps
+    :func:`declared_models` from when it loaded; an edited entry must still be seen there, since
+    the runs it causes (new processes) read the file afresh. Only models that are partitions
+    count: adding or removing one needs a reload of the code location.
+    """
+    names = set(model_partitions.get_partition_keys())
+    return tuple(spec for spec in load_model_specs(default_models_file()) if spec.name in names)
+
+
 def declared_model(name: str) -> ModelSpec:
     """The declared model called ``name``; the error lists the declared names and the file."""
     for spec in declared_models():

@@ -40,3 +40,24 @@ def test_nightly_skips_without_recordings() -> None:
         context = build_schedule_context(instance=instance,
                                          scheduled_execution_time=dt.datetime(2026, 12, 3, 2, 0))
         assert isinstance(nightly_benchmark(context), SkipReason)
+
+
+def test_a_second_tick_of_the_same_night_launches_only_what_is_missing() -> None:
+    """Run keys dedupe within one tick only; a cell launched for the night is not run again."""
+    from dagster._core.test_utils import create_run_for_test
+
+    night = dt.datetime(2026, 12, 4, 2, 0, tzinfo=dt.UTC)
+    models = model_partitions.get_partition_keys()
+    with instance_for_test() as instance:
+        instance.add_dynamic_partitions("recordings", ["alpha"])
+        create_run_for_test(instance, job_name="model_benchmark", tags={
+            NIGHT_TAG: "2026-12-04", "dagster/partition": f"{models[0]}|alpha"})
+        again = nightly_benchmark(build_schedule_context(instance=instance,
+                                                         scheduled_execution_time=night))
+        assert [r.run_key for r in again] == [f"2026-12-04:alpha:{m}" for m in models[1:]]
+        for model in models[1:]:
+            create_run_for_test(instance, job_name="model_benchmark", tags={
+                NIGHT_TAG: "2026-12-04", "dagster/partition": f"{model}|alpha"})
+        done = nightly_benchmark(build_schedule_context(instance=instance,
+                                                        scheduled_execution_time=night))
+        assert isinstance(done, SkipReason)

@@ -141,3 +141,42 @@ def test_the_tick_that_registers_a_recording_says_so(tmp_path: Path, sample_db: 
             instance=instance, resources=resources, cursor=data.cursor))
         assert again.dynamic_partitions_requests == []
         assert (again.skip_message or "").startswith("nothing new: 2 recording file(s) watched")
+
+
+def test_an_edited_model_entry_is_a_new_version_of_that_model_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read at each tick, not once per process: the daemon's code server evaluates the sensor
+    for days, and the runs an edit causes read the file afresh."""
+    from eval_assets.defs.partitions import model_partitions
+
+    recordings = tmp_path / "recordings"
+    recordings.mkdir()
+    models = tmp_path / "models.yaml"
+    names = model_partitions.get_partition_keys()
+    monkeypatch.setenv("EVAL_ASSETS_MODELS", str(models))
+
+    def write(seed: int) -> None:
+        entries = [f"  - name: {name}\n    serve: random\n    seed: {seed if i == 0 else 0}\n"
+                   for i, name in enumerate(names)]
+        models.write_text("models:\n" + "".join(entries))
+
+    def model_versions(result: SensorResult) -> dict[str | None, str]:
+        return {e.partition: e.tags[DATA_VERSION_TAG] for e in result.asset_events
+                if e.asset_key == keys.MODEL_CONFIG}
+
+    instance = DagsterInstance.ephemeral()
+    write(seed=0)
+    first = _tick(instance, recordings, tmp_path)
+    assert set(model_versions(first)) == set(names)
+    write(seed=7)
+    edited = _tick(instance, recordings, tmp_path, first.cursor)
+    assert set(model_versions(edited)) == {names[0]}
+    assert model_versions(edited)[names[0]] != model_versions(first)[names[0]]
+
+    models.write_text("models: [\n")  # unreadable: said in the reason, versions kept
+    broken = _tick(instance, recordings, tmp_path, edited.cursor)
+    assert model_versions(broken) == {}
+    assert "the models file" in (broken.skip_reason.skip_message or "")
+    assert str(models) in (broken.skip_reason.skip_message or "")
+    write(seed=7)
+    assert model_versions(_tick(instance, recordings, tmp_path, broken.cursor)) == {}

@@ -26,7 +26,11 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
 from eval_assets.defs import keys
 from eval_assets.defs.accepted import quietly
-from eval_assets.defs.partitions import declared_models, model_partitions, recordings_partitions
+from eval_assets.defs.partitions import (
+    current_model_specs,
+    model_partitions,
+    recordings_partitions,
+)
 from eval_assets.defs.resources import JudgeResource, ProjectStorage
 from eval_assets.frames.selection import selection_digest
 from eval_assets.hashing import file_sha256, text_sha256
@@ -62,8 +66,9 @@ def recording_versions(storage: ProjectStorage, partitions: list[str]) -> dict[s
 
 
 def model_versions() -> dict[str, str]:
-    """Hash of each declared model's entry: endpoint, model id, generation settings."""
-    return {spec.name: text_sha256(spec.model_dump_json()) for spec in declared_models()}
+    """Hash of each declared model's entry (endpoint, model id, generation settings), as the
+    models file says now: editing an entry makes that model's cells stale without a reload."""
+    return {spec.name: text_sha256(spec.model_dump_json()) for spec in current_model_specs()}
 
 
 def judge_version(judge: JudgeResource) -> str:

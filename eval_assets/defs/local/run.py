@@ -63,8 +63,9 @@ if TYPE_CHECKING:
     from dagster import AssetKey
     from dagster._core.definitions.asset_daemon_cursor import AssetDaemonCursor
 
-MAX_PASSES = 12
-"""Evaluations per run at most: the chain is at most 4 runs deep; the bound only stops a loop."""
+MAX_PASSES = 16
+"""Evaluations per run at most: the chain is at most 4 runs deep, each stage after an upstream
+update takes two evaluations; the bound only stops a loop."""
 
 
 @dataclass(frozen=True)
@@ -244,14 +245,20 @@ def _announce_overrides(layout: StorageLayout, scope: Scope,
 
 def _follow_conditions(conditions: Conditions, cursor: AssetDaemonCursor,
                        launcher: Launcher) -> AssetDaemonCursor:
-    """Evaluate and execute until the conditions ask for nothing more of this run's scope."""
+    """Evaluate and execute until two evaluations in a row ask for nothing more of this run's
+    scope: an upstream update is acted on at the second evaluation that sees it
+    (:data:`eval_assets.defs.automation_conditions.EAGER`), so one empty evaluation is not the
+    end."""
+    idle = 0
     for _ in range(MAX_PASSES):
         result = conditions.evaluate(cursor)
-        plan = requested(result, launcher.graph, launcher.scope)
-        if plan.empty():
-            break
-        launcher.execute(plan)
         cursor = result.cursor
+        plan = requested(result, launcher.graph, launcher.scope)
+        if not plan.empty():
+            idle = 0
+            launcher.execute(plan)
+        elif (idle := idle + 1) == 2:
+            break
     return cursor
 
 

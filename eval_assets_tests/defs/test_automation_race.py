@@ -1,0 +1,189 @@
+"""A cell's run that ends while an automation tick evaluates is not launched a second time.
+
+Evaluated with Dagster's own evaluator on a real instance, as the daemon's automation sensor does.
+The runs are made the way the daemon's are (created with their asset selection, so their assets'
+materializations are planned; then materialized, then ended); only their timing is chosen: one
+run writes ``benchmark_results`` and ends right after the tick has taken its snapshot of the asset
+records, before it asks what is in progress. That is the window in which the daemon launched a
+second ``benchmark_results`` run for a cell whose run had just materialized it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+from dagster import (
+    AssetKey,
+    AssetMaterialization,
+    AssetObservation,
+    DagsterEvent,
+    DagsterEventType,
+    DagsterInstance,
+    DagsterRun,
+    MultiPartitionKey,
+)
+from dagster._core.definitions.data_version import DATA_VERSION_TAG
+from dagster._core.definitions.declarative_automation.automation_condition_evaluator import (
+    AutomationConditionEvaluator,
+)
+from dagster._core.events import StepMaterializationData
+from dagster._core.storage.dagster_run import DagsterRunStatus
+
+from eval_assets.defs import keys
+from eval_assets.defs.automation import CELL_ASSETS
+from eval_assets.defs.local.conditions import Conditions
+from eval_assets.defs.partitions import MODEL_DIM, RECORDING_DIM, model_partitions
+
+PER_RECORDING = [keys.RECORDING_INGEST, keys.RECTIFIED_FRAMES, keys.POINTCLOUD_FRAMES,
+                 keys.DETECTIONS_MASKS, keys.OBJECT_TRACKS, keys.QUESTION_PROPOSALS,
+                 keys.PUBLIC_CASES, keys.PRIVATE_LABELS]
+RECORDINGS = ("alpha", "bravo")
+JUDGED = (keys.DESCRIPTION_JUDGE, keys.BENCHMARK_RESULTS)
+
+
+class Ticks:
+    """Evaluations in sequence, each from the previous one's cursor, as the daemon's ticks."""
+
+    def __init__(self, instance: DagsterInstance) -> None:
+        from eval_assets.defs.definitions import defs
+
+        self.conditions = Conditions(defs, instance)
+        self.graph = defs.resolve_asset_graph()
+        self.cursor = None
+
+    def tick(self) -> set[tuple[str, str | None]]:
+        """One evaluation: the (asset, partition) pairs it requests."""
+        result = self.conditions.evaluate(self.cursor)
+        self.cursor = result.cursor
+        return {(key.path[-1], None if p is None else str(p))
+                for key in self.graph.materializable_asset_keys
+                if result.get_num_requested(key) for p in result.get_requested_partitions(key)}
+
+
+def _cell(recording: str) -> MultiPartitionKey:
+    return MultiPartitionKey({RECORDING_DIM: recording,
+                              MODEL_DIM: model_partitions.get_partition_keys()[0]})
+
+
+@pytest.fixture
+def instance() -> Iterator[DagsterInstance]:
+    """Two recordings and every asset materialized, inputs observed: nothing left to do."""
+    with DagsterInstance.ephemeral() as instance:
+        instance.add_dynamic_partitions("recordings", list(RECORDINGS))
+        observed: list[tuple[AssetKey, str | None]] = [(keys.JUDGE_CONFIG, None)]
+        observed += [(keys.MODEL_CONFIG, m) for m in model_partitions.get_partition_keys()]
+        for recording in RECORDINGS:
+            observed += [(keys.RECORDING_FILE, recording), (keys.LABEL_OVERRIDES, recording)]
+            for key in PER_RECORDING:
+                instance.report_runless_asset_event(AssetMaterialization(key, partition=recording))
+            for cell in (MultiPartitionKey({RECORDING_DIM: recording, MODEL_DIM: m})
+                         for m in model_partitions.get_partition_keys()):
+                for key in CELL_ASSETS:
+                    instance.report_runless_asset_event(AssetMaterialization(key, partition=cell))
+        for key, partition in observed:
+            instance.report_runless_asset_event(AssetObservation(
+                key, partition=partition, tags={DATA_VERSION_TAG: "v1"}))
+        for key in (keys.LEADERBOARD, keys.REPORT):
+            instance.report_runless_asset_event(AssetMaterialization(key))
+        yield instance
+
+
+def _start_run(instance: DagsterInstance, recording: str, assets: tuple[AssetKey, ...]
+               ) -> DagsterRun:
+    """A run of ``assets`` for the recording's cell, started: its materializations are planned."""
+    from eval_assets.defs.definitions import defs
+
+    cell = _cell(recording)
+    return instance.create_run_for_job(
+        defs.resolve_implicit_global_asset_job_def(), asset_selection=frozenset(assets),
+        tags={"dagster/partition": str(cell),
+              **{f"dagster/partition/{dim}": key for dim, key in cell.keys_by_dimension.items()}},
+        status=DagsterRunStatus.STARTED)
+
+
+def _materialize(instance: DagsterInstance, run: DagsterRun, key: AssetKey) -> None:
+    partition = str(run.tags["dagster/partition"])
+    instance.report_dagster_event(DagsterEvent(
+        DagsterEventType.ASSET_MATERIALIZATION.value, job_name=run.job_name,
+        event_specific_data=StepMaterializationData(AssetMaterialization(key, partition=partition)),
+    ), run.run_id)
+
+
+def _end(instance: DagsterInstance, run: DagsterRun) -> None:
+    instance.report_dagster_event(DagsterEvent(DagsterEventType.RUN_SUCCESS.value,
+                                               job_name=run.job_name), run.run_id)
+
+
+def _after_the_snapshot(monkeypatch: pytest.MonkeyPatch, action: Callable[[], None]) -> None:
+    """Run ``action`` once, in the next evaluation, right after it prefetched the asset records."""
+    prefetch = AutomationConditionEvaluator.prefetch
+
+    def prefetch_then_act(self: AutomationConditionEvaluator) -> None:
+        prefetch(self)
+        monkeypatch.setattr(AutomationConditionEvaluator, "prefetch", prefetch)
+        action()
+
+    monkeypatch.setattr(AutomationConditionEvaluator, "prefetch", prefetch_then_act)
+
+
+def _judge_edited(instance: DagsterInstance, ticks: Ticks) -> set[tuple[str, str | None]]:
+    """Observe a new judge config; the requests of the ticks until one asks for something."""
+    instance.report_runless_asset_event(AssetObservation(
+        keys.JUDGE_CONFIG, tags={DATA_VERSION_TAG: "v2"}))
+    for _ in range(2):  # an upstream update is acted on at the second tick that sees it
+        if requested := ticks.tick():
+            return requested
+    return set()
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::dagster.BetaWarning")
+def test_a_run_ending_during_a_tick_is_not_launched_again(
+        instance: DagsterInstance, monkeypatch: pytest.MonkeyPatch) -> None:
+    ticks = Ticks(instance)
+    assert ticks.tick() == set()
+    models = len(model_partitions.get_partition_keys())
+    requested = _judge_edited(instance, ticks)
+    assert len(requested) == len(JUDGED) * len(RECORDINGS) * models, requested
+
+    # The daemon launches one run per cell; they start, and write the judge metric, alpha's
+    # first: the metric's latest materialization is bravo's.
+    runs = {recording: _start_run(instance, recording, JUDGED) for recording in RECORDINGS}
+    assert ticks.tick() == set()
+    for recording in RECORDINGS:
+        _materialize(instance, runs[recording], keys.DESCRIPTION_JUDGE)
+    assert ticks.tick() == set()
+
+    # Alpha's run writes benchmark_results and ends while the next tick evaluates.
+    def alpha_ends() -> None:
+        _materialize(instance, runs["alpha"], keys.BENCHMARK_RESULTS)
+        _end(instance, runs["alpha"])
+
+    _after_the_snapshot(monkeypatch, alpha_ends)
+    assert ticks.tick() == set(), "alpha's benchmark_results launched again"
+    assert instance.get_run_by_id(runs["alpha"].run_id).status == DagsterRunStatus.SUCCESS
+    assert ticks.tick() == set()
+
+    # Bravo's ends between ticks. Nothing more to do for either cell (the leaderboard and
+    # report follow; they are not what this test is about).
+    _materialize(instance, runs["bravo"], keys.BENCHMARK_RESULTS)
+    _end(instance, runs["bravo"])
+    for _ in range(2):
+        assert not {(a, p) for a, p in ticks.tick() if p is not None}
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::dagster.BetaWarning")
+def test_an_upstream_update_by_a_run_without_it_is_followed(instance: DagsterInstance) -> None:
+    """The second look delays, and loses nothing: a metric materialized alone (from the UI, say)
+    makes its cell's benchmark_results stale, and it is requested once."""
+    ticks = Ticks(instance)
+    assert ticks.tick() == set()
+    run = _start_run(instance, "alpha", (keys.VQA_ACCURACY,))
+    _materialize(instance, run, keys.VQA_ACCURACY)
+    _end(instance, run)
+    cell = str(_cell("alpha"))
+    assert ticks.tick() == set()
+    assert ticks.tick() == {(keys.BENCHMARK_RESULTS.path[-1], cell)}
+    assert not {(a, p) for a, p in ticks.tick() if p is not None}

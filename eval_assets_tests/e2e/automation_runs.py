@@ -1,0 +1,338 @@
+"""Counting what automation did on a real instance: runs and materializations read back over
+GraphQL, grouped into the phases of a scenario (see ``test_automation.py``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+
+from eval_assets.defs import keys
+from eval_assets_tests.e2e.dagster_services import DagsterServices
+
+REPOSITORY = {"repositoryLocationName": "eval_assets", "repositoryName": "__repository__"}
+AUTOMATION_SENSOR = "eval_assets_automation"
+RECORDINGS_SENSOR = "recordings_sensor"
+
+PER_RECORDING = [keys.RECORDING_INGEST, keys.RECTIFIED_FRAMES, keys.POINTCLOUD_FRAMES,
+                 keys.DETECTIONS_MASKS, keys.OBJECT_TRACKS, keys.QUESTION_PROPOSALS,
+                 keys.PUBLIC_CASES, keys.PRIVATE_LABELS]
+# Every metric of eval_assets.scoring.METRICS, so a new metric is expected without editing this.
+PER_MODEL = [keys.PREDICTIONS, *keys.METRICS.values(), keys.BENCHMARK_RESULTS]
+BOARD = [keys.LEADERBOARD, keys.REPORT]
+ACTIVE = {"QUEUED", "NOT_STARTED", "STARTING", "STARTED", "MANAGED", "CANCELING"}
+BACKFILL_ACTIVE = {"REQUESTED", "CANCELING", "FAILING"}
+UNPARTITIONED = "—"
+
+RUNS_BRIEF = """
+query { runsOrError { ... on Runs { results { runId status creationTime endTime } } } }"""
+
+RUNS_FULL = """
+query {
+  runsOrError {
+    ... on Runs {
+      results {
+        runId jobName status creationTime startTime endTime
+        tags { key value }
+        stepStats { stepKey status }
+        assetMaterializations { assetKey { path } partition }
+      }
+    }
+  }
+}"""
+
+TICKS = """
+query Ticks($selector: SensorSelector!) {
+  sensorOrError(sensorSelector: $selector) {
+    __typename
+    ... on Sensor { sensorState { ticks(limit: 10) {
+      status timestamp endTimestamp runIds error { message } } } }
+    ... on PythonError { message }
+  }
+}"""
+
+MATERIALIZATIONS = """
+query Mats($key: AssetKeyInput!) {
+  assetOrError(assetKey: $key) {
+    ... on Asset { assetMaterializations(limit: 100) { runId timestamp } }
+  }
+}"""
+
+BACKFILL = """
+mutation Backfill($params: LaunchBackfillParams!) {
+  launchPartitionBackfill(backfillParams: $params) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId }
+    ... on PythonError { message }
+    ... on InvalidSubsetError { message }
+    ... on UnauthorizedError { message }
+  }
+}"""
+
+START_SCHEDULE = """
+mutation Start($selector: ScheduleSelector!) {
+  startSchedule(scheduleSelector: $selector) {
+    __typename
+    ... on ScheduleStateResult { scheduleState { id status } }
+    ... on PythonError { message }
+    ... on UnauthorizedError { message }
+  }
+}"""
+
+STOP_SCHEDULE = """
+mutation Stop($id: String!) {
+  stopRunningSchedule(id: $id) {
+    __typename
+    ... on ScheduleStateResult { scheduleState { id status } }
+    ... on PythonError { message }
+    ... on UnauthorizedError { message }
+  }
+}"""
+
+BACKFILLS = """
+query { partitionBackfillsOrError { ... on PartitionBackfills { results { id status } } } }"""
+
+
+@dataclass
+class Run:
+    """One run as GraphQL reports it, reduced to what the assertions count."""
+
+    run_id: str
+    status: str
+    created: float
+    started: float | None
+    ended: float | None
+    partition_tag: str | None
+    backfill: str | None
+    tags: dict[str, str]
+    steps: list[str]
+    materialized: list[tuple[str, str]]  # (asset, partition label)
+
+    @classmethod
+    def parse(cls, raw: dict) -> Run:
+        tags = {t["key"]: t["value"] for t in raw["tags"]}
+        return cls(
+            run_id=raw["runId"], status=raw["status"], created=raw["creationTime"],
+            started=raw["startTime"], ended=raw["endTime"],
+            partition_tag=tags.get("dagster/partition"), backfill=tags.get("dagster/backfill"),
+            tags=tags,
+            steps=[s["stepKey"] for s in raw["stepStats"] if s["status"] == "SUCCESS"],
+            materialized=[(m["assetKey"]["path"][-1], label(m["partition"]))
+                          for m in raw["assetMaterializations"]],
+        )
+
+    @property
+    def partitions(self) -> set[str]:
+        """The partitions this run materialized (one, for every run automation launches)."""
+        return {partition for _, partition in self.materialized}
+
+
+@dataclass
+class Phase:
+    """One phase of the scenario: its name, when it began, and the runs created during it."""
+
+    name: str
+    began: float
+    runs: list[Run] = field(default_factory=list)
+
+    def materializations(self) -> Counter[tuple[str, str]]:
+        """How often each (asset, partition) was materialized in this phase."""
+        return Counter(m for run in self.runs for m in run.materialized)
+
+    def runs_of(self, partition: str) -> list[Run]:
+        return [run for run in self.runs if partition in run.partitions]
+
+    def redundant(self) -> list[str]:
+        """Runs that materialized nothing new: nothing at all, or only (asset, partition) pairs
+        that an earlier run of the phase had already materialized."""
+        seen: set[tuple[str, str]] = set()
+        redundant = []
+        for run in sorted(self.runs, key=lambda r: r.created):
+            if not set(run.materialized) - seen:
+                what = ", ".join(f"{a} {p}" for a, p in sorted(set(run.materialized)))
+                redundant.append(f"{run.run_id[:8]} ({what or 'nothing'})")
+            seen.update(run.materialized)
+        return redundant
+
+
+def label(partition: str | None) -> str:
+    """A partition key as the table shows it: ``alpha``, ``alpha×random`` or ``—``."""
+    if partition is None:
+        return UNPARTITIONED
+    if "|" in partition:
+        # A multi-partition key joins its dimensions in name order: model, then recording.
+        model, recording = partition.split("|")
+        return f"{recording}×{model}"
+    return partition
+
+
+def drop_recording(sample: Path, watched: Path, name: str) -> None:
+    """Put a finished recording into the watched folder in one rename, its mtime an hour back."""
+    staging = watched.parent / f"{name}.db.staging"
+    shutil.copy(sample, staging)
+    an_hour_ago = time.time() - 3600
+    os.utime(staging, (an_hour_ago, an_hour_ago))  # "settled": no write for longer than quiet_s
+    os.replace(staging, watched / f"{name}.db")
+
+
+def start_schedule(services: DagsterServices, schedule: str) -> str:
+    """Start ``schedule`` over GraphQL; its state's id, to stop it with."""
+    data = services.graphql(START_SCHEDULE, {"selector": {
+        **REPOSITORY, "scheduleName": schedule}})["startSchedule"]
+    assert data["__typename"] == "ScheduleStateResult", data
+    assert data["scheduleState"]["status"] == "RUNNING", data
+    return data["scheduleState"]["id"]
+
+
+def stop_schedule(services: DagsterServices, state_id: str) -> None:
+    """Stop the schedule whose state is ``state_id`` (``resetSchedule`` to a default of STOPPED
+    left the daemon ticking it)."""
+    data = services.graphql(STOP_SCHEDULE, {"id": state_id})["stopRunningSchedule"]
+    assert data["__typename"] == "ScheduleStateResult", data
+    assert data["scheduleState"]["status"] == "STOPPED", data
+
+
+def sensor_ticks(services: DagsterServices, sensor: str) -> list[dict]:
+    """The sensor's latest ticks, newest first; a failed tick fails the test with its error."""
+    selector = {**REPOSITORY, "sensorName": sensor}
+    data = services.graphql(TICKS, {"selector": selector})["sensorOrError"]
+    assert data["__typename"] == "Sensor", data
+    ticks = data["sensorState"]["ticks"]
+    for tick in ticks:
+        assert tick["status"] != "FAILURE", f"{sensor} tick failed: {tick['error']}"
+    return ticks
+
+
+def done_ticks_after(services: DagsterServices, sensor: str, moment: float) -> int:
+    """Finished ticks of ``sensor`` that started after ``moment``."""
+    return sum(1 for t in sensor_ticks(services, sensor)
+               if t["status"] != "STARTED" and t["timestamp"] > moment)
+
+
+def materialization_count(services: DagsterServices, key, since: float) -> int:
+    data = services.graphql(MATERIALIZATIONS, {"key": {"path": key.path}})["assetOrError"]
+    return sum(1 for m in data["assetMaterializations"] if int(m["timestamp"]) / 1000 > since)
+
+
+def daemon_log(services: DagsterServices) -> str:
+    return (services.home / "daemon.log").read_text(errors="replace")[-4000:]
+
+
+def wait_settled(services: DagsterServices, phase: Phase, *, reports: int,
+                 timeout_s: float = 900) -> None:
+    """Wait until the phase's work is done and two automation ticks found nothing more to do.
+
+    Done: at least ``reports`` report materializations since the phase began, no backfill in
+    progress (automation requests several partitions as one), no run queued or running. Then two
+    automation ticks that started after the last run ended must pass without a new run or
+    backfill (an upstream update is acted on at the second tick that sees it): only then can the
+    counts be final.
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for proc in services.processes:
+            assert proc.poll() is None, f"{proc.args[0]} exited:\n{daemon_log(services)}"
+        # Ticks first, runs second: a tick read as finished has its runs already created.
+        automation = sensor_ticks(services, AUTOMATION_SENSOR)
+        sensor_ticks(services, RECORDINGS_SENSOR)
+        runs = [r for r in services.graphql(RUNS_BRIEF)["runsOrError"]["results"]
+                if r["creationTime"] >= phase.began]
+        failed = [r for r in runs if r["status"] in ("FAILURE", "CANCELED")]
+        assert not failed, f"runs ended badly: {failed}\n{daemon_log(services)}"
+        active = [r for r in runs if r["status"] in ACTIVE]
+        backfills = services.graphql(BACKFILLS)["partitionBackfillsOrError"]["results"]
+        backfill_active = any(b["status"] in BACKFILL_ACTIVE for b in backfills)
+        if (not active and not backfill_active
+                and materialization_count(services, keys.REPORT, phase.began) >= reports):
+            last_end = max([phase.began, *(r["endTime"] or 0 for r in runs)])
+            quiet = [t for t in automation
+                     if t["status"] != "STARTED" and t["timestamp"] > last_end]
+            if len(quiet) >= 2:
+                return
+        time.sleep(3)
+    raise TimeoutError(f"phase {phase.name!r} did not settle in {timeout_s}s\n"
+                       f"{daemon_log(services)}")
+
+
+def collect(services: DagsterServices, phases: list[Phase]) -> list[Run]:
+    """Every run, each assigned to the phase during which it was created."""
+    runs = [Run.parse(r) for r in services.graphql(RUNS_FULL)["runsOrError"]["results"]]
+    for run in sorted(runs, key=lambda r: r.created):
+        phase = max((p for p in phases if p.began <= run.created), key=lambda p: p.began)
+        phase.runs.append(run)
+    return runs
+
+
+def table(phases: Iterable[Phase]) -> str:
+    """Runs, step executions and materializations per phase and partition."""
+    lines = [f"{'phase':<18} {'partition':<14} {'runs':>4} {'steps':>5} {'mats':>4}  "
+             f"{'run ids (first 8)'}"]
+    for phase in phases:
+        partitions = sorted({p for run in phase.runs for p in run.partitions},
+                            key=lambda p: (p == UNPARTITIONED, p))
+        if not partitions:
+            lines.append(f"{phase.name:<18} {'(nothing)':<14} {0:>4} {0:>5} {0:>4}")
+        for partition in partitions:
+            runs = phase.runs_of(partition)
+            mats = sum(1 for run in runs for _, p in run.materialized if p == partition)
+            steps = sum(len(run.steps) for run in runs)
+            ids = ", ".join(run.run_id[:8] + (" (backfill)" if run.backfill else "")
+                            for run in runs)
+            lines.append(f"{phase.name:<18} {partition:<14} {len(runs):>4} {steps:>5} "
+                         f"{mats:>4}  {ids}")
+    return "\n".join(lines)
+
+
+def timeline(phase: Phase) -> str:
+    """The phase's runs in creation order, times relative to the phase's start (for failures)."""
+    def at(moment: float | None) -> str:
+        return "-" if moment is None else f"+{moment - phase.began:.1f}s"
+    return "\n".join(
+        f"  {run.run_id[:8]} {'/'.join(sorted(run.partitions))} "
+        f"{','.join(sorted({a for a, _ in run.materialized}))} created {at(run.created)} "
+        f"start {at(run.started)} end {at(run.ended)}{' backfill' if run.backfill else ''}"
+        for run in phase.runs)
+
+
+def built_too_early(phase: Phase) -> list[str]:
+    """Leaderboard or report runs that started before what they summarize had finished.
+
+    Once per settled batch means: the leaderboard after every partition run of the phase, the
+    report after those and after the leaderboard.
+    """
+    partitioned = [run for run in phase.runs if UNPARTITIONED not in run.partitions]
+    cells_done = max((run.ended or float("inf") for run in partitioned), default=0.0)
+    board = {name: [run for run in phase.runs
+                    if any(asset == name for asset, _ in run.materialized)]
+             for name in (keys.LEADERBOARD.path[-1], keys.REPORT.path[-1])}
+    board_done = max((run.ended or float("inf") for run in board["leaderboard"]), default=0.0)
+    early = []
+    for name, runs in board.items():
+        for run in runs:
+            if (run.started or 0) < cells_done:
+                early.append(f"{name} run {run.run_id[:8]} started before the partition runs "
+                             "of its batch had ended")
+            if name == "report" and (run.started or 0) < board_done:
+                early.append(f"report run {run.run_id[:8]} started before the leaderboard run "
+                             "had ended")
+    return early
+
+
+def overlapping(runs: list[Run]) -> list[tuple[str, str, str]]:
+    """Pairs of runs with the same ``dagster/partition`` tag whose start→end intervals overlap."""
+    clashes = []
+    by_tag: dict[str, list[Run]] = {}
+    for run in runs:
+        if run.partition_tag is not None and run.started is not None:
+            by_tag.setdefault(run.partition_tag, []).append(run)
+    for tag, group in by_tag.items():
+        group.sort(key=lambda r: r.started or 0)
+        for before, after in pairwise(group):
+            if before.ended is None or (after.started or 0) < before.ended:
+                clashes.append((tag, before.run_id, after.run_id))
+    return clashes
