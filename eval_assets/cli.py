@@ -129,7 +129,8 @@ def recording_synthesize(
         "and shapes (from the detector's vocabulary), distractors and the robot's loop. Default: "
         "the fixed sample scene for --profile sample, --seed for --profile rig."),
     frames: int | None = typer.Option(
-        None, help="Camera frames (default: 24 for sample, 900 = 60 s for rig)."),
+        None, help="Camera frames (default: 24 for the fixed sample scene, one full lap of the "
+        "loop for --profile sample with --scene-seed, 900 = 60 s for rig)."),
     duration_s: float | None = typer.Option(
         None, "--duration-s", help="Length in seconds instead of --frames (e.g. 300 for "
         "5 minutes: 4500 rig frames)."),

@@ -9,7 +9,9 @@ LiDAR scan per image). Everything else goes through :func:`synthesize_streamed`:
   fisheye at 15 Hz (±3 ms jitter), a Mid-360-like non-repeating scan of 20 000 points at 10 Hz in
   ``mid360_link`` (±2 ms jitter, 1 % of scans dropped), TF ``world → base_link`` at 20 Hz and the
   static mounts ``base_link → camera_optical`` / ``mid360_link`` republished at 5 Hz. ``sample``
-  with a scene seed keeps the sample's 640×480 camera at 2 Hz and its ring scans, at 2 Hz too.
+  with a scene seed keeps the sample's 640×480 camera at 2 Hz and its ring scans, at 2 Hz too,
+  and by default runs one full lap of the scene's loop (≈ 70–125 frames), so objects enter and
+  leave view.
 * **Seeded scenes.** The scene seed (for ``rig`` the noise seed unless given) draws a new room,
   object layout, colours, shapes, distractors and robot loop
   (:func:`~eval_assets.synth.seeded.seeded_scene`); the noise seed drives jitter, dropped scans
@@ -137,8 +139,23 @@ class SynthOutputs:
     render_seconds: float
 
 
-def frames_for(profile: Profile, frames: int | None, duration_s: float | None) -> int:
-    """Camera frames of a recording: ``frames``, else ``duration_s`` × rate, else the default."""
+def lap_frames(profile: Profile, scene_seed: int) -> int:
+    """Camera frames that cover one full lap of ``seeded_scene(scene_seed)``'s loop.
+
+    A seeded sample recording defaults to this rather than the fixed sample's 24 frames: 24
+    frames at 2 Hz are a quarter of a lap or less, too little of the room for the multi-frame
+    families to find objects entering and leaving view.
+    """
+    path = seeded_scene(scene_seed, profile.camera(), t0=T0).path
+    assert isinstance(path, LoopPath)
+    lap_s = path.lap_length / path.speed
+    return max(1, math.ceil((lap_s - _FIRST_IMAGE_S) * profile.image_rate_hz) + 1)
+
+
+def frames_for(profile: Profile, frames: int | None, duration_s: float | None,
+               scene_seed: int | None = None) -> int:
+    """Camera frames of a recording: ``frames``, else ``duration_s`` × rate, else the default
+    (one lap of the loop for a seeded sample scene, ``profile.default_frames`` otherwise)."""
     if frames is not None and duration_s is not None:
         raise SynthConfigError("give --frames or --duration-s, not both")
     if duration_s is not None:
@@ -146,7 +163,9 @@ def frames_for(profile: Profile, frames: int | None, duration_s: float | None) -
             raise SynthConfigError(f"--duration-s must be > 0, got {duration_s}")
         frames = max(1, round(duration_s * profile.image_rate_hz))
     if frames is None:
-        frames = profile.default_frames
+        frames = (lap_frames(profile, scene_seed)
+                  if profile.name == "sample" and scene_seed is not None
+                  else profile.default_frames)
     if frames < 1:
         raise SynthConfigError(f"frames must be at least 1, got {frames}; pass --frames N ≥ 1")
     return frames
@@ -166,7 +185,7 @@ def synthesize_recording(out_db: str | Path, *, profile: str = "sample", seed: i
     if profile not in PROFILES:
         raise SynthConfigError(f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")
     spec = PROFILES[profile]
-    n = frames_for(spec, frames, duration_s)
+    n = frames_for(spec, frames, duration_s, scene_seed)
     if scene_seed is None and profile == "sample":
         if truth_every not in (None, 1):
             raise SynthConfigError("the fixed sample scene keeps truth for every frame; drop "

@@ -20,10 +20,10 @@ from eval_assets.recording import Recording, image_to_rgb
 from eval_assets.recording.messages import CameraInfo, TFMessage
 from eval_assets.recording.validate import validate_recording
 from eval_assets.synth.render import BACKGROUND_ID, SceneRaycaster, pinhole_directions
-from eval_assets.synth.sample import frame_objects, sidecar_paths, world_from_camera
-from eval_assets.synth.scene import rig_camera
+from eval_assets.synth.sample import T0, frame_objects, sidecar_paths, world_from_camera
+from eval_assets.synth.scene import LoopPath, rig_camera
 from eval_assets.synth.seeded import seeded_scene
-from eval_assets.synth.stream import SynthOutputs, synthesize_recording
+from eval_assets.synth.stream import PROFILES, SynthOutputs, frames_for, synthesize_recording
 from eval_assets_tests.synth.compare import byte_differences
 
 RIG_FRAMES = 8  # 0.47 s at 15 Hz: 6 LiDAR scans, 2 truth frames; ~4 s to render here
@@ -160,8 +160,8 @@ def test_rig_recording_feeds_the_frame_stages(rig_recording: Recording, tmp_path
 
 def test_seeded_views_are_found_by_the_colour_shape_detector() -> None:
     """Every sizeable object of a seeded scene is found in its colour, distractors never are;
-    most get their shape right too. (Balls far off-axis are the detector's weak spot: in a
-    rectified image a sphere's silhouette is an ellipse, not the disc its circle fit wants.)"""
+    most get their shape right too (balls far off-axis included: in a rectified image a sphere's
+    silhouette is an ellipse pointing away from the centre, which the detector accepts)."""
     camera = rig_camera()
     rays = pinhole_directions(camera.K_rect, camera.width, camera.height)
     detector = ColorShapeDetector()
@@ -235,3 +235,23 @@ def test_cli_refuses_bad_option_combinations(args: list[str], message: str,
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert not (tmp_path / "x.db").exists()
+
+
+@pytest.mark.parametrize("scene_seed", [2, 4])
+def test_a_seeded_sample_scene_runs_one_full_lap_by_default(scene_seed: int) -> None:
+    spec = PROFILES["sample"]
+    frames = frames_for(spec, None, None, scene_seed)
+    path = seeded_scene(scene_seed, spec.camera(), t0=T0).path
+    assert isinstance(path, LoopPath)
+    first_s, last_s = 0.25, 0.25 + (frames - 1) / spec.image_rate_hz
+    lap_s = path.lap_length / path.speed
+    # The last image is taken within one frame after the lap closes: the whole loop is seen once.
+    assert lap_s <= last_s < lap_s + 1 / spec.image_rate_hz
+    start = path.world_from_base(T0)[:2, 3]
+    end = path.world_from_base(T0 + last_s)[:2, 3]
+    assert np.hypot(*(end - start)) <= path.speed * (first_s + 1 / spec.image_rate_hz) + 1e-9
+    # Explicit lengths still win; the fixed sample and the rig keep their defaults.
+    assert frames_for(spec, 10, None, scene_seed) == 10
+    assert frames_for(spec, None, 3.0, scene_seed) == 6
+    assert frames_for(spec, None, None) == 24
+    assert frames_for(PROFILES["rig"], None, None, scene_seed) == 900
