@@ -8,7 +8,10 @@ region of one colour is one instance. The shape is told apart by two cues, both 
 region itself:
 
 * **ball** — the region's outline (ignoring the image border, where it is cut) fits a circle and
-  fills it. Spheres are the only shape whose silhouette is a disc from every viewpoint.
+  fills it. Spheres are the only shape whose silhouette is a disc from every viewpoint. Off the
+  optical axis a rectified (pinhole) image stretches a sphere into an ellipse whose long axis
+  points away from the image centre, so an outline that fits and fills such an ellipse (long
+  axis radial, not too elongated) is a ball too.
 * **cylinder vs box** — shading across the columns. Under a directional light, a box face is
   planar and shades almost uniformly (its brightness changes only in one step, at the edge
   between two faces); an upright cylinder's normal turns across its width, so its brightness
@@ -35,7 +38,7 @@ import numpy as np
 from eval_assets.perception.protocols import Box, ConfigurationError, check_rgb
 from eval_assets.synth.scene import PALETTE, SHAPES
 
-COLOR_DETECTOR_VERSION = "hsv-shape/1"
+COLOR_DETECTOR_VERSION = "hsv-shape/2"  # 2: off-axis balls (ellipse fit)
 REGION_SEGMENTER_VERSION = "colour-region/1"
 GRABCUT_SEGMENTER_VERSION = "grabcut/1"
 _LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
@@ -58,6 +61,13 @@ class ColorShapeParams:
     """Ball: RMS distance of the outline from the fitted circle, over the circle's radius."""
     circle_min_coverage: float = 0.96
     """Ball: share of the fitted circle (inside the image) that the region fills."""
+    ellipse_min_axis_ratio: float = 0.6
+    """Ball off-axis: shortest short/long axis ratio (a sphere 53° off the optical axis)."""
+    ellipse_max_axis_turn_deg: float = 15.0
+    """Ball off-axis: largest angle between the long axis and the line from the image centre."""
+    ellipse_min_offset: float = 0.1
+    """Ball off-axis: centre offset (share of the image's half-diagonal) below which the
+    direction from the image centre is too uncertain to check, so only the circle test holds."""
     cylinder_min_slope: float = 0.27
     """Cylinder: median brightness change per column / brightness × region height."""
     erode_px: int = 2
@@ -231,6 +241,60 @@ def _circle_fit(region: np.ndarray, origin: tuple[int, int] = (0, 0),
     return residual, coverage
 
 
+def _radial_ellipse_fit(region: np.ndarray, origin: tuple[int, int], size: tuple[int, int],
+                        params: ColorShapeParams) -> tuple[float, float] | None:
+    """(RMS residual, filled share) of the ellipse fitted to a region's outline, or None when
+    that ellipse is not a sphere's off-axis image (too elongated, or its long axis not pointing
+    away from the image centre, or the region too close to the centre to tell).
+
+    Same conventions as :func:`_circle_fit`; the residual is the RMS of the outline points'
+    normalised radius ``√((u/a)² + (v/b)²) − 1``.
+    """
+    h, w = size
+    ox, oy = origin
+    contours, _ = cv2.findContours(region.astype(np.uint8), cv2.RETR_EXTERNAL,
+                                   cv2.CHAIN_APPROX_NONE)
+    pts = max(contours, key=len).reshape(-1, 2).astype(np.float64) + np.array([ox, oy])
+    inside = (pts[:, 0] > 0) & (pts[:, 0] < w - 1) & (pts[:, 1] > 0) & (pts[:, 1] < h - 1)
+    pts = pts[inside]
+    if len(pts) < 8:
+        return None
+    (cx, cy), (d0, d1), angle = cv2.fitEllipse(pts.astype(np.float32))
+    if not (math.isfinite(cx) and math.isfinite(cy)) or min(d0, d1) <= 2.0:
+        return None
+    long_deg = angle if d0 >= d1 else angle + 90.0
+    ratio = min(d0, d1) / max(d0, d1)
+    off = np.array([cx - (w - 1) / 2.0, cy - (h - 1) / 2.0])
+    if (ratio < params.ellipse_min_axis_ratio
+            or np.hypot(*off) < params.ellipse_min_offset * np.hypot(w, h) / 2.0):
+        return None
+    turn = abs((long_deg - math.degrees(math.atan2(off[1], off[0]))) % 180.0)
+    if min(turn, 180.0 - turn) > params.ellipse_max_axis_turn_deg:
+        return None
+    theta = math.radians(angle)
+    du, dv = pts[:, 0] - cx, pts[:, 1] - cy
+    u = du * math.cos(theta) + dv * math.sin(theta)
+    v = -du * math.sin(theta) + dv * math.cos(theta)
+    rho = np.hypot(u / (d0 / 2.0), v / (d1 / 2.0))
+    residual = float(np.sqrt(np.mean((rho - 1.0) ** 2)))
+    r = max(d0, d1) / 2.0
+    x0, x1 = max(int(cx - r) - 1, 0), min(int(cx + r) + 2, w)
+    y0, y1 = max(int(cy - r) - 1, 0), min(int(cy + r) + 2, h)
+    if x1 <= x0 or y1 <= y0:
+        return residual, 0.0
+    yy, xx = np.mgrid[y0:y1, x0:x1].astype(np.float64)
+    eu = (xx - cx) * math.cos(theta) + (yy - cy) * math.sin(theta)
+    ev = -(xx - cx) * math.sin(theta) + (yy - cy) * math.cos(theta)
+    disc = (eu / (d0 / 2.0)) ** 2 + (ev / (d1 / 2.0)) ** 2 <= 1.0
+    window = np.zeros(disc.shape, dtype=bool)
+    rh, rw = region.shape
+    wy0, wy1 = max(y0, oy), min(y1, oy + rh)
+    wx0, wx1 = max(x0, ox), min(x1, ox + rw)
+    if wy1 > wy0 and wx1 > wx0:
+        window[wy0 - y0:wy1 - y0, wx0 - x0:wx1 - x0] = region[wy0 - oy:wy1 - oy, wx0 - ox:wx1 - ox]
+    return residual, float((disc & window).sum() / max(int(disc.sum()), 1))
+
+
 def _column_slope(region: np.ndarray, luma: np.ndarray, params: ColorShapeParams) -> float | None:
     """Median brightness change per column / brightness × region height; None if too narrow."""
     kernel = np.ones((3, 3), np.uint8)
@@ -303,6 +367,14 @@ def _classify_crop(region: np.ndarray, luma: np.ndarray, params: ColorShapeParam
         margin = min(1.0 - residual / params.circle_max_residual,
                      (coverage - params.circle_min_coverage) / (1.0 - params.circle_min_coverage))
         return "ball", 0.5 + 0.5 * min(max(margin, 0.0), 1.0)
+    ellipse = _radial_ellipse_fit(region, origin, size, params)
+    if ellipse is not None:
+        residual, coverage = ellipse
+        if residual <= params.circle_max_residual and coverage >= params.circle_min_coverage:
+            margin = min(1.0 - residual / params.circle_max_residual,
+                         (coverage - params.circle_min_coverage)
+                         / (1.0 - params.circle_min_coverage))
+            return "ball", 0.5 + 0.5 * min(max(margin, 0.0), 1.0)
     slope = _column_slope(region, luma, params)
     if slope is None:
         return _outline_shape(region)

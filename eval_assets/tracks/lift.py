@@ -9,11 +9,13 @@ rim, the floor at its foot) are left out.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
+from scipy.spatial import cKDTree
 
 from eval_assets.frames.pointclouds import TF_STREAM, TF_TOLERANCE
 from eval_assets.geometry.transforms import TransformGraph, TransformUnavailable
@@ -26,10 +28,16 @@ RANGE_GATE_M = 0.35
 MIN_POINTS = 5
 # A mask touching the image border within this many pixels is cut off: its extent is partial.
 BORDER_PX = 2
-# Occlusion: LiDAR points within this many pixels around a mask that are nearer than the mask's
-# nearest point by OCCLUDER_GAP_M and above the floor band (not the floor in front of the object)
-# are something standing in front of it; OCCLUDER_MIN_POINTS of them mean the mask is cut.
+# Occlusion: LiDAR points within a ring around a mask that are nearer than the mask's nearest
+# point by OCCLUDER_GAP_M and above the floor band (not the floor in front of the object) are
+# something standing in front of it; OCCLUDER_MIN_POINTS of them mean the mask is cut. The ring
+# is OCCLUDER_RING_PX wide, or OCCLUDER_RING_SPACINGS times the LiDAR's point spacing around the
+# mask where that is wider: a sparse scan can put the occluder's nearest point 7-8 px from the
+# cut edge (scene seed 706: a ball behind a post, 8 px between points, called "whole").
 OCCLUDER_RING_PX = 6
+OCCLUDER_RING_SPACINGS = 1.5
+OCCLUDER_RING_MAX_PX = 24
+SPACING_WINDOW_PX = 32
 OCCLUDER_GAP_M = 0.1
 OCCLUDER_MIN_POINTS = 2
 FLOOR_BAND_M = 0.05
@@ -160,8 +168,8 @@ def occluded(mask: np.ndarray, u: np.ndarray, v: np.ndarray, xyz: np.ndarray,
     estimate) no point is left out.
     """
     rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
-    r = OCCLUDER_RING_PX
     h, w = mask.shape
+    r = _ring_px(u, v, (int(cols[0]), int(rows[0]), int(cols[-1]), int(rows[-1])))
     y0, y1 = max(int(rows[0]) - r, 0), min(int(rows[-1]) + r + 1, h)
     x0, x1 = max(int(cols[0]) - r, 0), min(int(cols[-1]) + r + 1, w)
     crop = mask[y0:y1, x0:x1].astype(np.uint8)
@@ -173,6 +181,22 @@ def occluded(mask: np.ndarray, u: np.ndarray, v: np.ndarray, xyz: np.ndarray,
         idx = idx[floor_z[idx] > FLOOR_BAND_M]
     closer = np.linalg.norm(xyz[idx], axis=1) < nearest_m - OCCLUDER_GAP_M
     return int(np.count_nonzero(closer)) >= OCCLUDER_MIN_POINTS
+
+
+def _ring_px(u: np.ndarray, v: np.ndarray, box: tuple[int, int, int, int]) -> int:
+    """Width of the occluder ring around a mask's ``box`` (x0, y0, x1, y1): at least
+    :data:`OCCLUDER_RING_PX`, else 1.5 × the median distance between neighbouring LiDAR points
+    (in pixels) around the box, so that a point on an occluder next to the cut edge falls in it."""
+    x0, y0, x1, y1 = box
+    m = SPACING_WINDOW_PX
+    near = (u >= x0 - m) & (u <= x1 + m) & (v >= y0 - m) & (v <= y1 + m)
+    uv = np.unique(np.column_stack([u[near], v[near]]), axis=0).astype(np.float64)
+    if len(uv) < 3:
+        return OCCLUDER_RING_PX
+    # k=2: the nearest neighbour other than the point itself.
+    spacing = float(np.median(cKDTree(uv).query(uv, k=2)[0][:, 1]))
+    return int(min(max(OCCLUDER_RING_PX, math.ceil(OCCLUDER_RING_SPACINGS * spacing)),
+                   OCCLUDER_RING_MAX_PX))
 
 
 def lift_detection(frame_index: int, name: str, mask: np.ndarray, u: np.ndarray, v: np.ndarray,

@@ -234,3 +234,28 @@ def test_ball_cut_by_the_frame_is_still_a_ball() -> None:
     assert math.isclose(x0, cx - r, abs_tol=1.0)
     assert cv2.countNonZero(RegionSegmenter().segment(image, boxes[0].box_xyxy).astype(
         np.uint8)) == int(inside.sum())
+
+
+def _ellipse_image(long_axis_deg: float) -> np.ndarray:
+    """A lit purple ellipse (long/short 1.25) right of the centre of a 640×480 image, its long
+    axis at ``long_axis_deg`` from the image's x axis: 0 is radial, 90 tangential."""
+    image = np.full((480, 640, 3), (150, 146, 140), dtype=np.uint8)
+    yy, xx = np.mgrid[0:480, 0:640].astype(np.float64)
+    cx, cy, a, b = 560.0, 250.0, 35.0, 28.0
+    t = math.radians(long_axis_deg)
+    u = ((xx - cx) * math.cos(t) + (yy - cy) * math.sin(t)) / a
+    v = (-(xx - cx) * math.sin(t) + (yy - cy) * math.cos(t)) / b
+    inside = u ** 2 + v ** 2 <= 1.0
+    light = 0.4 + 0.55 * np.sqrt(np.clip(1.0 - u ** 2 - v ** 2, 0.0, None)) + 0.05 * -v
+    image[inside] = _shaded((140, 40, 200), light)[inside]
+    return image
+
+
+def test_an_off_axis_sphere_seen_as_a_radial_ellipse_is_a_ball() -> None:
+    # A rectified image stretches a sphere away from the image centre (the purple ball of scene
+    # seed 703 was called a cylinder in each of its views); a tangential ellipse is no sphere.
+    detector = ColorShapeDetector()
+    radial = detector.instances(_ellipse_image(0.0))
+    assert [(i.color, i.shape) for i in radial] == [("purple", "ball")]
+    tangential = detector.instances(_ellipse_image(90.0))
+    assert [i.color for i in tangential] == ["purple"] and tangential[0].shape != "ball"

@@ -104,10 +104,44 @@ def test_appearance_order_and_counts_across_frames() -> None:
     assert order.choices is not None and order.answer in order.choices
     assert 2 <= len(order.choices) <= 4 and len(set(order.choices)) == len(order.choices)
     assert order.frame_indices == [0, 1, 2, 3, 4]
-    counts = {lab.object_names[0]: lab for lab in _labels("object_count_across_frames")}
+    counts = {lab.object_names[0]: lab for lab in _labels("object_count_across_frames")
+              if "namesakes_out_of_view" not in lab.evidence}
     assert counts["orange box"].answer == "2" and counts["red ball"].answer == "1"
     assert len(counts["orange box"].evidence["tracks"]) == 2
     assert "yellow box" not in counts and "purple ball" not in counts  # weak tracks
+
+
+def test_one_of_several_namesakes_alone_in_its_frames_counts_once() -> None:
+    # Two orange boxes behind each other's backs; a third name for contrast.
+    tracks = ObjectTracks(world_frame="world", cameras={f: _camera(f) for f in range(6)},
+                          tracks=[_track("orange box#0", _at(0, 3.0), [0, 1]),
+                                  _track("orange box#1", _at(200, 3.0), [3, 4]),
+                                  _track("red ball#0", _at(100, 3.0), [2, 3])])
+    spatial = build_spatial(tracks, range(6))
+    counts = [(lab.answer, lab.frame_indices, [t["track_id"] for t in lab.evidence["tracks"]])
+              for lab in spatial.labels if lab.family == "object_count_across_frames"]
+    # Every name's full count first, then each namesake over its own frames.
+    assert counts == [("2", [0, 1, 3, 4], ["orange box#0", "orange box#1"]),
+                      ("1", [2, 3], ["red ball#0"]),
+                      ("1", [0, 1], ["orange box#0"]), ("1", [3, 4], ["orange box#1"])]
+    # A namesake that may show in all but one of the frames is not asked about alone.
+    crowded = ObjectTracks(world_frame="world", cameras={f: _camera(f) for f in range(6)},
+                           tracks=[_track("orange box#0", _at(0, 3.0), [0, 1]),
+                                   _track("orange box#1", _at(10, 6.0), [0, 1])])
+    spatial = build_spatial(crowded, range(6))
+    assert [lab.answer for lab in spatial.labels
+            if lab.family == "object_count_across_frames"] == ["2"]
+    assert {r.reason for r in spatial.rejections
+            if r.family == "object_count_across_frames"} == {"namesake_in_view"}
+
+
+def test_relative_direction_takes_each_object_in_turn() -> None:
+    labels = _labels("relative_direction")
+    names = [lab.object_names[0] for lab in labels]
+    objects = list(dict.fromkeys(names))
+    # The first round asks about every object once before any is asked twice.
+    assert names[:len(objects)] == objects and len(objects) == 3
+    assert max(names.count(n) for n in objects) <= 4 and len(labels) > len(objects)
 
 
 def test_relative_direction_is_the_quadrant_in_the_reference_camera() -> None:

@@ -31,6 +31,11 @@ NAME_VOTE_RATIO = 3
 # An object this close to a quadrant's boundary (in the reference camera's x or z) is not asked
 # about: a few centimetres of error would flip the answer.
 QUADRANT_MARGIN_M = 0.2
+# "May show in a frame" looks this much beyond the image's edges: a frame's camera pose is the
+# nearest TF sample, not interpolated, so a turning robot's pose can be off by a few degrees, and
+# an object just outside the computed view may be in the image (scene seed 801: a cylinder 267
+# pixels into frame 100 whose centre projected 47 px left of it).
+MAY_SHOW_MARGIN_DEG = 6.0
 # Images shown by one case at most, and cases per family and recording at most: generation time
 # and the run's cost stay bounded whatever the recording's length.
 MAX_IMAGES = 8
@@ -166,7 +171,8 @@ class TrackIndex:
 
     def may_be_visible(self, track: ObjectTrack, frame: int) -> bool:
         """Whether the track's object could show in ``frame``'s image (its centre, grown by
-        its extent, projects into the image in front of the camera); True without a pose."""
+        its extent and :data:`MAY_SHOW_MARGIN_DEG`, projects into the image in front of the
+        camera); True without a pose."""
         camera = self.tracks.cameras.get(frame)
         p = self.camera_xyz(frame, track.center_world)
         if camera is None or p is None:
@@ -176,7 +182,8 @@ class TrackIndex:
             return False
         z = max(float(p[2]), 0.05)
         K = np.asarray(camera.K, dtype=np.float64).reshape(3, 3)
-        margin_u, margin_v = K[0, 0] * reach / z, K[1, 1] * reach / z
+        slack = math.tan(math.radians(MAY_SHOW_MARGIN_DEG))
+        margin_u, margin_v = K[0, 0] * (reach / z + slack), K[1, 1] * (reach / z + slack)
         u = K[0, 0] * p[0] / z + K[0, 2]
         v = K[1, 1] * p[1] / z + K[1, 2]
         return bool(-margin_u < u < camera.width + margin_u

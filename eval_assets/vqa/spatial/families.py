@@ -46,6 +46,11 @@ from eval_assets.vqa.spatial.evidence import (
 
 Item = tuple[SpatialCase, SpatialLabel] | SpatialRejection
 _TIME_ORDER = "These images are frames of one video, in time order. "
+_COUNT_QUESTION = ("How many different {name} objects appear across these images? The same "
+                   "object seen in several images counts once.")
+# Reference frames per object for relative_direction; objects take turns, so the family's cap
+# spreads over objects before it repeats one.
+REFERENCES_PER_OBJECT = 4
 
 
 def _case(family: str, names: Sequence[str], frames: Sequence[int], question: str,
@@ -176,7 +181,13 @@ def appearance_order(index: TrackIndex) -> Iterator[Item]:
 
 def object_count_across_frames(index: TrackIndex) -> Iterator[Item]:
     """Distinct objects of one name across frames showing each of them (the same object seen
-    twice counts once); a name with any weak track is not asked about."""
+    twice counts once); a name with any weak track is not asked about.
+
+    Then, for a name several objects share, the frames of one of them where no namesake can
+    show: the answer is 1 however often it is seen (asked after every name's full count).
+    """
+    counted = _COUNT_QUESTION
+    alone: list[Item] = []
     for name in sorted({t.name for t in index.visible}):
         tracks = index.by_name(name)
         weak = [w for w in (index.problem(t) for t in tracks) if w is not None]
@@ -186,9 +197,26 @@ def object_count_across_frames(index: TrackIndex) -> Iterator[Item]:
         must = sorted({best_frames(t, 1)[0] for t in tracks})
         frames = spread([f for t in tracks for f in t.frames], must)
         yield _case("object_count_across_frames", [name], frames,
-                    _TIME_ORDER + f"How many different {name} objects appear across these "
-                    "images? The same object seen in several images counts once.",
-                    str(len(tracks)), {"track_ids": [t.track_id for t in tracks]}, tracks)
+                    _TIME_ORDER + counted.format(name=name), str(len(tracks)),
+                    {"track_ids": [t.track_id for t in tracks]}, tracks)
+        if len(tracks) < 2:
+            continue
+        for t in tracks:
+            others = [o for o in tracks if o is not t]
+            own = [f for f in t.frames if not any(index.may_be_visible(o, f) for o in others)]
+            if len(own) < 2:
+                alone.append(SpatialRejection(
+                    "object_count_across_frames", (name,), "namesake_in_view",
+                    f"another {name} may show in every frame but {len(own)} of {t.track_id}'s",
+                    tuple(own)))
+                continue
+            frames = spread(own, [f for f in best_frames(t, 1) if f in own])
+            alone.append(_case(
+                "object_count_across_frames", [name], frames,
+                _TIME_ORDER + counted.format(name=name), "1",
+                {"track_ids": [t.track_id], "namesakes_out_of_view": [o.track_id for o in others]},
+                [t]))
+    yield from alone
 
 
 def _quadrant(x: float, z: float) -> str:
@@ -209,28 +237,39 @@ def relative_direction(index: TrackIndex) -> Iterator[Item]:
     :data:`QUADRANT_MARGIN_M` of a quadrant boundary are not asked about."""
     good, rejected = index.askable("relative_direction")
     yield from rejected
-    for t in good:
-        asked = 0
-        for ref in _references(index, t):
-            if asked == 2:
-                break
-            p = index.camera_xyz(ref, t.center_world)
-            if p is None:
-                continue
-            x, z = float(p[0]), float(p[2])
-            if min(abs(x), abs(z)) < QUADRANT_MARGIN_M:
-                yield SpatialRejection("relative_direction", (t.name,), "near_quadrant_boundary",
-                                       f"x {x:+.2f} m, z {z:+.2f} m in frame {ref}", (ref,))
-                continue
-            frames = sorted({ref, *best_frames(t, 3)})
-            k = frames.index(ref) + 1
-            asked += 1
-            yield _case("relative_direction", [t.name], frames,
-                        _TIME_ORDER + f"Imagine standing where the camera stood when it took "
-                        f"image {k}, facing the same way. Is the {t.name} front-left, "
-                        "front-right, back-left or back-right of you?", _quadrant(x, z),
-                        {"camera_xz_m": [round(x, 4), round(z, 4)], "reference_image": k},
-                        [t], choices=RELATIVE_DIRECTIONS, reference=ref)
+    per_object = [list(_directions(index, t)) for t in good]
+    for items in per_object:
+        yield from (i for i in items if isinstance(i, SpatialRejection))
+    cases = [[i for i in items if not isinstance(i, SpatialRejection)] for items in per_object]
+    # Round robin: every object's first case, then every object's second, and so on.
+    for turn in itertools.zip_longest(*cases):
+        yield from (item for item in turn if item is not None)
+
+
+def _directions(index: TrackIndex, t: ObjectTrack) -> Iterator[Item]:
+    """Up to :data:`REFERENCES_PER_OBJECT` relative_direction cases of ``t``, and the rejections
+    met on the way."""
+    asked = 0
+    for ref in _references(index, t):
+        if asked == REFERENCES_PER_OBJECT:
+            break
+        p = index.camera_xyz(ref, t.center_world)
+        if p is None:
+            continue
+        x, z = float(p[0]), float(p[2])
+        if min(abs(x), abs(z)) < QUADRANT_MARGIN_M:
+            yield SpatialRejection("relative_direction", (t.name,), "near_quadrant_boundary",
+                                   f"x {x:+.2f} m, z {z:+.2f} m in frame {ref}", (ref,))
+            continue
+        frames = sorted({ref, *best_frames(t, 3)})
+        k = frames.index(ref) + 1
+        asked += 1
+        yield _case("relative_direction", [t.name], frames,
+                    _TIME_ORDER + f"Imagine standing where the camera stood when it took "
+                    f"image {k}, facing the same way. Is the {t.name} front-left, "
+                    "front-right, back-left or back-right of you?", _quadrant(x, z),
+                    {"camera_xz_m": [round(x, 4), round(z, 4)], "reference_image": k},
+                    [t], choices=RELATIVE_DIRECTIONS, reference=ref)
 
 
 FAMILY_GENERATORS = {
