@@ -61,9 +61,9 @@ class Ticks:
                 if result.get_num_requested(key) for p in result.get_requested_partitions(key)}
 
 
-def _cell(recording: str) -> MultiPartitionKey:
+def _cell(recording: str, model: int = 0) -> MultiPartitionKey:
     return MultiPartitionKey({RECORDING_DIM: recording,
-                              MODEL_DIM: model_partitions.get_partition_keys()[0]})
+                              MODEL_DIM: model_partitions.get_partition_keys()[model]})
 
 
 @pytest.fixture
@@ -89,12 +89,12 @@ def instance() -> Iterator[DagsterInstance]:
         yield instance
 
 
-def _start_run(instance: DagsterInstance, recording: str, assets: tuple[AssetKey, ...]
-               ) -> DagsterRun:
+def _start_run(instance: DagsterInstance, recording: str, assets: tuple[AssetKey, ...],
+               model: int = 0) -> DagsterRun:
     """A run of ``assets`` for the recording's cell, started: its materializations are planned."""
     from eval_assets.defs.definitions import defs
 
-    cell = _cell(recording)
+    cell = _cell(recording, model)
     return instance.create_run_for_job(
         defs.resolve_implicit_global_asset_job_def(), asset_selection=frozenset(assets),
         tags={"dagster/partition": str(cell),

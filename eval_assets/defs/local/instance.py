@@ -10,7 +10,16 @@ import os
 import time
 from pathlib import Path
 
+from eval_assets.atomic import write_text_atomic
 from eval_assets.layout import StorageLayout
+
+# The event log is Dagster's SQLite one without the stored partition-status summary, which can
+# lose a materialization under the daemon (why: ``eval_assets.defs.local.storage``).
+EVENT_LOG_STORAGE_YAML = """\
+event_log_storage:
+  module: eval_assets.defs.local.storage
+  class: SqliteEventLogWithoutStatusCache
+"""
 
 # Runs of one partition queue behind each other (the run queue's per-value tag limit): two runs
 # never write the same partition's folders at once, under the daemon or from the UI.
@@ -32,16 +41,24 @@ concurrency:
         limit: 1
   pools:
     default_limit: 4
-"""
+""" + EVENT_LOG_STORAGE_YAML
 
 
 def ensure_dagster_home(layout: StorageLayout) -> Path:
-    """Create the instance folder (telemetry off) and point ``DAGSTER_HOME`` at it."""
+    """Create the instance folder (telemetry off) and point ``DAGSTER_HOME`` at it.
+
+    An existing ``dagster.yaml`` is kept as it is (it may carry a user's settings), except that
+    one naming no event log storage gets :data:`EVENT_LOG_STORAGE_YAML` appended.
+    """
     home = layout.dagster_home()
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
-        config.write_text(DAGSTER_YAML)
+        write_text_atomic(config, DAGSTER_YAML)
+    else:
+        text = config.read_text()
+        if "event_log_storage" not in text and "\nstorage:" not in f"\n{text}":
+            write_text_atomic(config, text.rstrip("\n") + "\n" + EVENT_LOG_STORAGE_YAML)
     os.environ["DAGSTER_HOME"] = str(home)
     return home
 
