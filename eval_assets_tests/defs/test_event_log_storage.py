@@ -26,12 +26,12 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
 from eval_assets.defs import keys
 from eval_assets.defs.automation import CELL_ASSETS
+from eval_assets.defs.event_log_storage import SqliteEventLogWithoutStatusCache
 from eval_assets.defs.local.instance import (
     DAGSTER_YAML,
     EVENT_LOG_STORAGE_YAML,
     ensure_dagster_home,
 )
-from eval_assets.defs.local.storage import SqliteEventLogWithoutStatusCache
 from eval_assets.defs.partitions import MODEL_DIM, RECORDING_DIM, model_partitions
 from eval_assets.layout import StorageLayout
 from eval_assets_tests.defs.test_automation_race import (
@@ -145,7 +145,7 @@ def test_dagster_default_storage_loses_it_so_the_test_reproduces_the_race(
     lost = f"{MODELS[0]}|alpha"
     assert lost in _cells_requested(after) or not _settled(after), (
         "Dagster's default storage no longer loses the materialization: the race may be fixed "
-        "upstream, and eval_assets.defs.local.storage may no longer be needed")
+        "upstream, and eval_assets.defs.event_log_storage may no longer be needed")
 
 
 def test_an_existing_dagster_yaml_gets_the_event_log_storage_and_keeps_its_settings(

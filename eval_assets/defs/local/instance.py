@@ -14,10 +14,10 @@ from eval_assets.atomic import write_text_atomic
 from eval_assets.layout import StorageLayout
 
 # The event log is Dagster's SQLite one without the stored partition-status summary, which can
-# lose a materialization under the daemon (why: ``eval_assets.defs.local.storage``).
+# lose a materialization under the daemon (why: ``eval_assets.defs.event_log_storage``).
 EVENT_LOG_STORAGE_YAML = """\
 event_log_storage:
-  module: eval_assets.defs.local.storage
+  module: eval_assets.defs.event_log_storage
   class: SqliteEventLogWithoutStatusCache
 """
 
