@@ -17,6 +17,7 @@ import pytest
 
 from eval_assets.metrics.vqa import vqa_accuracy
 from eval_assets.report.cards import build_case_cards, build_frame_images
+from eval_assets.report.case_browser import decode_case_data
 from eval_assets.report.coverage import build_coverage
 from eval_assets.report.html import MCQ_NOT_MEASURED, render_report, write_report
 from eval_assets.report.leaderboard import build_leaderboard
@@ -120,13 +121,16 @@ def test_report_is_self_contained_with_every_case_and_one_image_per_frame(tmp_pa
                    "not-computed", "pope", "mcq", "judge", "vision", "chair", "cases", "methods"):
         assert f'id="{anchor}"' in text
     assert "Bench &lt;nightly&gt;" in text and "m&lt;1&gt;" in text
-    data = json.loads(doc.scripts["case-data"])
+    cases = decode_case_data(json.loads(doc.scripts["case-data"]))
     # All three cases (not a sample) plus the described frame, each with both models' answers.
-    assert [c["id"] for c in data["cases"]] == [PRESENCE, DIRECTION, ABSENT, "frame-000000"]
-    assert [a["model"] for a in data["cases"][0]["answers"]] == ["m2", "m<1>"]
-    statuses = {a["status"] for c in data["cases"] for a in c["answers"]}
+    assert [c["id"] for c in cases] == [PRESENCE, DIRECTION, ABSENT, "frame-000000"]
+    assert [a["model"] for a in cases[0]["answers"]] == ["m2", "m<1>"]
+    statuses = {a["status"] for c in cases for a in c["answers"]}
     assert statuses == {"correct", "parse_failure", "failed_call", "judged"}
-    assert data["cases"][0]["frame_key"] == "rec#0"
+    assert cases[0]["frame_key"] == "rec#0"
+    assert cases[0]["recording"] == "rec" and cases[0]["family"] == "presence"
+    judged = [a for c in cases for a in c["answers"] if a["status"] == "judged"]
+    assert judged and all(isinstance(a["judge"]["reasoning"], str) for a in judged)
     frames = json.loads(doc.scripts["frame-data"])
     assert list(frames) == ["rec#0"]  # one frame, stored once for its four cases
     for key in ("src", "plain"):

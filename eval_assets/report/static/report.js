@@ -4,6 +4,30 @@
   var root = document.getElementById("case-browser");
   if (!root) { return; }
   var data = JSON.parse(document.getElementById("case-data").textContent);
+  // Rows to objects, as eval_assets.report.case_browser.decode_case_data does.
+  function record(fields, row, interned) {
+    var out = {};
+    fields.forEach(function (f, i) { out[f] = i < row.length ? row[i] : null; });
+    Object.keys(interned).forEach(function (f) {
+      if (out[f] !== null) { out[f] = data[interned[f]][out[f]]; }
+    });
+    return out;
+  }
+  data.cases = data.cases.map(function (row) {
+    var c = record(data.case_fields, row,
+                   {recording: "recordings", kind: "kinds", family: "families"});
+    c.frame_key = c.recording + "#" + c.frame;
+    c.answers = (c.answers || []).map(function (r) {
+      var a = record(data.answer_fields, r, {model: "models", status: "statuses"});
+      a.cut = a.cut || 0;
+      if (a.judge !== null) {
+        a.judge = record(data.judge_fields, a.judge, {});
+        a.judge.reasoning = a.judge.reasoning || "";
+      }
+      return a;
+    });
+    return c;
+  });
   var frames = JSON.parse(document.getElementById("frame-data").textContent);
   var PAGE = data.page_size;
   var KEYS = ["model", "family", "recording", "outcome"];
