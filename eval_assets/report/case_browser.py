@@ -60,8 +60,8 @@ def _raw(text: str | None) -> tuple[str | None, int]:
 # The case data is columnar: a case is a row of CASE_FIELDS, its answers rows of ANSWER_FIELDS,
 # repeated strings (models, recordings, families, statuses, kinds) indices into lists stored once,
 # trailing nulls dropped. As objects with named keys, the answers were three quarters of the page
-# (10 recordings x 5 models: 1.3 MB of a 2.1 MB page); rows make the blob ~3x smaller.
-# ``decode_case_data`` (and ``decodeCases`` in ``static/report.js``) read it back.
+# (10 recordings x 5 models: 1.3 MB of a 2.1 MB page); as rows the blob is 2.6x smaller.
+# ``decode_case_data`` reads it back, and the same steps at the top of ``static/report.js``.
 CASE_FIELDS = ("id", "recording", "frame", "kind", "family", "question", "choices", "gold",
                "objects", "evidence", "answers")
 ANSWER_FIELDS = ("model", "status", "choice", "tier", "raw", "cut", "error", "latency", "judge")
@@ -134,7 +134,7 @@ def _record(fields: Sequence[str], row: Sequence[Any], lists: dict[str, Any],
 
 
 def decode_case_data(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """The cases of a ``case-data`` blob as objects (as ``decodeCases`` in the page's script):
+    """The cases of a ``case-data`` blob as objects (as the page's script decodes them):
     named fields, interned strings resolved, ``frame_key`` added, each answer's ``cut`` 0 and
     a judge's ``reasoning`` "" where absent."""
     cases = []
