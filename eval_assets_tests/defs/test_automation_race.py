@@ -66,26 +66,34 @@ def _cell(recording: str, model: int = 0) -> MultiPartitionKey:
                               MODEL_DIM: model_partitions.get_partition_keys()[model]})
 
 
+def populate(instance: DagsterInstance, recordings: tuple[str, ...],
+             pending: frozenset[tuple[AssetKey, str]] = frozenset()) -> None:
+    """``recordings`` registered, every asset materialized and every input observed, except the
+    cell assets named in ``pending`` as (asset, recording), left unmaterialized for every model."""
+    instance.add_dynamic_partitions("recordings", list(recordings))
+    observed: list[tuple[AssetKey, str | None]] = [(keys.JUDGE_CONFIG, None)]
+    observed += [(keys.MODEL_CONFIG, m) for m in model_partitions.get_partition_keys()]
+    for recording in recordings:
+        observed += [(keys.RECORDING_FILE, recording), (keys.LABEL_OVERRIDES, recording)]
+        for key in PER_RECORDING:
+            instance.report_runless_asset_event(AssetMaterialization(key, partition=recording))
+        for cell in (MultiPartitionKey({RECORDING_DIM: recording, MODEL_DIM: m})
+                     for m in model_partitions.get_partition_keys()):
+            for key in CELL_ASSETS:
+                if (key, recording) not in pending:
+                    instance.report_runless_asset_event(AssetMaterialization(key, partition=cell))
+    for key, partition in observed:
+        instance.report_runless_asset_event(AssetObservation(
+            key, partition=partition, tags={DATA_VERSION_TAG: "v1"}))
+    for key in (keys.LEADERBOARD, keys.REPORT):
+        instance.report_runless_asset_event(AssetMaterialization(key))
+
+
 @pytest.fixture
 def instance() -> Iterator[DagsterInstance]:
     """Two recordings and every asset materialized, inputs observed: nothing left to do."""
     with DagsterInstance.ephemeral() as instance:
-        instance.add_dynamic_partitions("recordings", list(RECORDINGS))
-        observed: list[tuple[AssetKey, str | None]] = [(keys.JUDGE_CONFIG, None)]
-        observed += [(keys.MODEL_CONFIG, m) for m in model_partitions.get_partition_keys()]
-        for recording in RECORDINGS:
-            observed += [(keys.RECORDING_FILE, recording), (keys.LABEL_OVERRIDES, recording)]
-            for key in PER_RECORDING:
-                instance.report_runless_asset_event(AssetMaterialization(key, partition=recording))
-            for cell in (MultiPartitionKey({RECORDING_DIM: recording, MODEL_DIM: m})
-                         for m in model_partitions.get_partition_keys()):
-                for key in CELL_ASSETS:
-                    instance.report_runless_asset_event(AssetMaterialization(key, partition=cell))
-        for key, partition in observed:
-            instance.report_runless_asset_event(AssetObservation(
-                key, partition=partition, tags={DATA_VERSION_TAG: "v1"}))
-        for key in (keys.LEADERBOARD, keys.REPORT):
-            instance.report_runless_asset_event(AssetMaterialization(key))
+        populate(instance, RECORDINGS)
         yield instance
 
 

@@ -16,31 +16,25 @@ from pathlib import Path
 
 import pytest
 from dagster import (
-    AssetKey,
-    AssetMaterialization,
-    AssetObservation,
     DagsterInstance,
-    MultiPartitionKey,
 )
-from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
 from eval_assets.defs import keys
-from eval_assets.defs.automation import CELL_ASSETS
 from eval_assets.defs.event_log_storage import SqliteEventLogWithoutStatusCache
 from eval_assets.defs.local.instance import (
     DAGSTER_YAML,
     EVENT_LOG_STORAGE_YAML,
     ensure_dagster_home,
 )
-from eval_assets.defs.partitions import MODEL_DIM, RECORDING_DIM, model_partitions
+from eval_assets.defs.partitions import model_partitions
 from eval_assets.layout import StorageLayout
 from eval_assets_tests.defs.test_automation_race import (
-    PER_RECORDING,
     Ticks,
     _after_the_snapshot,
     _end,
     _materialize,
     _start_run,
+    populate,
 )
 
 MODELS = tuple(model_partitions.get_partition_keys())
@@ -48,23 +42,7 @@ MODELS = tuple(model_partitions.get_partition_keys())
 
 def _populate(instance: DagsterInstance) -> None:
     """Two recordings, every asset materialized except alpha's cells' ``benchmark_results``."""
-    instance.add_dynamic_partitions("recordings", ["alpha", "bravo"])
-    observed: list[tuple[AssetKey, str | None]] = [(keys.JUDGE_CONFIG, None)]
-    observed += [(keys.MODEL_CONFIG, m) for m in MODELS]
-    for recording in ("alpha", "bravo"):
-        observed += [(keys.RECORDING_FILE, recording), (keys.LABEL_OVERRIDES, recording)]
-        for key in PER_RECORDING:
-            instance.report_runless_asset_event(AssetMaterialization(key, partition=recording))
-        for model in MODELS:
-            cell = MultiPartitionKey({RECORDING_DIM: recording, MODEL_DIM: model})
-            for key in CELL_ASSETS:
-                if not (recording == "alpha" and key == keys.BENCHMARK_RESULTS):
-                    instance.report_runless_asset_event(AssetMaterialization(key, partition=cell))
-    for key, partition in observed:
-        instance.report_runless_asset_event(AssetObservation(
-            key, partition=partition, tags={DATA_VERSION_TAG: "v1"}))
-    for key in (keys.LEADERBOARD, keys.REPORT):
-        instance.report_runless_asset_event(AssetMaterialization(key))
+    populate(instance, ("alpha", "bravo"), pending=frozenset({(keys.BENCHMARK_RESULTS, "alpha")}))
 
 
 @pytest.fixture
