@@ -61,7 +61,8 @@ def _raw(text: str | None) -> tuple[str | None, int]:
 # repeated strings (models, recordings, families, statuses, kinds) indices into lists stored once,
 # trailing nulls dropped. As objects with named keys, the answers were three quarters of the page
 # (10 recordings x 5 models: 1.3 MB of a 2.1 MB page); as rows the blob is 2.6x smaller.
-# ``decode_case_data`` reads it back, and the same steps at the top of ``static/report.js``.
+# The blob names its fields and which of them are interned, so ``decode_case_data`` and the same
+# steps at the top of ``static/report.js`` read it back without a second copy of either.
 CASE_FIELDS = ("id", "recording", "frame", "kind", "family", "question", "choices", "gold",
                "objects", "evidence", "answers")
 ANSWER_FIELDS = ("model", "status", "choice", "tier", "raw", "cut", "error", "latency", "judge")
@@ -121,7 +122,8 @@ def _case_data(cards: Sequence[CaseCard]) -> dict[str, Any]:
             first.choices, first.gold, first.object_names, first.evidence or None,
             [_answer_row(c, intern) for c in sorted(group, key=lambda c: c.model)])))
     return {**intern.lists, "case_fields": CASE_FIELDS, "answer_fields": ANSWER_FIELDS,
-            "judge_fields": JUDGE_FIELDS, "cases": rows}
+            "judge_fields": JUDGE_FIELDS, "case_interned": _INTERNED,
+            "answer_interned": _INTERNED_ANSWER, "cases": rows}
 
 
 def _record(fields: Sequence[str], row: Sequence[Any], lists: dict[str, Any],
@@ -139,11 +141,11 @@ def decode_case_data(data: dict[str, Any]) -> list[dict[str, Any]]:
     a judge's ``reasoning`` "" where absent."""
     cases = []
     for row in data["cases"]:
-        case = _record(data["case_fields"], row, data, _INTERNED)
+        case = _record(data["case_fields"], row, data, data["case_interned"])
         case["frame_key"] = frame_key(case["recording"], case["frame"])
         answers = []
         for answer_row in case["answers"] or []:
-            answer = _record(data["answer_fields"], answer_row, data, _INTERNED_ANSWER)
+            answer = _record(data["answer_fields"], answer_row, data, data["answer_interned"])
             answer["cut"] = answer["cut"] or 0
             if answer["judge"] is not None:
                 answer["judge"] = _record(data["judge_fields"], answer["judge"], data, {})

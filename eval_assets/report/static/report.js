@@ -14,11 +14,10 @@
     return out;
   }
   data.cases = data.cases.map(function (row) {
-    var c = record(data.case_fields, row,
-                   {recording: "recordings", kind: "kinds", family: "families"});
+    var c = record(data.case_fields, row, data.case_interned);
     c.frame_key = c.recording + "#" + c.frame;
     c.answers = (c.answers || []).map(function (r) {
-      var a = record(data.answer_fields, r, {model: "models", status: "statuses"});
+      var a = record(data.answer_fields, r, data.answer_interned);
       a.cut = a.cut || 0;
       if (a.judge !== null) {
         a.judge = record(data.judge_fields, a.judge, {});
