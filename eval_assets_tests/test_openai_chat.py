@@ -149,11 +149,12 @@ def test_a_200_without_a_reply_fails_at_once(server: OpenAICompatibleServer, bod
 
 
 def test_timeouts_and_refused_connections_are_retried(server: OpenAICompatibleServer) -> None:
-    server.push(Reply("late", delay_s=2.0), Reply("on time"))
-    t0 = time.perf_counter()
+    # "late" would come after 60 s (the server's stop cuts the wait short).
+    server.push(Reply("late", delay_s=60.0), Reply("on time"))
     result = complete(server, timeout_s=0.3)
     assert result.ok and result.content == "on time" and result.attempts == 2
-    assert time.perf_counter() - t0 < 1.5
+    # The retry came while the server still held the first request: an order, not a clock.
+    assert server.max_in_flight == 2
     with OpenAICompatibleServer() as gone:
         url = gone.base_url
     with ChatClient(url, policy=RetryPolicy(max_retries=1, backoff_base_s=0.01)) as client:
@@ -168,7 +169,8 @@ def test_retry_after_2_is_honoured_and_announced(server: OpenAICompatibleServer,
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         result = complete(server, policy=RetryPolicy(announce_wait_s=1.5))
     assert result.ok and result.attempts == 2
-    assert 1.95 <= result.waited_s <= 2.05 and 1.95 <= result.wall_s < 4.0
+    # The planned wait, then the wall time that holds it (no ceiling: a busy machine is slow).
+    assert 1.95 <= result.waited_s <= 2.05 and result.wall_s >= result.waited_s
     (announcement,) = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert "waiting 2.0 s (Retry-After) before retry 1 of 4" in announcement.getMessage()
     assert server.base_url in announcement.getMessage()
@@ -195,10 +197,9 @@ def test_retry_after_http_date_is_honoured(server: OpenAICompatibleServer) -> No
 def test_retry_after_beyond_the_maximum_fails_at_once_naming_the_wait(
         server: OpenAICompatibleServer, caplog: pytest.LogCaptureFixture) -> None:
     server.push(HttpError(429, {"Retry-After": "100000"}), Reply("never asked"))
-    t0 = time.perf_counter()
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         result = complete(server, policy=RetryPolicy(retry_after_max_s=600))
-    assert time.perf_counter() - t0 < 1.0 and result.waited_s == 0
+    assert result.waited_s == 0  # no wait at all, whatever the clock says
     assert result.error_category == "retry_after_too_long" and result.attempts == 1
     assert result.status_code == 429 and len(server.requests) == 1
     message = result.error_message or ""

@@ -39,11 +39,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -258,6 +259,8 @@ class OpenAICompatibleServer:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._requests: list[RecordedRequest] = []
+        self._in_flight = 0
+        self._max_in_flight = 0
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -312,6 +315,13 @@ class OpenAICompatibleServer:
         with self._lock:
             return list(self._probes)
 
+    @property
+    def max_in_flight(self) -> int:
+        """The most chat requests the server held at once (received, not yet answered): a test
+        sees that a client's calls overlapped without timing them."""
+        with self._lock:
+            return self._max_in_flight
+
     def push(self, *behaviours: Behaviour) -> None:
         """Append behaviours to a sequence script."""
         with self._lock:
@@ -322,6 +332,11 @@ class OpenAICompatibleServer:
         probe = isinstance(request.body, dict) and PROBE_MARKER in message_text(request.body)
         with self._lock:
             (self._probes if probe else self._requests).append(request)
+
+    def _held(self, delta: int) -> None:
+        with self._lock:
+            self._in_flight += delta
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
 
     def _refusal(self, body: dict[str, Any]) -> Behaviour | None:
         """The server's own refusal of a request it cannot take (before any script)."""
@@ -427,6 +442,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "fake"}})
 
     def do_POST(self) -> None:
+        self.fake._held(+1)
+        try:
+            self._post()
+        finally:
+            self.fake._held(-1)
+
+    def _post(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         try:
@@ -471,6 +493,19 @@ def _make_handler(server: OpenAICompatibleServer) -> type[BaseHTTPRequestHandler
 
 def _lower(items: Any) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in items}
+
+
+_PLANNED_WAIT = re.compile(r"waiting ([0-9.]+) s \(([^)]+)\) before retry")
+
+
+def planned_waits(records: Iterable[logging.LogRecord]) -> list[tuple[float, str]]:
+    """The waits a :class:`~eval_assets.openai_chat.ChatClient` announced before retrying, as
+    (seconds, why) from its log records (capture ``eval_assets.openai_chat`` at DEBUG).
+
+    What the client planned, not what a busy machine's clock shows: a test asserts "no wait" or
+    "the server's Retry-After" with it instead of bounding wall time from above."""
+    return [(float(m.group(1)), m.group(2)) for r in records
+            if r.name == "eval_assets.openai_chat" and (m := _PLANNED_WAIT.search(r.getMessage()))]
 
 
 def wait_for(predicate: Callable[[], bool], timeout_s: float = 5.0) -> bool:
