@@ -67,6 +67,12 @@ automation_sensor = AutomationConditionSensorDefinition(
     default_status=DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=int(os.environ.get("EVAL_ASSETS_AUTOMATION_INTERVAL_S", "15")),
     description="Evaluates each asset's automation condition: the graph decides what runs.",
+    # Runs, one per partition, launched at the tick that requests them. Dagster's default hands
+    # a tick that requests several partitions of an asset (two models' cells of a new
+    # recording) to the backfill daemon, which loops every 30 s and launched a cell's
+    # predictions and its metrics at two iterations: up to a minute per change before a cell
+    # started (the end-to-end automation test spent most of its 11.5 min there).
+    emit_backfills=False,
 )
 
 

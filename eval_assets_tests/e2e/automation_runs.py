@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 
+from eval_assets.atomic import write_text_atomic
 from eval_assets.defs import keys
+from eval_assets.layout import selection_file_for
 from eval_assets_tests.e2e.dagster_services import DagsterServices
 
 REPOSITORY = {"repositoryLocationName": "eval_assets", "repositoryName": "__repository__"}
@@ -139,6 +141,7 @@ class Phase:
     name: str
     began: float
     runs: list[Run] = field(default_factory=list)
+    settled: float | None = None  # when wait_settled saw it settled (for the timing table)
 
     def materializations(self) -> Counter[tuple[str, str]]:
         """How often each (asset, partition) was materialized in this phase."""
@@ -171,8 +174,12 @@ def label(partition: str | None) -> str:
     return partition
 
 
-def drop_recording(sample: Path, watched: Path, name: str) -> None:
-    """Put a finished recording into the watched folder in one rename, its mtime an hour back."""
+def drop_recording(sample: Path, watched: Path, name: str, *, selection: str | None = None
+                   ) -> None:
+    """Put a finished recording into the watched folder in one rename, its mtime an hour back;
+    with ``selection``, its ``<name>.selection.yaml`` (frame selection) lands first."""
+    if selection is not None:
+        write_text_atomic(selection_file_for(watched / f"{name}.db"), selection)
     staging = watched.parent / f"{name}.db.staging"
     shutil.copy(sample, staging)
     an_hour_ago = time.time() - 3600
@@ -253,6 +260,7 @@ def wait_settled(services: DagsterServices, phase: Phase, *, reports: int,
             quiet = [t for t in automation
                      if t["status"] != "STARTED" and t["timestamp"] > last_end]
             if len(quiet) >= 2:
+                phase.settled = time.time()
                 return
         time.sleep(3)
     raise TimeoutError(f"phase {phase.name!r} did not settle in {timeout_s}s\n"
@@ -275,6 +283,9 @@ def table(phases: Iterable[Phase]) -> str:
     for phase in phases:
         partitions = sorted({p for run in phase.runs for p in run.partitions},
                             key=lambda p: (p == UNPARTITIONED, p))
+        if phase.settled is not None:
+            took = phase.settled - phase.began
+            lines.append(f"{phase.name}: settled {took:.0f} s after it began")
         if not partitions:
             lines.append(f"{phase.name:<18} {'(nothing)':<14} {0:>4} {0:>5} {0:>4}")
         for partition in partitions:
