@@ -18,8 +18,9 @@ Each recording is the sample with a selection file beside it that keeps every fo
 24): every metric still has cases, and each run does about a third of the work. With six phases
 instead of seven, sensors that tick at every daemon loop, no quiet period for a file dropped in
 one rename, and automation launching its own runs (no backfill daemon in between), the test took
-464 s and 323 s of CPU on the shared 2-core machine at load ~5, where the seven-phase version on
-the whole sample took 1,253 s and 673 s of CPU (CI, quiet: 11.5 min); what it counts is unchanged.
+464 s and 323 s of CPU on the shared 2-core machine at load ~5 (356 s and 255 s at load ~2),
+where the seven-phase version on the whole sample took 1,253 s and 673 s of CPU at load ~5 (CI,
+quiet: 11.5 min); what it counts is unchanged.
 
 Every run and every materialization is read back over GraphQL (the instance's run and event
 storage) and counted per phase and partition (``-s`` prints the table). For each phase:
