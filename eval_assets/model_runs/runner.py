@@ -146,6 +146,16 @@ def public_fingerprint(dataset_dir: Path) -> str:
     return bytes_sha256(b"".join(parts))
 
 
+def _check_unchanged(dataset_dir: Path, public_sha256: str, model: str) -> None:
+    """Refuse to write standing answers when the dataset was replaced during the run: some of
+    them would answer the old content under the new content's identity."""
+    if public_fingerprint(dataset_dir) != public_sha256:
+        raise DatasetInputError(
+            f"{dataset_dir}: the dataset was replaced while {model} was answering it; its answers "
+            "are journalled by content, so run the predictions again: nothing answered is asked "
+            "twice")
+
+
 def load_public_spatial_cases(dataset_dir: Path, cases: Sequence[Case]) -> list[SpatialCase]:
     """The spatial cases of a public dataset (none without ``spatial_cases.jsonl``), validated,
     in file order; ids distinct from the ``cases``' and images checked like theirs."""
@@ -302,6 +312,8 @@ def run_model(
     )
     model = generation.model
     budget = _budget(budget_usd, price, generation.max_tokens)
+    # What the model is shown, by content: the metrics refuse these answers against any other.
+    public_sha256 = public_fingerprint(dataset_dir)
     with exclusive_run_lock(out_dir / RUN_LOCK), \
             Journal(out_dir / RUN_ANSWERS_JOURNAL, AnswerRecord, answer_key) as answers, \
             Journal(out_dir / RUN_DESCRIPTIONS_JOURNAL, DescriptionRecord,
@@ -399,12 +411,14 @@ def run_model(
         standing_rotations = [o.model_copy(update={"rotation": v.rotation})
                               for v in variants if rotated is not None
                               and (o := rotated.get(rotation_keys[v.key])) is not None]
+    _check_unchanged(dataset_dir, public_sha256, model)
     answer_summary = summarise(standing_answers, len(cases) + len(spatial))
     description_summary = summarise(standing_descriptions, len(frames)) if describe else None
     rotation_summary = summarise(standing_rotations, len(variants)) if rotations else None
     complete = answer_summary.success == len(cases) + len(spatial) and all(
         s is None or s.success == s.total for s in (description_summary, rotation_summary))
-    summary = RunSummary(model=model, config_hash=config_hash, complete=complete,
+    summary = RunSummary(model=model, config_hash=config_hash, public_sha256=public_sha256,
+                         complete=complete,
                          answers=answer_summary, descriptions=description_summary,
                          rotations=rotation_summary,
                          cost=run_cost(price, standing_answers, standing_descriptions,

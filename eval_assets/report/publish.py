@@ -34,6 +34,7 @@ from eval_assets.schemas.results import CellScores
 from eval_assets.scoring.inputs import load_private_dataset, load_run
 from eval_assets.scoring.judge import JUDGE
 from eval_assets.scoring.numeric import NUMERIC
+from eval_assets.scoring.provenance import current_inputs, stale_reason
 from eval_assets.scoring.vqa import report_of
 from eval_assets.vqa.dataset import dataset_fingerprint
 
@@ -115,17 +116,43 @@ def dataset_fingerprints(layout: StorageLayout, recordings: Iterable[str]) -> di
     return out
 
 
+def changed_inputs(layout: StorageLayout, results: Sequence[CellScores],
+                   labels_dir: Path | None) -> dict[tuple[str, str], str]:
+    """The cells whose results were computed from other inputs than the current dataset,
+    answers and (with ``labels_dir``) label overrides, each with its reason: their numbers are
+    not published until they are recomputed (:mod:`eval_assets.scoring.provenance`)."""
+    stale: dict[tuple[str, str], str] = {}
+    for r in results:
+        dataset = layout.dataset_dir(r.recording)
+        if dataset_fingerprint(dataset) is None:
+            continue  # no dataset at all: build_coverage says so by the fingerprint
+        overrides = overrides_file_for(labels_dir, r.recording) if labels_dir else None
+        current = current_inputs(dataset, layout.predictions_dir(r.recording, r.model), overrides)
+        if labels_dir is None and r.inputs is not None:
+            current = current.model_copy(update={"overrides_sha256": r.inputs.overrides_sha256})
+        reason = stale_reason(r.inputs, current)
+        if reason is not None:
+            stale[(r.recording, r.model)] = reason
+    return stale
+
+
 def report_coverage(layout: StorageLayout, results: Sequence[CellScores], *,
                     recordings: Sequence[str] | None = None,
                     models: Sequence[str] | None = None,
                     current_fingerprints: Mapping[str, str] | None = None,
-                    stale_cells: Collection[tuple[str, str]] = ()) -> Coverage:
+                    stale_cells: Collection[tuple[str, str]] = (),
+                    labels_dir: Path | None = None) -> Coverage:
     """``build_coverage`` of ``results`` over the expected ``recordings`` x ``models`` (default:
-    those in ``results``); ``current_fingerprints`` default to the published datasets'."""
+    those in ``results``); ``current_fingerprints`` default to the published datasets'. Cells in
+    ``stale_cells``, and those whose inputs changed since they were scored
+    (:func:`changed_inputs`), are stale."""
     if current_fingerprints is None:
         current_fingerprints = dataset_fingerprints(
             layout, recordings if recordings is not None else {r.recording for r in results})
-    return build_coverage(results, recordings, models, current_fingerprints, stale_cells)
+    stale = changed_inputs(layout, results, labels_dir)
+    for cell in stale_cells:
+        stale.setdefault(cell, "marked stale by the caller")
+    return build_coverage(results, recordings, models, current_fingerprints, stale)
 
 
 def publish_leaderboard(layout: StorageLayout, results: Sequence[CellScores], *,
@@ -133,12 +160,13 @@ def publish_leaderboard(layout: StorageLayout, results: Sequence[CellScores], *,
                         models: Sequence[str] | None = None,
                         current_fingerprints: Mapping[str, str] | None = None,
                         stale_cells: Collection[tuple[str, str]] = (),
+                        labels_dir: Path | None = None,
                         ) -> tuple[pd.DataFrame, Path, Path]:
     """Build and write the leaderboard (Parquet rows; JSON rows, methods, ranking on the common
     cases, coverage matrix, paired comparisons). See ``report_coverage`` for the keywords."""
     coverage = report_coverage(layout, results, recordings=recordings, models=models,
                                current_fingerprints=current_fingerprints,
-                               stale_cells=stale_cells)
+                               stale_cells=stale_cells, labels_dir=labels_dir)
     table = build_leaderboard(results, coverage=coverage)
     blind = blind_models((r.model, layout.predictions_dir(r.recording, r.model))
                          for r in results if coverage.usable(r))
@@ -181,7 +209,7 @@ def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
     the report has a "Label audit" section. See ``report_coverage`` for the other keywords."""
     coverage = report_coverage(layout, results, recordings=recordings, models=models,
                                current_fingerprints=current_fingerprints,
-                               stale_cells=stale_cells)
+                               stale_cells=stale_cells, labels_dir=labels_dir)
     usable = [r for r in results if coverage.usable(r)]
     run_dirs = {(r.recording, r.model): layout.predictions_dir(r.recording, r.model)
                 for r in usable}

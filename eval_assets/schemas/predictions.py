@@ -268,6 +268,10 @@ class RunSummary(BaseModel):
 
     model: str
     config_hash: str
+    public_sha256: str | None = Field(
+        default=None, description="The public content these answers were given to (cases, "
+        "spatial cases and images: eval_assets.model_runs.runner.public_fingerprint); a metric "
+        "refuses them against a dataset of other content. None: a run before it was recorded.")
     complete: bool = Field(
         description="Every case (and frame, and rotation when asked) has a successful record.")
     answers: CallSummary

@@ -40,9 +40,15 @@ def _results(context: AssetExecutionContext, storage: ProjectStorage):
     return load_results(storage.layout(), expected["recordings"], expected["models"])
 
 
+# Every cell's chain, not only its results: the settled condition waits while any of them is
+# pending. With benchmark_results alone, a label override (or a replaced recording) made the
+# board build from the old results before the metrics that read them had even been requested.
+_CELL_CHAIN = (keys.PREDICTIONS, *keys.METRICS.values(), keys.BENCHMARK_RESULTS)
+
+
 @asset(key=keys.LEADERBOARD, group_name=GROUP,
-       deps=[AssetDep(keys.BENCHMARK_RESULTS, partition_mapping=AllPartitionMapping())],
-       code_version="7", automation_condition=SETTLED, kinds={"parquet", "json"}, owners=OWNERS)
+       deps=[AssetDep(k, partition_mapping=AllPartitionMapping()) for k in _CELL_CHAIN],
+       code_version="8", automation_condition=SETTLED, kinds={"parquet", "json"}, owners=OWNERS)
 def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """Every model × recording with results, plus pooled all-recordings rows (Parquet + JSON),
     and a paired comparison (McNemar, clustered difference interval, MDD) of every two models."""
@@ -52,7 +58,8 @@ def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> Mate
                            "at least one (recording, model) partition first")
     expected = _expected(context)
     table, parquet, json_path = publish_leaderboard(
-        storage.layout(), results, recordings=expected["recordings"], models=expected["models"])
+        storage.layout(), results, recordings=expected["recordings"], models=expected["models"],
+        labels_dir=storage.labels_path())
     columns = ["model", "case_set", "recording", "vqa_accuracy", "vqa_ci_low", "vqa_ci_high",
                "n_cases"]
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
@@ -70,14 +77,13 @@ def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> Mate
 _EVERY = AllPartitionMapping()
 
 
-@asset(key=keys.REPORT, group_name=GROUP, code_version="8", automation_condition=SETTLED,
+@asset(key=keys.REPORT, group_name=GROUP, code_version="9", automation_condition=SETTLED,
        deps=[keys.LEADERBOARD,
              *(AssetDep(k, partition_mapping=_EVERY) for k in (
                  # It reads every cell's results too: so it waits for whatever the
                  # leaderboard still waits for, and never runs before it.
-                 keys.BENCHMARK_RESULTS, keys.PUBLIC_CASES, keys.PRIVATE_LABELS,
-                 keys.DETECTIONS_MASKS, keys.POINTCLOUD_FRAMES, keys.PREDICTIONS,
-                 keys.DESCRIPTION_JUDGE, keys.LABEL_OVERRIDES))],
+                 *_CELL_CHAIN, keys.PUBLIC_CASES, keys.PRIVATE_LABELS,
+                 keys.DETECTIONS_MASKS, keys.POINTCLOUD_FRAMES, keys.LABEL_OVERRIDES))],
        kinds={"html"}, owners=OWNERS)
 def report(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """The static HTML report: headline, paired comparisons, charts, metric sections, the label

@@ -254,6 +254,11 @@ def _follow_conditions(conditions: Conditions, cursor: AssetDaemonCursor,
         result = conditions.evaluate(cursor)
         cursor = result.cursor
         plan = requested(result, launcher.graph, launcher.scope)
+        if plan.recording:
+            # The cells and the board asked for with the recording's chain would read the
+            # dataset it is about to replace (the daemon launches them as separate runs too):
+            # this pass runs the chain alone, and its new dataset triggers them again.
+            plan = Plan(recording=plan.recording)
         if not plan.empty():
             idle = 0
             launcher.execute(plan)
