@@ -14,8 +14,11 @@ how each reply is read, for all three callers: the models under test
   this one with a 400 naming it (:meth:`RequestBuilder.send` re-sends once and keeps the finding
   for every later request). The key of a call therefore does not depend on the parameter name.
 - **structured output**: ``response_format`` is sent when the caller asks for one, unless the
-  endpoint is known not to take it (the preflight found ``unsupported``, or a 400 named it); then
-  the request goes without, and the caller reads the JSON out of the text as it always does.
+  preflight found the endpoint does not take it (``unsupported``); then the request goes without,
+  and the caller reads the JSON out of the text as it always does. A 400 refusing a
+  ``response_format`` the caller configured is not worked around: it is recorded as the call's
+  failure, naming the server's reason (a configured schema the server cannot honour is a setting
+  to fix, and a silent fallback to free text would change what the judge is).
 - **think tags and reasoning**: :meth:`RequestBuilder.read` classifies a reply (:class:`Classified`:
   answered, truncated, refused, empty, or the call's failure category) after taking out the
   endpoint's ``think_tags`` (:func:`strip_thinking`). A reply whose content is empty but whose
@@ -139,8 +142,9 @@ def _refuses(result: ChatResult, field: str) -> bool:
 class RequestBuilder:
     """What every request to one endpoint carries, and how its replies are read.
 
-    Thread-safe: one builder serves every worker of a caller; what it learns from a refusal
-    (the token-limit parameter, structured output unsupported) holds for every later request.
+    Thread-safe: one builder serves every worker of a caller; what it learns (the token-limit
+    parameter from a refusal or the preflight, structured output from the preflight) holds for
+    every later request.
     """
 
     def __init__(self, endpoint: Endpoint, *, temperature: float = 0.0) -> None:
@@ -162,7 +166,7 @@ class RequestBuilder:
 
     @property
     def structured_output(self) -> bool:
-        """False once the endpoint is known to refuse ``response_format``."""
+        """False when the preflight found the endpoint refuses ``response_format``."""
         return self._structured
 
     def learn(self, capabilities: EndpointCapabilities) -> None:
@@ -217,28 +221,23 @@ class RequestBuilder:
              jitter_key: str | None = None, policy: RetryPolicy | None = None) -> ChatResult:
         """Send ``request`` (as built by :meth:`request`) through ``chat``; never raises.
 
-        A 400 naming the token-limit parameter sent switches to the other one, and a 400 naming
-        ``response_format`` drops it; either is re-sent once at once (a refusal costs no tokens)
-        and the finding holds for every later request of this builder.
+        A 400 naming the token-limit parameter sent switches to the other one and re-sends the
+        request once, at once (a refusal costs no tokens); the finding holds for every later
+        request of this builder. The two names mean the same limit, so the reply is the one the
+        request asked for.
         """
         body = self.wire(request)
         result = chat.complete(body, label=label, jitter_key=jitter_key, policy=policy)
         if result.ok:
             return result
         sent = next((key for key in TOKEN_LIMIT_PARAMS if key in body), None)
-        if sent is not None and _refuses(result, sent):
-            with self._lock:
-                if self._param == sent:
-                    self._param = _other(sent)
-            log.info("%s refused %r; sending the token limit as %r from now on",
-                     chat.base_url, sent, self._param)
-        elif "response_format" in body and _refuses(result, "response_format"):
-            with self._lock:
-                self._structured = False
-            log.warning("%s refused response_format; asking without it from now on (the reply's "
-                        "JSON is read out of its text)", chat.base_url)
-        else:
+        if sent is None or not _refuses(result, sent):
             return result
+        with self._lock:
+            if self._param == sent:  # not a toggle: workers refused together all land on one
+                self._param = _other(sent)
+        log.info("%s refused %r; sending the token limit as %r from now on",
+                 chat.base_url, sent, self._param)
         again = self.wire(request)
         if again == body:
             return result

@@ -12,9 +12,9 @@ from typing import Any
 
 from typer.testing import CliRunner
 
+from eval_assets.chat_request import strip_thinking
 from eval_assets.cli import app
 from eval_assets.model_runs import preflight
-from eval_assets.chat_request import strip_thinking
 from eval_assets_tests.fakes import openai_server
 from eval_assets_tests.fakes.openai_server import (
     HttpError,
