@@ -241,7 +241,12 @@ class RequestBuilder:
         again = self.wire(request)
         if again == body:
             return result
-        return chat.complete(again, label=label, jitter_key=jitter_key, policy=policy)
+        retried = chat.complete(again, label=label, jitter_key=jitter_key, policy=policy)
+        # The refused request was an HTTP request of this call too: counted, and its time.
+        return retried.model_copy(update={
+            "attempts": result.attempts + retried.attempts,
+            "wall_s": result.wall_s + retried.wall_s,
+            "waited_s": result.waited_s + retried.waited_s})
 
     # --- reading -------------------------------------------------------------------------------
     def read(self, result: ChatResult) -> Classified:

@@ -85,7 +85,7 @@ def test_score_only_calls_follow_the_refusal_too(api_key: str) -> None:
         finally:
             judge.close()
         bodies = [r.body for r in srv.requests]
-    assert outcome.ok and outcome.score == 9
+    assert outcome.ok and outcome.score == 9 and outcome.attempts == 2  # the 400 counted
     assert [("max_tokens" in b, b.get("max_completion_tokens")) for b in bodies] == [
         (True, None), (False, 16)]
     # The request the calibration cache hashes is the one it always was, byte for byte.
