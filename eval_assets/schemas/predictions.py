@@ -247,6 +247,10 @@ class CallSummary(BaseModel):
     outcomes: dict[str, int] = Field(
         default_factory=dict, description="Standing records by outcome (answered, truncated, "
         "refused, empty, server_error, ...); missing items are not counted.")
+    answered_from: dict[str, int] = Field(
+        default_factory=dict, exclude_if=lambda v: not v,
+        description="Standing answers read from a field other than the content, by field "
+        "(reasoning_content, reasoning: the content was empty); absent when none.")
     latency_s: LatencyStats
     tokens: TokenUsage
     attempts: int

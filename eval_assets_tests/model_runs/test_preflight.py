@@ -152,6 +152,8 @@ def test_a_reply_only_in_reasoning_content_is_read_from_there_and_not_asked_agai
         assert record["answer_field"] == "reasoning_content"
         assert record["raw_response"] == "yes" and record["choice"] == "yes"
         assert _json(out / "endpoint.json")["reasoning"] == "reasoning_content"
+        assert _json(out / "summary.json")["answers"]["answered_from"] == {
+            "reasoning_content": 1}
         assert _run(dataset, srv, out, "--no-describe").exit_code == 0
         assert len(srv.requests) == 1  # stored: the rerun neither asked nor paid again
 
@@ -166,6 +168,7 @@ def test_a_reply_of_thinking_alone_is_empty_and_asked_again(tmp_path: Path) -> N
         record = _lines(out / "answers.journal.jsonl")[0]
         assert record["outcome"] == "empty" and record["status"] == "failed"
         assert record["reasoning"] == "thinking about it" and "answer_field" not in record
+        assert "answered_from" not in _json(out / "summary.json")["answers"]
         assert _json(out / "endpoint.json")["reasoning"] == "inline"
         assert _run(dataset, srv, out, "--no-describe").exit_code == 1
         assert len(srv.requests) == 2  # not cached: the rerun asked again
