@@ -132,11 +132,19 @@ def _other(param: TokenLimitParam) -> TokenLimitParam:
     return "max_completion_tokens" if param == "max_tokens" else "max_tokens"
 
 
-def _refuses(result: ChatResult, field: str) -> bool:
+# How servers say a request field is not taken: OpenAI "Unsupported parameter: 'max_tokens' is
+# not supported with this model" (code unsupported_parameter), pydantic-based servers "Extra
+# inputs are not permitted", others "unrecognized"/"unknown". Naming the field is not enough:
+# vLLM's "'max_tokens' or 'max_completion_tokens' is too large" is about the context length.
+_REFUSAL_WORDS = ("unsupported", "not supported", "unrecognized", "unknown", "not permitted",
+                  "extra inputs", "not allowed")
+
+
+def refuses_field(result: ChatResult, field: str) -> bool:
     """Whether ``result`` is the server's 400 (or 422) refusing the request field ``field``."""
-    message = result.error_message or ""
-    return (result.error_category == "client_error" and result.status_code in (400, 422)
-            and field in message)
+    message = (result.error_message or "").lower()
+    return (result.error_category == "client_error" and field in message
+            and any(word in message for word in _REFUSAL_WORDS))
 
 
 class RequestBuilder:
@@ -231,7 +239,7 @@ class RequestBuilder:
         if result.ok:
             return result
         sent = next((key for key in TOKEN_LIMIT_PARAMS if key in body), None)
-        if sent is None or not _refuses(result, sent):
+        if sent is None or not refuses_field(result, sent):
             return result
         with self._lock:
             if self._param == sent:  # not a toggle: workers refused together all land on one

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from eval_assets.chat_request import Classified, RequestBuilder, classify
+from eval_assets.chat_request import Classified, RequestBuilder, classify, refuses_field
 from eval_assets.schemas.chat import ChatResult
 from eval_assets.schemas.endpoint import Endpoint, EndpointCapabilities
 from eval_assets.vqa.authors import VLMAuthor
@@ -57,6 +57,22 @@ def test_a_reply_only_in_the_reasoning_field_is_answered_from_there() -> None:
     assert classify(cut, tags).outcome == "truncated" and classify(cut, tags).text is None
     nothing = ChatResult(content="", finish_reason="stop", **common)
     assert classify(nothing, tags).outcome == "empty"
+
+
+def test_a_refusal_is_told_from_another_400_that_names_the_field() -> None:
+    def http_400(message: str) -> ChatResult:
+        return ChatResult(status_code=400, error_category="client_error", wall_s=0.0, attempts=1,
+                          error_message=f"HTTP 400: {message}")
+
+    openai = http_400("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                      "Use 'max_completion_tokens' instead.")
+    assert refuses_field(openai, "max_tokens") and not refuses_field(openai, "response_format")
+    assert refuses_field(http_400("max_completion_tokens: Extra inputs are not permitted"),
+                         "max_completion_tokens")
+    # vLLM's context-length error names both parameters, and refuses neither.
+    vllm = http_400("'max_tokens' or 'max_completion_tokens' is too large: 9000. This model's "
+                    "maximum context length is 8192 tokens and your request has 40 input tokens")
+    assert not refuses_field(vllm, "max_tokens")
 
 
 def test_the_author_strips_think_tags() -> None:

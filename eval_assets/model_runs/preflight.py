@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from eval_assets.atomic import write_text_atomic
-from eval_assets.chat_request import RequestBuilder
+from eval_assets.chat_request import RequestBuilder, refuses_field
 from eval_assets.layout import RUN_ENDPOINT
 from eval_assets.model_runs.prompts import image_data_url
 from eval_assets.openai_chat import ChatClient, RetryPolicy
@@ -123,12 +123,6 @@ def _accepted(result: ChatResult) -> bool:
     return result.status_code is not None and 200 <= result.status_code < 300
 
 
-def _names_param(result: ChatResult, param: str) -> bool:
-    message = (result.error_message or "").lower()
-    return result.error_category == "client_error" and (
-        param in message or "unsupported_parameter" in message)
-
-
 def _canary_valid(content: str | None) -> bool:
     try:
         doc = json.loads((content or "").strip())
@@ -185,7 +179,7 @@ def _token_limit(prober: _Prober, where: str) -> None:
     """Find the token-limit parameter with a text request; raise when none is answered."""
     text = _text("Reply with the single letter A.")
     result = prober.ask(text, f"text with {prober.param}", policy=None)
-    if not _accepted(result) and _names_param(result, prober.param):
+    if not _accepted(result) and refuses_field(result, prober.param):
         prober.requests.use_token_limit_param(_other(prober.param))
         result = prober.ask(text, f"text with {prober.param}", policy=None)
     if not _accepted(result):
