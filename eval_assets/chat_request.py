@@ -122,8 +122,9 @@ def classify(result: ChatResult, think_tags: Sequence[tuple[str, str]]) -> Class
         return Classified("answered", thinking.text, reasoning)
     if result.reasoning and result.reasoning.strip() and not thinking.reasoning:
         # Content empty, the reply in the reasoning field (a server whose reasoning parser took
-        # the whole reply): that is what the model answered, and what was paid for.
-        return Classified("answered", result.reasoning.strip(), reasoning,
+        # the whole reply): that is what the model answered, and what was paid for. The text
+        # moves to the answer (kept once; answer_field says where it came from).
+        return Classified("answered", result.reasoning.strip(), None,
                           answer_field=result.reasoning_field or "reasoning_content")
     return Classified("empty", None, reasoning)
 

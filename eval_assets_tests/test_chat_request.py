@@ -51,7 +51,7 @@ def test_a_reply_only_in_the_reasoning_field_is_answered_from_there() -> None:
     tags = (("<think>", "</think>"),)
     only = ChatResult(content=None, error_category="empty_response", reasoning=" B ",
                       reasoning_field="reasoning", finish_reason="stop", **common)
-    assert classify(only, tags) == Classified("answered", "B", " B ", answer_field="reasoning")
+    assert classify(only, tags) == Classified("answered", "B", None, answer_field="reasoning")
     # Cut off while thinking: the reply stands as truncated, not asked again as empty.
     cut = only.model_copy(update={"finish_reason": "length"})
     assert classify(cut, tags).outcome == "truncated" and classify(cut, tags).text is None

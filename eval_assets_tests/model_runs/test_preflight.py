@@ -151,6 +151,7 @@ def test_a_reply_only_in_reasoning_content_is_read_from_there_and_not_asked_agai
         assert record["outcome"] == "answered" and record["status"] == "success"
         assert record["answer_field"] == "reasoning_content"
         assert record["raw_response"] == "yes" and record["choice"] == "yes"
+        assert record["reasoning"] is None  # the text is kept once, as the answer
         assert _json(out / "endpoint.json")["reasoning"] == "reasoning_content"
         assert _json(out / "summary.json")["answers"]["answered_from"] == {
             "reasoning_content": 1}
