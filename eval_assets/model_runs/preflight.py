@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from eval_assets.atomic import write_text_atomic
+from eval_assets.chat_request import RequestBuilder, refuses_field
 from eval_assets.layout import RUN_ENDPOINT
 from eval_assets.model_runs.prompts import image_data_url
 from eval_assets.openai_chat import ChatClient, RetryPolicy
@@ -122,12 +123,6 @@ def _accepted(result: ChatResult) -> bool:
     return result.status_code is not None and 200 <= result.status_code < 300
 
 
-def _names_param(result: ChatResult, param: str) -> bool:
-    message = (result.error_message or "").lower()
-    return result.error_category == "client_error" and (
-        param in message or "unsupported_parameter" in message)
-
-
 def _canary_valid(content: str | None) -> bool:
     try:
         doc = json.loads((content or "").strip())
@@ -145,15 +140,16 @@ class _Prober:
         self.chat = chat
         self.model = settings.model
         self.think_tags = settings.endpoint.think_tags
-        self.param: TokenLimitParam = settings.endpoint.token_limit_param
+        # The one request builder, so probes are built as every later request is.
+        self.requests = RequestBuilder(settings.endpoint, temperature=0.0)
         self.calls = 0
         self.notes: list[str] = []
         self.reasoning: ReasoningWhere = "none"
 
     def ask(self, messages: list[Message], label: str, *, tokens: int = PROBE_TOKENS,
             policy: RetryPolicy | None = _PROBE_POLICY, **extra: Any) -> ChatResult:
-        request = {"model": self.model, "messages": messages, "temperature": 0.0,
-                   self.param: tokens, **extra}
+        # Sent as built, not through RequestBuilder.send: a refusal here is the finding.
+        request = self.requests.wire(self.requests.request(messages, max_tokens=tokens, **extra))
         self.calls += 1
         result = self.chat.complete(request, label=f"preflight {label}", policy=policy)
         self._see_reasoning(result)
@@ -161,6 +157,11 @@ class _Prober:
                                          else "no response")
         self.notes.append(f"{label}: {what}"[:300])
         return result
+
+    @property
+    def param(self) -> TokenLimitParam:
+        """The token-limit parameter the probes send."""
+        return self.requests.token_limit_param
 
     def _see_reasoning(self, result: ChatResult) -> None:
         if result.reasoning_field in ("reasoning_content", "reasoning"):
@@ -178,8 +179,8 @@ def _token_limit(prober: _Prober, where: str) -> None:
     """Find the token-limit parameter with a text request; raise when none is answered."""
     text = _text("Reply with the single letter A.")
     result = prober.ask(text, f"text with {prober.param}", policy=None)
-    if not _accepted(result) and _names_param(result, prober.param):
-        prober.param = _other(prober.param)
+    if not _accepted(result) and refuses_field(result, prober.param):
+        prober.requests.use_token_limit_param(_other(prober.param))
         result = prober.ask(text, f"text with {prober.param}", policy=None)
     if not _accepted(result):
         raise PreflightError(

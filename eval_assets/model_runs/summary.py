@@ -62,6 +62,7 @@ def summarise(records: Sequence[Record], total: int) -> CallSummary:
     )
     errors = Counter(r.error_category for r in records if r.error_category is not None)
     outcomes = Counter(outcome_of(r) for r in records)
+    answered_from = Counter(r.answer_field for r in ok if r.answer_field is not None)
     # Truncated and refused replies are never read for a choice: not parse failures.
     unmatched = sum(1 for r in ok if _asks_for_a_choice(r)
                     and r.choice is None and outcome_of(r) == "answered")
@@ -69,6 +70,7 @@ def summarise(records: Sequence[Record], total: int) -> CallSummary:
         total=total, success=len(ok), failed=len(records) - len(ok),
         missing=total - len(records), error_counts=dict(sorted(errors.items())),
         unmatched_choices=unmatched, outcomes=dict(sorted(outcomes.items())),
+        answered_from=dict(sorted(answered_from.items())),
         latency_s=latency, tokens=tokens,
         attempts=sum(r.attempts for r in records),
     )

@@ -95,7 +95,7 @@ class _CallRecord(BaseModel):
         default=None, description="Hash of everything the model saw (prompt, question, choices, "
         "image bytes); a stored record is reused only for identical content.")
     outcome: Outcome | None = Field(
-        default=None, description="What the reply came to (eval_assets.model_runs.outcomes); "
+        default=None, description="What the reply came to (eval_assets.chat_request.classify); "
         "None on records written before outcomes: see outcome_of().")
     reasoning: str | None = Field(
         default=None, description="The reply's reasoning (reasoning_content/reasoning, or the "
@@ -103,6 +103,10 @@ class _CallRecord(BaseModel):
     unread_reply: str | None = Field(
         default=None, description="The text of a truncated or refused answer, kept here and "
         "never read: its raw_response is '' so that every scorer counts it wrong.")
+    answer_field: str | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="The message field the answer was read from when the content was empty "
+        "(reasoning_content or reasoning: the model replied only there); absent: the content.")
 
 
 def outcome_of(record: _CallRecord) -> Outcome:
@@ -243,6 +247,10 @@ class CallSummary(BaseModel):
     outcomes: dict[str, int] = Field(
         default_factory=dict, description="Standing records by outcome (answered, truncated, "
         "refused, empty, server_error, ...); missing items are not counted.")
+    answered_from: dict[str, int] = Field(
+        default_factory=dict, exclude_if=lambda v: not v,
+        description="Standing answers read from a field other than the content, by field "
+        "(reasoning_content, reasoning: the content was empty); absent when none.")
     latency_s: LatencyStats
     tokens: TokenUsage
     attempts: int
