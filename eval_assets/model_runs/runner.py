@@ -334,7 +334,7 @@ def run_model(
             nonlocal calls
             journal.append(result)
             if budget is not None:
-                budget.settle(result.usage)
+                budget.settle(result.usage, batch=result.batch)
             calls += 1  # only the main thread reads it, after the pool has shut down
             bar[0](1)
             if on_record is not None:
@@ -382,9 +382,10 @@ def run_model(
             if batch is not None:
                 items = _batch_items(client, dataset_dir, pending_cases, pending_rotations,
                                      pending_frames, content,
+                                     # Marked as batch calls: billed at the batch price.
                                      lambda kind, result: record(
                                          _journal_of(kind, answers, rotated, descriptions),
-                                         result),
+                                         result.model_copy(update={"batch": True})),
                                      (answer_keys, rotation_keys, frame_keys), pending_spatial)
                 in_flight = batch.run(items, out_dir).in_flight
             else:

@@ -83,10 +83,12 @@ def run_cost(price: Price | None, answers: Sequence[Record], descriptions: Seque
         return None
 
     def total(records: Sequence[Record]) -> float:
-        return round(sum(price.cost(r.usage) for r in records), 6)
+        return round(sum(price.cost(r.usage, batch=r.batch) for r in records), 6)
 
     parts = [total(answers), total(descriptions) if descriptions else None,
              total(rotations) if rotations is not None else None]
+    batched = sum(1 for group in (answers, descriptions, rotations or ()) for r in group
+                  if r.batch)
     return RunCost(price=price, answers_usd=parts[0], descriptions_usd=parts[1],
                    rotations_usd=parts[2], total_usd=round(sum(p or 0.0 for p in parts), 6),
-                   budget=budget)
+                   budget=budget, batch_calls=batched or None)
