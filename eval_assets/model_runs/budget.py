@@ -64,6 +64,13 @@ class Budget:
             self._settled += 1
             self._settled_or_freed.notify_all()
 
+    def spend(self, usage: TokenUsage | None) -> None:
+        """Account calls made outside the gate (the preflight's probes, before any case): spent,
+        but not a sample of the prompt cost, which reserves the cases' calls."""
+        with self._lock:
+            self._spent += self.price.cost(usage)
+            self._settled_or_freed.notify_all()
+
     def gate(self, tasks: Iterator[Callable[[], None]]) -> Iterator[Callable[[], None]]:
         """``tasks`` while the next one fits the budget; each holds its reservation until done.
 

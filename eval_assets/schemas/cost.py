@@ -79,6 +79,11 @@ class RunCost(BaseModel):
     answers_usd: float
     descriptions_usd: float | None = None
     rotations_usd: float | None = None
+    probes_usd: float | None = Field(
+        None, exclude_if=lambda v: v is None,
+        description="The capability preflight's probes of the run folder's endpoint.json "
+                    "(eval_assets.model_runs.preflight), in total_usd; absent without a "
+                    "preflight (a local model) or when the server reported no usage.")
     total_usd: float
     budget: BudgetOutcome | None = None
     batch_calls: int | None = Field(
