@@ -31,7 +31,7 @@ from eval_assets.report.numeric_section import NumericCaseRow
 from eval_assets.report.spatial_cards import load_spatial_cards
 from eval_assets.schemas.report import CaseCard, FrameImage
 from eval_assets.schemas.results import CellScores
-from eval_assets.scoring.inputs import load_private_dataset, load_run
+from eval_assets.scoring.inputs import load_private_dataset, load_run, unmatched_annotations
 from eval_assets.scoring.judge import JUDGE
 from eval_assets.scoring.numeric import NUMERIC
 from eval_assets.scoring.vqa import report_of
@@ -179,12 +179,15 @@ def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
                    stale_cells: Collection[tuple[str, str]] = (),
                    history_dir: Path | None = None,
                    generated_at: str | None = None,
-                   labels_dir: Path | None = None) -> Path:
+                   labels_dir: Path | None = None,
+                   annotations_dir: Path | None = None) -> Path:
     """Render the static HTML report of ``results`` (every usable case browsable, the coverage
     matrix, each model across nights from ``history_dir``, default ``layout.history_dir()``) to
     ``layout.report_file()``, with the frames it links as files beside it
     (:mod:`eval_assets.report.frame_files`). With ``labels_dir`` (the label overrides' folder)
-    the report has a "Label audit" section. See ``report_coverage`` for the other keywords."""
+    the report has a "Label audit" section; with ``annotations_dir`` (the human annotations'
+    folder) "Not computed" lists the annotations that match no frame of their recording's
+    dataset. See ``report_coverage`` for the other keywords."""
     coverage = report_coverage(layout, results, recordings=recordings, models=models,
                                current_fingerprints=current_fingerprints,
                                stale_cells=stale_cells)
@@ -213,5 +216,9 @@ def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
                          label_audit=None if labels_dir is None else report_label_audit(
                              layout, usable, labels_dir),
                          spatial_cards=spatial_cards,
-                         numeric_rows=numeric_case_rows(usable))
+                         numeric_rows=numeric_case_rows(usable),
+                         dropped_annotations=None if annotations_dir is None
+                         else unmatched_annotations(annotations_dir,
+                                                    sorted({r.recording for r in usable}),
+                                                    layout))
     return write_report_with_files(html, layout.report_file(), files)

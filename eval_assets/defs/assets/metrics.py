@@ -118,6 +118,8 @@ def _score(context: AssetExecutionContext, spec: MetricSpec[Any]) -> Materialize
         if annotations is not None and annotations.unmatched:
             # Never attached to another image: the annotated image is not in this dataset.
             inputs.notes["annotations_unmatched"] = len(annotations.unmatched)
+            inputs.notes["annotations_unmatched_frames"] = sorted(
+                row.frame_index for row in annotations.unmatched)
             inputs.warnings.extend(
                 f"{annotations.source}: the annotation of frame_index {row.frame_index} "
                 f"(image {row.image_sha256}) matches no frame of {recording}'s dataset (the "
