@@ -47,6 +47,10 @@ STATE_TEXT: dict[State, str] = {
     "content_changed": "orphaned: the case's image, question or choices changed",
     "not_a_choice": "invalid: the answer is not one of the case's choices",
 }
+_OTHER_STATES: tuple[tuple[State, str], ...] = (
+    ("not_a_choice", "invalid (answer not a choice)"), ("matches_gold", "matches gold"),
+    ("superseded", "superseded"))
+"""The states a summary names only when some override is in them, and how it names them."""
 _FIX = "correct or delete that line (the file is append-only: only a bad line may be removed)"
 _FIX_INVALID = ("delete that line and record the correction with `eval-assets labels override "
                 "--answer <one of the choices>`, which checks it")
@@ -129,11 +133,7 @@ class OverrideResolution:
     def summary(self) -> str:
         """``N applied, M orphaned`` (and the other states when there are any)."""
         parts = [f"{self.count('applied')} applied", f"{self.count(*ORPHANED)} orphaned"]
-        parts += [f"{self.count(st)} {label}"
-                  for st, label in (("not_a_choice", "invalid (answer not a choice)"),
-                                    ("matches_gold", "matches gold"),
-                                    ("superseded", "superseded"))
-                  if self.count(st)]
+        parts += [f"{self.count(st)} {label}" for st, label in _OTHER_STATES if self.count(st)]
         return ", ".join(parts)
 
     def problems(self) -> list[str]:
