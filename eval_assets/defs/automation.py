@@ -18,8 +18,10 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from dagster import (
+    AssetCheckKey,
     AssetObservation,
     AssetSelection,
     AutomationConditionSensorDefinition,
@@ -32,6 +34,7 @@ from dagster import (
     SensorEvaluationContext,
     SensorResult,
     SkipReason,
+    load_asset_checks_from_modules,
     schedule,
     sensor,
 )
@@ -244,6 +247,32 @@ def _model_observations(context: SensorEvaluationContext, reported: dict[str, st
 
 NIGHTLY_CRON = os.environ.get("EVAL_ASSETS_NIGHTLY_CRON", "0 2 * * *")
 """When the nightly runs (UTC); a test sets ``* * * * *`` to have the daemon tick it now."""
+TICK_TAG = "eval_assets/tick"
+"""The tick a nightly run was requested for (UTC, ISO), beside the night it is filed under."""
+
+
+def night_of(now: datetime) -> str:
+    """The night a nightly run is filed under: the UTC date it actually runs (``now``), not
+    the date of the tick it was requested for.
+
+    The daemon evaluates a tick at its scheduled time, so the two agree. The UI's tick preview
+    evaluates any tick the user picks (its dialog preselects one days back), and its "launch"
+    asks the models now: filed under the picked date, today's answers would pass for that
+    night's in ``history/`` and in the drift check.
+    """
+    return now.astimezone(UTC).strftime("%Y-%m-%d")
+
+
+def cell_checks() -> list[AssetCheckKey]:
+    """Every asset check on the cell's assets (``nightly_drift``, the parse-failure bound): the
+    daemon runs them with a run's assets anyway, but the UI launches a previewed tick's runs
+    with only the checks the request names."""
+    from eval_assets.defs import checks
+
+    cell = set(CELL_ASSETS)
+    return sorted((key for definition in load_asset_checks_from_modules([checks])
+                   for key in definition.check_keys if key.asset_key in cell),
+                  key=lambda key: key.to_user_string())
 
 
 @schedule(job=model_benchmark_job, cron_schedule=NIGHTLY_CRON, execution_timezone="UTC",
@@ -251,29 +280,43 @@ NIGHTLY_CRON = os.environ.get("EVAL_ASSETS_NIGHTLY_CRON", "0 2 * * *")
           description="02:00 UTC ($EVAL_ASSETS_NIGHTLY_CRON): ask every configured model afresh "
                       "on every recording and keep the night's results (hosted models drift).")
 def nightly_benchmark(context: ScheduleEvaluationContext):
-    """One run per (recording, model), tagged with the night.
+    """One run per (recording, model), tagged with the night it runs (:func:`night_of`), with
+    the cell's assets and their checks named (:func:`cell_checks`).
 
     The tag is part of the answers' generation config, so stored answers are not reused, and the
     night's results are kept under ``history/<night>/``. Run keys carry the night: a tick
-    evaluated twice launches nothing twice.
+    evaluated twice launches nothing twice. A tick launched by hand from the UI's preview is
+    filed under the day it is launched, whatever tick the dialog picked, and runs the same
+    ``nightly_drift`` check as the scheduled one.
     """
     recordings = context.instance.get_dynamic_partitions(RECORDINGS)
     if not recordings:
         return SkipReason("no recordings yet: drop *.db files into the recordings folder")
-    night = context.scheduled_execution_time.strftime("%Y-%m-%d")
+    tick = context.scheduled_execution_time
+    night = night_of(datetime.now(UTC))
+    if tick.astimezone(UTC).strftime("%Y-%m-%d") != night:
+        context.log.warning(
+            f"the tick of {tick.isoformat()} is evaluated on {night}: its runs ask the models "
+            f"now, so they are filed under the night {night} (history/{night}/), not the "
+            "tick's date")
     # Run keys dedupe only within one tick: a second tick of the same night (a cron that fires
     # more than once a day, a daemon that catches up) would run every cell again.
     launched = {record.dagster_run.tags.get("dagster/partition") for record in
                 context.instance.get_run_records(RunsFilter(tags={NIGHT_TAG: night}))}
+    checks = cell_checks()
     return [
         RunRequest(
             run_key=f"{night}:{recording}:{model}",
             partition_key=MultiPartitionKey({RECORDING_DIM: recording, MODEL_DIM: model}),
-            tags={"eval_assets/trigger": "nightly", NIGHT_TAG: night},
+            tags={"eval_assets/trigger": "nightly", NIGHT_TAG: night,
+                  TICK_TAG: tick.astimezone(UTC).isoformat()},
             # Named, not implied by the job: a run without an asset selection is not "executed
             # with" its assets for the automation conditions, so its predictions, seen by a tick
             # while its metrics were finishing, triggered a second, untagged metrics run.
             asset_selection=list(CELL_ASSETS),
+            # Named too: the UI launches a previewed tick's runs with the checks the request
+            # names and no other, so unnamed, nightly_drift did not run.
+            asset_check_keys=checks,
         )
         for recording in sorted(recordings)
         for model in model_partitions.get_partition_keys()

@@ -54,7 +54,12 @@ def _echo_cost(summary: RunSummary) -> None:
     if cost is None:
         typer.echo(f"cost: {NO_PRICE}")
         return
-    typer.echo(f"cost: ${cost.total_usd:.4f} for the standing records")
+    batched = (f" ({cost.batch_calls} calls through the Batch API at "
+               f"{cost.price.batch_share:.0%} of the price)" if cost.batch_calls else "")
+    typer.echo(f"cost: ${cost.total_usd:.4f} for the standing records{batched}")
+    if cost.probes_usd is not None:
+        typer.echo(f"  of which probes: ${cost.probes_usd:.4f} (the endpoint's capability "
+                   "preflight, endpoint.json)")
     budget = cost.budget
     if budget is not None:
         typer.echo(f"budget: ${budget.spent_usd:.4f} spent of ${budget.budget_usd:.4f}, "

@@ -11,7 +11,7 @@ cases into messages and replies into records.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -172,14 +172,18 @@ class OpenAIVLMClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def prepare(self, run_dir: Path, images: int = 1) -> EndpointCapabilities:
+    def prepare(self, run_dir: Path, images: int = 1,
+                on_probed: Callable[[EndpointCapabilities], None] | None = None,
+                ) -> EndpointCapabilities:
         """Probe the endpoint (or reuse ``run_dir``'s ``endpoint.json``) before any case;
-        ``images``: the most one case sends in a request (probed up to it).
+        ``images``: the most one case sends in a request (probed up to it); ``on_probed``: called
+        with the record when probes were sent (a budget counts them).
 
         Raises :class:`~eval_assets.model_runs.preflight.PreflightError` when the endpoint
         cannot take an image.
         """
-        self.capabilities = preflight(self._chat, self.settings, run_dir, images=images)
+        self.capabilities = preflight(self._chat, self.settings, run_dir, images=images,
+                                      on_probed=on_probed)
         self.requests.learn(self.capabilities)
         return self.capabilities
 

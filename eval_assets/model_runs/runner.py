@@ -54,7 +54,7 @@ from eval_assets.model_runs.spatial import (
 )
 from eval_assets.model_runs.store import answer_key, description_key, rotation_key
 from eval_assets.model_runs.summary import Record, run_cost, summarise
-from eval_assets.schemas.chat import ChatResult
+from eval_assets.schemas.chat import ChatResult, TokenUsage
 from eval_assets.schemas.concurrency import ConcurrencyHistory
 from eval_assets.schemas.cost import Price
 from eval_assets.schemas.predictions import (
@@ -320,7 +320,7 @@ def run_model(
                     description_key) as descriptions, \
             _rotation_journal(out_dir, rotations) as rotated:
         _write_document(out_dir / RUN_CONFIG, run_config)
-        _prepare(client, out_dir, controller, most_images(spatial))
+        _prepare(client, out_dir, controller, most_images(spatial), budget)
         content = _content_hashes(dataset_dir, cases, frames, variants)
         # How each spatial case is asked depends on the images per request the preflight found.
         max_images = getattr(getattr(client, "capabilities", None), "max_images", None)
@@ -346,7 +346,7 @@ def run_model(
             nonlocal calls
             journal.append(result)
             if budget is not None:
-                budget.settle(result.usage)
+                budget.settle(result.usage, batch=result.batch)
             calls += 1  # only the main thread reads it, after the pool has shut down
             bar[0](1)
             if on_record is not None:
@@ -394,9 +394,10 @@ def run_model(
             if batch is not None:
                 items = _batch_items(client, dataset_dir, pending_cases, pending_rotations,
                                      pending_frames, content,
+                                     # Marked as batch calls: billed at the batch price.
                                      lambda kind, result: record(
                                          _journal_of(kind, answers, rotated, descriptions),
-                                         result),
+                                         result.model_copy(update={"batch": True})),
                                      (answer_keys, rotation_keys, frame_keys), pending_spatial)
                 in_flight = batch.run(items, out_dir).in_flight
             else:
@@ -423,7 +424,8 @@ def run_model(
                          rotations=rotation_summary,
                          cost=run_cost(price, standing_answers, standing_descriptions,
                                         standing_rotations if rotations else None,
-                                        budget.outcome() if budget is not None else None),
+                                        budget.outcome() if budget is not None else None,
+                                        _probe_usage(client)),
                          concurrency=(controller.history() if controller is not None and calls
                                       else _previous_concurrency(out_dir)),
                          spatial=spatial_summary(spatial, max_images, Counter(
@@ -522,14 +524,24 @@ def _budget(budget_usd: float | None, price: Price | None, max_tokens: int) -> B
 
 
 def _prepare(client: VLMClient, out_dir: Path, controller: AdaptiveController | None,
-             images: int) -> None:
+             images: int, budget: Budget | None = None) -> None:
     """The endpoint's capability preflight (endpoint.json), before any case is asked, probing
-    up to ``images`` per request when a spatial case shows more than one frame."""
+    up to ``images`` per request when a spatial case shows more than one frame; probes sent by
+    this invocation count as spent in its ``budget``."""
     prepare = getattr(client, "prepare", None)
     if prepare is None:
         return
+    kwargs: dict[str, Any] = {"images": images} if images > 1 else {}
+    if budget is not None:
+        kwargs["on_probed"] = lambda record: budget.spend(record.usage)
     with contextlib.nullcontext() if controller is None else controller.ignoring():
-        prepare(out_dir, **({"images": images} if images > 1 else {}))
+        prepare(out_dir, **kwargs)
+
+
+def _probe_usage(client: VLMClient) -> TokenUsage | None:
+    """The preflight's summed usage of the record in force (None: no preflight, or no usage)."""
+    capabilities = getattr(client, "capabilities", None)
+    return capabilities.usage if capabilities is not None else None
 
 
 def _previous_concurrency(out_dir: Path) -> ConcurrencyHistory | None:

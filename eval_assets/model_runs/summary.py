@@ -79,16 +79,21 @@ def summarise(records: Sequence[Record], total: int) -> CallSummary:
 
 def run_cost(price: Price | None, answers: Sequence[Record], descriptions: Sequence[Record],
               rotations: Sequence[Record] | None, budget: BudgetOutcome | None,
-              ) -> RunCost | None:
-    """What the standing records cost; None without a price (no price is not $0)."""
+              probes: TokenUsage | None = None) -> RunCost | None:
+    """What the standing records cost, and ``probes`` (the preflight's summed usage, from the
+    run folder's ``endpoint.json``); None without a price (no price is not $0)."""
     if price is None:
         return None
 
     def total(records: Sequence[Record]) -> float:
-        return round(sum(price.cost(r.usage) for r in records), 6)
+        return round(sum(price.cost(r.usage, batch=r.batch) for r in records), 6)
 
     parts = [total(answers), total(descriptions) if descriptions else None,
-             total(rotations) if rotations is not None else None]
+             total(rotations) if rotations is not None else None,
+             round(price.cost(probes), 6) if probes is not None else None]
+    batched = sum(1 for group in (answers, descriptions, rotations or ()) for r in group
+                  if r.batch)
     return RunCost(price=price, answers_usd=parts[0], descriptions_usd=parts[1],
-                   rotations_usd=parts[2], total_usd=round(sum(p or 0.0 for p in parts), 6),
-                   budget=budget)
+                   rotations_usd=parts[2], probes_usd=parts[3],
+                   total_usd=round(sum(p or 0.0 for p in parts), 6),
+                   budget=budget, batch_calls=batched or None)

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from eval_assets.errors import InputError
+from eval_assets.schemas.chat import TokenUsage
 
 # One default per retry setting, for every caller (eval_assets.openai_chat.RetryPolicy too).
 DEFAULT_MAX_RETRIES = 4
@@ -201,5 +202,8 @@ class EndpointCapabilities(BaseModel):
     reasoning: ReasoningWhere = Field(description="where reasoning arrived in the probes")
     logprobs: bool = Field(description="logprobs came back when asked (never required)")
     calls: int = Field(description="requests the preflight sent")
+    usage: TokenUsage | None = Field(
+        default=None, description="tokens of the probes' replies, summed (priced as the run's "
+        "'probes' cost); None: the server reported none, or a record older than this field")
     seconds: float = Field(description="wall time of the preflight")
     notes: list[str] = Field(default_factory=list, description="what each probe saw")

@@ -88,6 +88,11 @@ class _CallRecord(BaseModel):
         default=None, description="Seconds from the first attempt to the end, backoff included."
     )
     usage: TokenUsage | None = None
+    # Left out when False, so a direct call's record is written exactly as before.
+    batch: bool = Field(
+        default=False, exclude_if=lambda v: not v,
+        description="Answered through the Batch API: billed at the batch price "
+        "(eval_assets.schemas.cost.Price.batch_share).")
     error_category: ErrorCategory | None = None
     error_message: str | None = None
     attempts: int

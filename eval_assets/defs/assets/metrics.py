@@ -50,7 +50,7 @@ from eval_assets.scoring.provenance import (
 )
 from eval_assets.scoring.spec import JudgeHandle, Markdown, MetricSpec, ScoringInputs, Similarity
 from eval_assets.scoring.vqa import VQA, prediction_counts, report_of
-from eval_assets.vqa.overrides import ORPHANED, STATE_TEXT
+from eval_assets.vqa.overrides import INVALID, ORPHANED
 
 GROUP = "metrics"
 INPUTS: list[AssetKey | AssetDep] = [
@@ -82,18 +82,16 @@ def _metadata_value(value: Any) -> Any:
 
 
 def _overrides_metadata(context: AssetExecutionContext, data: PrivateDataset) -> dict[str, Any]:
-    """How many label overrides were applied and orphaned; each orphan is logged."""
+    """How many label overrides were applied, orphaned and invalid; each one not applied is
+    logged with its file, case, answer and fix."""
     resolution = data.overrides
     if resolution is None or not resolution.states:
         return {}
-    for state in resolution.states:
-        if state.orphaned:
-            context.log.warning(
-                f"{resolution.source}: the override of case {state.override.case_id!r} "
-                f"({state.override.at}, by {state.override.by}) is {STATE_TEXT[state.state]}; "
-                "not applied")
+    for problem in resolution.problems():
+        context.log.warning(problem)
     return {"overrides_applied": resolution.count("applied"),
-            "overrides_orphaned": resolution.count(*ORPHANED)}
+            "overrides_orphaned": resolution.count(*ORPHANED),
+            "overrides_invalid": resolution.count(*INVALID)}
 
 
 def _score(context: AssetExecutionContext, spec: MetricSpec[Any]) -> MaterializeResult:
@@ -131,6 +129,8 @@ def _score(context: AssetExecutionContext, spec: MetricSpec[Any]) -> Materialize
         if annotations is not None and annotations.unmatched:
             # Never attached to another image: the annotated image is not in this dataset.
             inputs.notes["annotations_unmatched"] = len(annotations.unmatched)
+            inputs.notes["annotations_unmatched_frames"] = sorted(
+                row.frame_index for row in annotations.unmatched)
             inputs.warnings.extend(
                 f"{annotations.source}: the annotation of frame_index {row.frame_index} "
                 f"(image {row.image_sha256}) matches no frame of {recording}'s dataset (the "

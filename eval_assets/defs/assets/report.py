@@ -16,7 +16,7 @@ from dagster import (
 from eval_assets.defs import keys
 from eval_assets.defs.automation_conditions import OWNERS, SETTLED
 from eval_assets.defs.partitions import model_partitions, recordings_partitions
-from eval_assets.defs.resources import ProjectStorage
+from eval_assets.defs.resources import ProjectStorage, ScoringResource
 from eval_assets.report.publish import publish_leaderboard, publish_report
 from eval_assets.scoring.collect import load_results
 
@@ -85,14 +85,16 @@ _EVERY = AllPartitionMapping()
                  *_CELL_CHAIN, keys.PUBLIC_CASES, keys.PRIVATE_LABELS,
                  keys.DETECTIONS_MASKS, keys.POINTCLOUD_FRAMES, keys.LABEL_OVERRIDES))],
        kinds={"html"}, owners=OWNERS)
-def report(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
+def report(context: AssetExecutionContext, storage: ProjectStorage,
+           scoring: ScoringResource) -> MaterializeResult:
     """The static HTML report: headline, paired comparisons, charts, metric sections, the label
     audit, and every case browsable by model, family, recording and outcome (one overlay per
     frame)."""
     results = _results(context, storage)
     expected = _expected(context)
     path = publish_report(storage.layout(), results, recordings=expected["recordings"],
-                          models=expected["models"], labels_dir=storage.labels_path())
+                          models=expected["models"], labels_dir=storage.labels_path(),
+                          annotations_dir=scoring.annotations_path())
     context.log.info(f"report: {path}")
     return MaterializeResult(metadata={"path": MetadataValue.path(str(path)),
                                        "partitions": len(results)})

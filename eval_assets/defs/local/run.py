@@ -57,7 +57,7 @@ from eval_assets.layout import (
 )
 from eval_assets.recording.watch import ContentHashes
 from eval_assets.scoring.inputs import load_private_dataset
-from eval_assets.vqa.overrides import read_overrides
+from eval_assets.vqa.overrides import INVALID, read_overrides
 
 if TYPE_CHECKING:
     from dagster import AssetKey
@@ -241,6 +241,11 @@ def _announce_overrides(layout: StorageLayout, scope: Scope,
     detail = resolution.summary() if resolution is not None else "the dataset is not built yet"
     on_stage(f"label overrides {path}: {len(overrides)} ({detail}); the metrics that read gold "
              "answers recompute when this file changes, the models are not asked again")
+    # Invalid lines (hand edits) are named one by one: the summary alone says how many, not
+    # which line to fix.
+    for state in resolution.states if resolution is not None else ():
+        if state.state in INVALID and (problem := state.problem(path)) is not None:
+            on_stage(f"  {problem}")
 
 
 def _follow_conditions(conditions: Conditions, cursor: AssetDaemonCursor,
