@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from eval_assets.cli_errors import EXIT_BAD_INPUT, EXIT_FAILED, guarded
+from eval_assets.cli_errors import EXIT_BAD_INPUT, EXIT_FAILED, env_name_option, guarded
 
 if TYPE_CHECKING:
     from eval_assets.frames import FrameSelectionConfig, PreparedFrames
@@ -73,6 +73,8 @@ def generate(
     from eval_assets.recording import Recording
     from eval_assets.vqa.generate import default_output_dir, frame_selection
 
+    env_name_option(vlm_api_key_env, "--vlm-api-key-env")
+    env_name_option(moondream_api_key_env, "--moondream-api-key-env", "MOONDREAM_API_KEY")
     try:
         Recording.open(recording, allow_pickle=allow_pickle).close()  # refuse a bad file first
         selection = frame_selection(
