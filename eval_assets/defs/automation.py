@@ -162,7 +162,8 @@ def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
     :func:`_still_written`: SQLite's view, the quiet period, and the same size and time at two
     ticks).
     A file that fails admission (structure, an invalid ``<name>.selection.yaml``, a selection
-    outside its images, or no selected frame that decodes) is refused with the reason and never
+    outside its images, no selected frame that decodes, or more bad selected frames than its
+    ``max_bad_fraction``) is refused with the reason and never
     becomes a partition; if it is replaced by a valid one, the next tick takes it.
     Damaged rows are logged only: the frame stage skips them. The data version covers the
     selection file, so editing it makes the recording's frames stale. The cursor remembers the
