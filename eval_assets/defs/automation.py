@@ -56,7 +56,12 @@ from eval_assets.defs.partitions import (
 from eval_assets.defs.resources import JudgeResource, ProjectStorage
 from eval_assets.frames.admission import admit_recording
 from eval_assets.frames.selection import FrameSelectionError
-from eval_assets.layout import list_recordings, partition_key_for
+from eval_assets.layout import (
+    list_recordings,
+    name_clash_message,
+    partition_key_for,
+    recording_name_clashes,
+)
 from eval_assets.recording import RecordingError
 from eval_assets.recording.watch import ContentHashes, FileState, file_state, quiet_seconds
 from eval_assets.schemas.predictions import ModelsFileError
@@ -175,9 +180,16 @@ def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
     tick = RecordingsTick()
     events = []
     now, quiet = time.time(), quiet_seconds()
-    for path in list_recordings(storage.recordings_path()):
+    paths = list_recordings(storage.recordings_path())
+    clashes = recording_name_clashes(paths)
+    for path in paths:
         tick.watched += 1
         key = partition_key_for(path)
+        if key in clashes:  # names that print alike: which file the partition means is a guess
+            why = name_clash_message(key, clashes[key])
+            context.log.warning(f"skipping {path.name}: {why}")
+            tick.refused[path.name] = why
+            continue
         state = file_state(path)
         waiting = _still_written(state, reported, key, now, quiet)
         if waiting is not None:

@@ -18,6 +18,7 @@ from eval_assets.layout import (
     default_labels_dir,
     default_recordings_dir,
     default_storage_root,
+    find_recording_file,
     overrides_file_for,
 )
 from eval_assets.metrics.embedders import CosineSimilarity, SentenceTransformerEmbedder
@@ -52,8 +53,8 @@ class ProjectStorage(ConfigurableResource):
         return default_recordings_dir()
 
     def recording_file(self, partition_key: str) -> Path:
-        """The recording file behind a partition key."""
-        return self.recordings_path() / f"{partition_key}.db"
+        """The recording file behind a partition key (its name in NFC or NFD alike)."""
+        return find_recording_file(self.recordings_path(), partition_key)
 
     def labels_path(self) -> Path:
         """Where the label overrides are kept: ``labels_dir``, else ``$EVAL_ASSETS_LABELS`` /
