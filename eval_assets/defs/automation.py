@@ -145,7 +145,17 @@ def _still_written(state: FileState, reported: dict[str, str], key: str, now: fl
         reported[f"seen:{key}"] = f"{state.fingerprint}@{now:.3f}"
     if state.writing is not None:
         return state.writing
-    age = now - state.mtime_ns / 1e9
+    ahead = state.future_s(now)
+    if ahead:
+        # Its time cannot say how long ago it was written: waiting for the clock to pass it could
+        # take hours, so the two looks alone decide.
+        if unchanged_for < quiet:
+            return (f"its modification time is {ahead:.0f} s in the future (the clock of the "
+                    "machine that wrote it is ahead, or a copy kept such a time), so its size "
+                    f"and time must stay the same between two looks {quiet:g} s apart; "
+                    f"unchanged for {unchanged_for:.0f} s so far; to date it now: touch the file")
+        return None
+    age = max(0.0, now - state.mtime_ns / 1e9)
     if age < quiet:
         return f"written to {age:.0f} s ago; it must stay unchanged for {quiet:g} s"
     if unchanged_for < quiet:

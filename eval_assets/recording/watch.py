@@ -30,6 +30,10 @@ overrides it). Longer than a recorder's pauses: a writer that closes its file du
 leaves a valid but half recording that nothing else tells from a finished one."""
 
 
+FUTURE_TOLERANCE_S = 2.0
+"""A modification time at most this far ahead of the clock counts as now (timestamp rounding)."""
+
+
 def quiet_seconds() -> float:
     """The quiet period: ``$EVAL_ASSETS_QUIET_S`` or :data:`DEFAULT_QUIET_S`."""
     return float(os.environ.get("EVAL_ASSETS_QUIET_S", DEFAULT_QUIET_S))
@@ -55,9 +59,24 @@ class FileState:
         return f"{self.size}:{self.mtime_ns}"
 
     def settled(self, quiet_s: float, now: float | None = None) -> bool:
-        """No write for ``quiet_s`` seconds and nothing pending in SQLite's view."""
+        """No write for ``quiet_s`` seconds and nothing pending in SQLite's view.
+
+        A file dated in the future (:meth:`future_s`) is never settled by its age: its time says
+        nothing about when it was last written (the sensor's two looks decide instead).
+        """
         now = time.time() if now is None else now
         return self.writing is None and now - self.mtime_ns / 1e9 >= quiet_s
+
+    def future_s(self, now: float | None = None) -> float:
+        """How many seconds the modification time is ahead of ``now`` (0: not in the future).
+
+        A writer whose clock is ahead (another machine, a network share) or a copy that kept
+        such a time dates a file in the future; up to :data:`FUTURE_TOLERANCE_S` ahead is the
+        filesystem's own rounding, not that.
+        """
+        now = time.time() if now is None else now
+        ahead = self.mtime_ns / 1e9 - now
+        return ahead if ahead > FUTURE_TOLERANCE_S else 0.0
 
 
 def file_state(path: Path) -> FileState:

@@ -7,6 +7,7 @@ with the connection open, and a writer that closes its file during a pause and t
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -132,3 +133,27 @@ def test_a_writer_that_pauses_with_its_file_closed_is_not_taken_half(
     (event,) = [e for e in done.asset_events
                 if e.partition == "paused" and e.asset_key == keys.RECORDING_FILE]
     assert event.tags["dagster/data_version"] == file_sha256(db)  # the whole file, not half
+
+
+def test_a_file_dated_in_the_future_is_reported_so_and_taken_after_two_looks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A writer whose clock is an hour ahead: its time cannot say how long ago it was written
+    # (before: "written to -3573 s ago", and a wait until the clock caught up).
+    monkeypatch.setenv("EVAL_ASSETS_QUIET_S", "0.5")
+    recordings = tmp_path / "recordings"
+    recordings.mkdir()
+    db = recordings / "ahead.db"
+    make_recording(db, n_frames=3, width=160, height=120)
+    ahead = time.time() + 3573
+    os.utime(db, (ahead, ahead))
+    with DagsterInstance.ephemeral() as instance:
+        first = _tick(recordings, tmp_path, instance, None)
+        assert first.dynamic_partitions_requests == []
+        message = first.skip_message or ""
+        assert re.search(r"ahead\.db \(its modification time is 357\d s in the future", message), (
+            message)
+        assert " -" not in message and "touch the file" in message
+        time.sleep(0.6)  # unchanged between two looks the quiet period apart: finished
+        second = _tick(recordings, tmp_path, instance, first.cursor)
+    assert [list(r.partition_keys) for r in second.dynamic_partitions_requests] == [["ahead"]]
