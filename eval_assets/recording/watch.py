@@ -79,6 +79,34 @@ class FileState:
         return ahead if ahead > FUTURE_TOLERANCE_S else 0.0
 
 
+def recently_written(state: FileState, quiet_s: float, now: float | None = None) -> str | None:
+    """Why ``state``'s file may still be being written, going by its time; None: it is not.
+
+    ``last written 3 s ago`` within the quiet period, or ``dated 3573 s in the future`` (then its
+    time cannot tell); what SQLite says pending is :attr:`FileState.writing`, checked apart.
+    """
+    now = time.time() if now is None else now
+    ahead = state.future_s(now)
+    if ahead:
+        return (f"its modification time is {ahead:.0f} s in the future, so it cannot tell "
+                "whether a recorder is still writing it")
+    age = max(0.0, now - state.mtime_ns / 1e9)
+    if age < quiet_s:
+        return (f"it was last written {age:.0f} s ago, less than the {quiet_s:g} s a recording "
+                "must stay unchanged to count as finished")
+    return None
+
+
+def changed_since(before: FileState, path: Path) -> str | None:
+    """How ``path`` changed since ``before`` was taken (size, time), or None when it did not."""
+    after = file_state(path)
+    if after.fingerprint == before.fingerprint:
+        return None
+    if after.size != before.size:
+        return f"its size went from {before.size} to {after.size} bytes"
+    return "its modification time changed"
+
+
 def file_state(path: Path) -> FileState:
     """Size, latest modification time (the journal's or WAL's too) and SQLite's view."""
     stat = path.stat()
