@@ -22,6 +22,7 @@ from eval_assets.frames.selection import (
     FrameSelectionError,
     TooManyBadFramesError,
     check_bad_share,
+    decode_failure,
     load_selection_config,
     measure_quality,
     plan_selection,
@@ -83,8 +84,9 @@ def first_usable_frame(rec: Recording, config: FrameSelectionConfig, source: str
         try:
             quality = measure_quality(image)
         except ValueError as exc:
-            reasons["undecodable_image"] += 1
-            first_detail = first_detail or f"frame {index}: {exc}"
+            skipped = decode_failure(rec, index, exc)
+            reasons[skipped.reason] += 1
+            first_detail = first_detail or skipped.detail
             continue
         if floor is not None and quality.brightness <= floor:
             reasons["below min_brightness"] += 1
