@@ -114,10 +114,46 @@ def test_a_full_sqlite_database_is_worded_with_its_folder(tmp_path: Path) -> Non
     output = _in_namespace(f"mount -t tmpfs -o size=64k tmpfs {mnt} && "
                            f"{sys.executable} {tmp_path / 'fill.py'}", tmp_path)
     assert "caught database or disk is full" in output, output
-    assert f"cannot write the SQLite database under {mnt}" in output, output
+    # Not through SQLAlchemy, so not Dagster's storage: the disk named is the fullest, measured.
+    assert "cannot write an SQLite database the error does not name" in output, output
+    assert f"of the disks written to the fullest holds {mnt}" in output, output
 
 
-def test_a_wrapped_sqlite_disk_io_error_is_found(tmp_path: Path) -> None:
+@needs_userns
+def test_a_recording_written_to_a_full_disk_names_that_disk(tmp_path: Path) -> None:
+    # Before: "cannot write the SQLite database under <cwd> (the Dagster instance) ... (80041.3
+    # MB free there now)": another disk, and no Dagster involved.
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    output = _in_namespace(f"mount -t tmpfs -o size=200k tmpfs {mnt} && {EXE} recording "
+                           f"synthesize {mnt / 'x.db'} --frames 3; echo rc=$?", tmp_path)
+    flat = _flat(output)
+    assert "rc=1" in flat and "Traceback" not in flat, output
+    assert f"cannot write {mnt / 'x.db'}: the disk is full (ENOSPC: database or disk is full)" \
+        in flat, output
+    assert f"free space on the disk holding {mnt / 'x.db'}" in flat
+    assert "Dagster" not in flat
+    assert not list(mnt.glob("x.db*"))  # nothing half-written is left
+
+
+@needs_userns
+def test_an_error_naming_no_file_names_the_fullest_disk_written_to(tmp_path: Path) -> None:
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    script = ("import errno\n"
+              "from eval_assets.output_errors import output_problem\n"
+              "print(output_problem(OSError(errno.ENOSPC, 'No space left on device')))\n")
+    (tmp_path / "nameless.py").write_text(script)
+    output = _in_namespace(f"mount -t tmpfs -o size=64k tmpfs {mnt} && TMPDIR={mnt} "
+                           f"{sys.executable} {tmp_path / 'nameless.py'}", tmp_path)
+    flat = _flat(output)
+    assert "the error names no file, and of the disks written to the fullest holds " \
+        f"{mnt}" in flat, output
+    assert f"free space on the disk holding {mnt}" in flat
+
+
+def test_a_wrapped_sqlite_disk_io_error_is_found(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from sqlalchemy.exc import OperationalError
 
     wrapped = OperationalError("INSERT INTO event_logs ...", {}, sqlite3.OperationalError(
@@ -128,9 +164,16 @@ def test_a_wrapped_sqlite_disk_io_error_is_found(tmp_path: Path) -> None:
         except OperationalError as exc:
             raise RuntimeError("storage failed") from exc
     except RuntimeError as outer:
-        message = output_problem(outer)
+        caught = outer
+    message = output_problem(caught)
     assert message is not None and "disk I/O error" in message
     assert output_problem(ValueError("no")) is None
+    # Through SQLAlchemy with an instance folder set: Dagster's storage, named as such.
+    home = str(tmp_path / "home")
+    monkeypatch.setenv("DAGSTER_HOME", home)
+    message = output_problem(caught)
+    assert message is not None
+    assert f"cannot write the SQLite database under {home} (the Dagster instance)" in message
 
 
 def _fsync_fails_after(monkeypatch: pytest.MonkeyPatch, calls: int) -> None:
