@@ -91,10 +91,48 @@ def _fix(code: int, path: Path) -> str:
     return f"make {path.parent} writable for this user or write elsewhere"
 
 
+DEFAULT_NAME_MAX = 255
+"""The longest file or folder name, in bytes, on Linux's common file systems (ext4, xfs, btrfs,
+tmpfs); :func:`name_max` asks the file system itself when it can."""
+
+
+def name_max(folder: Path) -> int:
+    """The longest name, in bytes, the file system holding ``folder`` (or its nearest existing
+    parent) allows."""
+    for place in (folder, *folder.parents):
+        if place.exists():
+            try:
+                return int(os.pathconf(place, "PC_NAME_MAX"))
+            except (OSError, ValueError):
+                return DEFAULT_NAME_MAX
+    return DEFAULT_NAME_MAX
+
+
+def too_long_name(path: Path) -> str | None:
+    """Why ``path`` cannot exist when one of its names is too long for its file system (the
+    name shortened, its length and the limit), else None. Checked before the file is touched:
+    the system's own refusal, ``[Errno 36] File name too long``, names neither the part nor the
+    limit."""
+    limit = name_max(path.parent)
+    for part in path.parts:
+        size = len(os.fsencode(part))
+        if size > limit:
+            shown = part if len(part) <= 40 else f"{part[:24]}…{part[-12:]}"
+            return (f"the name {shown!r} is {size} bytes, longer than the {limit} bytes a file "
+                    "or folder name may have here")
+    return None
+
+
 def output_problem(exc: BaseException) -> str | None:
     """One line naming the path, the cause and the fix when ``exc`` is a refused write, else
     None."""
     for error in _chain(exc):
+        if (isinstance(error, OSError) and error.errno == errno.ENAMETOOLONG
+                and error.filename is not None):
+            where = Path(os.fsdecode(error.filename))
+            why = too_long_name(where) or "a name in it is too long for the file system"
+            return (f"cannot use {where}: {why} (ENAMETOOLONG); fix: shorten that name (an "
+                    "output's name comes from its input's: the recording, dataset or image)")
         if isinstance(error, OSError) and error.errno in _CAUSES:
             code = error.errno
             where = Path(os.fsdecode(error.filename)) if error.filename is not None else None

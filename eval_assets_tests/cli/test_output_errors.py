@@ -13,6 +13,7 @@ delayed-allocation and network file systems.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import sqlite3
@@ -216,3 +217,33 @@ def test_a_simulated_full_disk_mid_run_names_the_journal_and_a_rerun_continues(
     again = runner.invoke(app, args)
     assert again.exit_code == 0, again.output
     assert "12/12 cases answered" in again.output and " 0 resumed" not in again.output
+
+
+def test_an_over_long_image_name_is_bad_input_naming_the_case(tmp_path: Path) -> None:
+    # Before: exit 1 with "OSError: [Errno 36] File name too long" from Path.is_file().
+    dataset = make_dataset(tmp_path / "ds", n_frames=2, cases_per_frame=1)
+    cases_file = dataset.root / "cases.jsonl"
+    lines = cases_file.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["image"] = "assets/" + "long-name-" * 30 + ".png"  # 304 bytes: over ext4's 255
+    cases_file.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    result = runner.invoke(app, ["vqa", "run", str(dataset.root), "--model", "random",
+                                 "--output", str(tmp_path / "run")])
+    flat = _flat(result.output)
+    assert result.exit_code == 2, flat
+    assert f"{cases_file}:1: field 'image' names an image no file system here can hold" in flat
+    assert "is 304 bytes, longer than the 255 bytes a file or folder name may have" in flat
+    assert "fix: rename the asset and the case's 'image' to a shorter name" in flat
+    assert "Errno 36" not in flat and "Traceback" not in flat
+
+
+def test_a_real_too_long_name_error_names_the_part_and_the_limit(tmp_path: Path) -> None:
+    target = tmp_path / ("x" * 300) / "out.json"
+    with pytest.raises(OSError) as refused:
+        write_text_atomic(target, "{}")
+    assert refused.value.errno == errno.ENAMETOOLONG
+    message = output_problem(refused.value)
+    assert message is not None and message.startswith(f"cannot use {tmp_path / ('x' * 300)}")
+    assert f": the name '{'x' * 24}…{'x' * 12}' is 300 bytes, longer than the 255 bytes" \
+        in message
+    assert "(ENAMETOOLONG); fix: shorten that name" in message
