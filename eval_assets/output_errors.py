@@ -129,9 +129,9 @@ def output_problem(exc: BaseException) -> str | None:
     for error in _chain(exc):
         if (isinstance(error, OSError) and error.errno == errno.ENAMETOOLONG
                 and error.filename is not None):
-            where = Path(os.fsdecode(error.filename))
-            why = too_long_name(where) or "a name in it is too long for the file system"
-            return (f"cannot use {where}: {why} (ENAMETOOLONG); fix: shorten that name (an "
+            named = Path(os.fsdecode(error.filename))
+            why = too_long_name(named) or "a name in it is too long for the file system"
+            return (f"cannot use {named}: {why} (ENAMETOOLONG); fix: shorten that name (an "
                     "output's name comes from its input's: the recording, dataset or image)")
         if isinstance(error, OSError) and error.errno in _CAUSES:
             code = error.errno

@@ -38,7 +38,7 @@ def _tick(tmp_path: Path, recordings: Path) -> tuple[list[list[str]], str]:
     with DagsterInstance.ephemeral() as instance:
         data = recordings_sensor.evaluate_tick(
             build_sensor_context(instance=instance, resources=resources))
-    return ([list(r.partition_keys) for r in data.dynamic_partitions_requests],
+    return ([list(r.partition_keys) for r in data.dynamic_partitions_requests or []],
             data.skip_message or "")
 
 

@@ -101,7 +101,7 @@ def test_the_sensor_refuses_them_with_the_reason(tmp_path: Path,
     with DagsterInstance.ephemeral() as instance:
         data = recordings_sensor.evaluate_tick(
             build_sensor_context(instance=instance, resources=resources))
-    assert [list(r.partition_keys) for r in data.dynamic_partitions_requests] == [["fine"]], (
+    assert [list(r.partition_keys) for r in data.dynamic_partitions_requests or []] == [["fine"]], (
         data.skip_message)
     message = data.skip_message or ""
     assert "refused 2 recording(s)" in message, message
