@@ -8,7 +8,9 @@ content, so nothing finished is lost and a rerun continues.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import sqlite3
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -36,6 +38,27 @@ def naming(path: Path) -> Iterator[None]:
             raise
         # OSError(errno, ...) builds the errno's subclass (PermissionError for EACCES, ...).
         raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+
+# SQLite's words for a write the machine refused, and the errno each stands for.
+_SQLITE_REFUSALS = (("database or disk is full", errno.ENOSPC),
+                    ("readonly database", errno.EROFS),
+                    ("disk i/o error", errno.EIO))
+
+
+@contextlib.contextmanager
+def naming_database(path: Path) -> Iterator[None]:
+    """Re-raise SQLite's "database or disk is full" (read-only, disk I/O error) on ``path`` as
+    an ``OSError`` naming ``path``: SQLite's own error names no file, so a message would have to
+    guess which disk is full."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        text = str(exc).lower()
+        code = next((code for marker, code in _SQLITE_REFUSALS if marker in text), None)
+        if code is None:
+            raise
+        raise OSError(code, str(exc), str(path)) from exc
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> Path:

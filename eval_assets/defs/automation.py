@@ -59,7 +59,12 @@ from eval_assets.defs.partitions import (
 from eval_assets.defs.resources import JudgeResource, ProjectStorage
 from eval_assets.frames.admission import admit_recording
 from eval_assets.frames.selection import FrameSelectionError
-from eval_assets.layout import list_recordings, partition_key_for
+from eval_assets.layout import (
+    list_recordings,
+    name_clash_message,
+    partition_key_for,
+    recording_name_clashes,
+)
 from eval_assets.recording import RecordingError
 from eval_assets.recording.watch import ContentHashes, FileState, file_state, quiet_seconds
 from eval_assets.schemas.predictions import ModelsFileError
@@ -143,7 +148,17 @@ def _still_written(state: FileState, reported: dict[str, str], key: str, now: fl
         reported[f"seen:{key}"] = f"{state.fingerprint}@{now:.3f}"
     if state.writing is not None:
         return state.writing
-    age = now - state.mtime_ns / 1e9
+    ahead = state.future_s(now)
+    if ahead:
+        # Its time cannot say how long ago it was written: waiting for the clock to pass it could
+        # take hours, so the two looks alone decide.
+        if unchanged_for < quiet:
+            return (f"its modification time is {ahead:.0f} s in the future (the clock of the "
+                    "machine that wrote it is ahead, or a copy kept such a time), so its size "
+                    f"and time must stay the same between two looks {quiet:g} s apart; "
+                    f"unchanged for {unchanged_for:.0f} s so far; to date it now: touch the file")
+        return None
+    age = max(0.0, now - state.mtime_ns / 1e9)
     if age < quiet:
         return f"written to {age:.0f} s ago; it must stay unchanged for {quiet:g} s"
     if unchanged_for < quiet:
@@ -165,7 +180,8 @@ def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
     :func:`_still_written`: SQLite's view, the quiet period, and the same size and time at two
     ticks).
     A file that fails admission (structure, an invalid ``<name>.selection.yaml``, a selection
-    outside its images, or no selected frame that decodes) is refused with the reason and never
+    outside its images, no selected frame that decodes, or more bad selected frames than its
+    ``max_bad_fraction``) is refused with the reason and never
     becomes a partition; if it is replaced by a valid one, the next tick takes it.
     Damaged rows are logged only: the frame stage skips them. The data version covers the
     selection file, so editing it makes the recording's frames stale. The cursor remembers the
@@ -177,9 +193,16 @@ def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
     tick = RecordingsTick()
     events = []
     now, quiet = time.time(), quiet_seconds()
-    for path in list_recordings(storage.recordings_path()):
+    paths = list_recordings(storage.recordings_path())
+    clashes = recording_name_clashes(paths)
+    for path in paths:
         tick.watched += 1
         key = partition_key_for(path)
+        if key in clashes:  # names that print alike: which file the partition means is a guess
+            why = name_clash_message(key, clashes[key])
+            context.log.warning(f"skipping {path.name}: {why}")
+            tick.refused[path.name] = why
+            continue
         state = file_state(path)
         waiting = _still_written(state, reported, key, now, quiet)
         if waiting is not None:

@@ -310,7 +310,8 @@ class ModelSpec(BaseModel):
     options, whose defaults are the endpoint's): see :meth:`Endpoint.over`.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # An invalid api_key_env (a pasted key) is never repeated by the error (see Endpoint).
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     endpoint: Endpoint = Field(default_factory=Endpoint)

@@ -55,7 +55,8 @@ class AuthorConfigError(ValueError):
 class AuthorConfig(BaseModel):
     """How to build a question author (recorded verbatim in ``audit/run.json``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # An invalid api_key_env (a pasted key) is never repeated by the error (see Endpoint).
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
 
     author: Literal["vocabulary", "vlm"] = "vocabulary"
     vocabulary: list[str] = Field(default_factory=lambda: list(DEFAULT_VOCABULARY))

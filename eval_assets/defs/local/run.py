@@ -51,10 +51,14 @@ from eval_assets.layout import (
     StorageLayout,
     default_labels_dir,
     default_storage_root,
+    list_recordings,
+    name_clash_message,
     overrides_file_for,
     partition_key_for,
+    recording_name_clashes,
     selection_file_for,
 )
+from eval_assets.recording.errors import RecordingError
 from eval_assets.recording.watch import ContentHashes
 from eval_assets.scoring.inputs import load_private_dataset
 from eval_assets.vqa.overrides import INVALID, read_overrides
@@ -132,6 +136,10 @@ def run_locally(
 def _validate(recording: Path, on_stage: Callable[[str], None]) -> None:
     """Check the recording and its selection file as the recordings sensor does; say so."""
     started = time.perf_counter()
+    key = partition_key_for(recording)
+    alike = recording_name_clashes(list_recordings(recording.parent)).get(key)
+    if alike:  # the folder is the recordings folder of the run: the key must name one file
+        raise RecordingError(name_clash_message(key, alike), path=recording)
     checked = admit_recording(recording)
     selection_file = selection_file_for(recording)
     on_stage(f"validated {recording.name}: {checked.inventory.image_count} images, "
