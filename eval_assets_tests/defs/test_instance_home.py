@@ -48,8 +48,10 @@ with exclusive_lock(Path(sys.argv[1]) / {RUN_LOCK_FILE!r}):
 
 
 def _env(**extra: str) -> dict[str, str]:
+    # The venv's bin first: dagster-celery starts the worker as plain `celery`.
     return {**os.environ, "PYTHONPATH": str(REPO), "DAGSTER_DISABLE_TELEMETRY": "1",
-            "COLUMNS": "400", **extra}
+            "COLUMNS": "400", "PATH": os.pathsep.join((str(BIN), os.environ.get("PATH", ""))),
+            **extra}
 
 
 @contextmanager
