@@ -61,6 +61,16 @@ def _write_chunks(path: Path, chunks: Iterable[bytes]) -> Path:
             os.fsync(fh.fileno())
         os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
+    except FileNotFoundError as exc:
+        if exc.filename != tmp:
+            raise
+        # Our own temporary file vanished under us: something else cleaned the folder while we
+        # wrote (another process writing the same output).
+        raise FileNotFoundError(
+            exc.errno, f"its temporary file {Path(tmp).name} was removed while it was being "
+            "written, by another process cleaning or writing the same folder (two runs on the "
+            "same output at once?); the file keeps its previous content. Fix: let one run "
+            "write it, then rerun", str(path)) from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

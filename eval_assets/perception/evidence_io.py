@@ -124,8 +124,11 @@ def write_detections_table(out_dir: Path, frames: Sequence[FrameDetections]) -> 
         folder = out_dir / sub
         if folder.is_dir():
             for p in folder.iterdir():
-                if p.is_file() and f"{sub}/{p.name}" not in keep:
-                    p.unlink()
+                # Dot files are atomic writes in flight (eval_assets.atomic): another process
+                # writing this folder still renames them into place; removing one made its
+                # write fail with a raw "No such file" on the temporary name.
+                if p.is_file() and not p.name.startswith(".") and f"{sub}/{p.name}" not in keep:
+                    p.unlink(missing_ok=True)
     return path
 
 

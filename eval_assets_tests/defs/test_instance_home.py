@@ -271,6 +271,7 @@ def test_webserver_daemon_and_two_celery_workers_started_at_once_on_a_fresh_home
 @pytest.mark.slow
 def test_eval_assets_ui_prepares_a_fresh_home_and_serves_webserver_and_daemon(
         tmp_path: Path) -> None:
+    from eval_assets_tests.e2e.celery_cluster import group_members
     from eval_assets_tests.e2e.dagster_services import free_port
 
     root, port = tmp_path / "store", free_port()
@@ -284,6 +285,10 @@ def test_eval_assets_ui_prepares_a_fresh_home_and_serves_webserver_and_daemon(
         assert sorted(heads) == sorted(SCHEMA_DATABASES)
         assert all(len(revisions) == 1 for revisions in heads.values()), heads
         assert f"DAGSTER_HOME={home}" in log.read_text()
-        # Ctrl-C stops both.
+        # Ctrl-C stops both, and their code servers.
         os.killpg(ui.pid, signal.SIGINT)
-        assert ui.wait(timeout=60) is not None
+        ui.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while group_members(ui.pid) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not group_members(ui.pid), log.read_text()[-4000:]

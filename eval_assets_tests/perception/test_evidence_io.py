@@ -112,6 +112,21 @@ def test_rerun_with_fewer_detections_removes_stale_files(rectified_sample: Recti
     assert read_detections(tmp_path) == stored
 
 
+def test_pruning_leaves_another_writers_files_in_flight_alone(rectified_sample: RectifiedSample,
+                                                              tmp_path: Path) -> None:
+    # Another process's atomic write of a mask, between its write and its rename: removing the
+    # temporary file made that process fail with a raw "No such file" on its name.
+    in_flight = tmp_path / "masks" / ".frame-000021-01.png.k3j2x9.tmp"
+    in_flight.parent.mkdir(parents=True)
+    in_flight.write_bytes(b"half a png")
+    stale = tmp_path / "masks" / "frame-000099-00.png"
+    stale.write_bytes(b"an earlier run's mask")
+    build_detections(rectified_sample.frames_dir, rectified_sample.frames[:1], tmp_path,
+                     ["red ball"], ColorShapeDetector(), RegionSegmenter())
+    assert in_flight.read_bytes() == b"half a png"
+    assert not stale.exists()
+
+
 def _detection(name: str = "red ball", area: int = 4) -> Detection:
     return Detection(name=name, label_index=0, box_xyxy=(1.0, 1.0, 3.0, 3.0), score=0.9,
                      mask_area=area, mask_path=None, detector="d", detector_version="1",
