@@ -69,7 +69,7 @@ class SqliteRunStorageInHome(SqliteRunStorage):
         return {}
 
     @classmethod
-    def from_config_value(  # type: ignore[override]
+    def from_config_value(
         cls, inst_data: ConfigurableClassData | None, config_value: Mapping[str, Any]
     ) -> SqliteRunStorageInHome:
         """Build from ``dagster.yaml`` (no config: the folder is the instance's)."""
@@ -100,7 +100,7 @@ class SqliteScheduleStorageInHome(SqliteScheduleStorage):
         return {}
 
     @classmethod
-    def from_config_value(  # type: ignore[override]
+    def from_config_value(
         cls, inst_data: ConfigurableClassData | None, config_value: Mapping[str, Any]
     ) -> SqliteScheduleStorageInHome:
         """Build from ``dagster.yaml`` (no config: the folder is the instance's)."""
