@@ -133,6 +133,60 @@ def test_an_existing_dagster_yaml_gets_each_storage_it_does_not_name(
                (RUN_STORAGE_YAML, EVENT_LOG_STORAGE_YAML, SCHEDULE_STORAGE_YAML))
 
 
+def test_a_home_made_with_dagsters_run_storage_keeps_its_runs_after_the_switch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dagster import DagsterInstance, DagsterRunStatus
+    from dagster._core.test_utils import create_run_for_test
+
+    from eval_assets.defs.instance_storage import (
+        SqliteRunStorageInHome,
+        SqliteScheduleStorageInHome,
+    )
+    from eval_assets.defs.local import prepare_dagster_home
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "unused"))
+    layout = StorageLayout(tmp_path / "store")
+    home = layout.dagster_home()
+    home.mkdir(parents=True)
+    # What ensure_dagster_home wrote before the run and schedule storages were the project's.
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n" + EVENT_LOG_STORAGE_YAML)
+    with DagsterInstance.from_config(str(home)) as before:
+        assert not isinstance(before.run_storage, SqliteRunStorageInHome)
+        run = create_run_for_test(before, job_name="earlier", status=DagsterRunStatus.SUCCESS)
+    prepare_dagster_home(layout)
+    with DagsterInstance.from_config(str(home)) as after:
+        assert isinstance(after.run_storage, SqliteRunStorageInHome)
+        assert isinstance(after.schedule_storage, SqliteScheduleStorageInHome)
+        assert [r.run_id for r in after.get_runs()] == [run.run_id]
+    assert all(len(revisions) == 1 for revisions in schema_heads(home).values())
+
+
+def test_a_home_left_with_two_schema_heads_is_named_with_the_fix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    from eval_assets.defs.local import prepare_dagster_home
+    from eval_assets.errors import InputError
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "unused"))
+    layout = StorageLayout(tmp_path / "store")
+    home = prepare_dagster_home(layout)
+    # What two processes creating the schema at once left behind before the lock.
+    with sqlite3.connect(home / "history" / "runs.db") as conn:
+        conn.execute("INSERT INTO alembic_version VALUES ('16e3655b4d9b')")
+    with pytest.raises(InputError) as doubled:
+        prepare_dagster_home(layout)
+    said = str(doubled.value)
+    assert f"{home / 'history' / 'runs.db'} has 2 schema heads" in said
+    assert "Fix: stop every Dagster process on it" in said
+    fix = "DELETE FROM alembic_version WHERE version_num = '16e3655b4d9b'"
+    assert fix in said
+    # The fix as printed repairs it.
+    with sqlite3.connect(home / "history" / "runs.db") as conn:
+        conn.execute(fix)
+    prepare_dagster_home(layout)
+
+
 # Opens the instance argv[1] the moment the file argv[2] appears, so every contender starts its
 # schema work at once (imports done).
 OPEN_INSTANCE = """

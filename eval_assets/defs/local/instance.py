@@ -99,19 +99,38 @@ def prepare_dagster_home(layout: StorageLayout) -> Path:
     from dagster import DagsterInstance
 
     home = ensure_dagster_home(layout)
+    # Checked first too: Dagster's own error for such a database names neither file nor fix.
+    _refuse_two_heads(home)
     # Opening the instance opens every storage, each under the schema lock.
     with DagsterInstance.from_config(str(home)):
         pass
+    _refuse_two_heads(home)
+    return home
+
+
+def _refuse_two_heads(home: Path) -> None:
     doubled = {name: heads for name, heads in schema_heads(home).items() if len(heads) > 1}
     if doubled:
         name, heads = next(iter(doubled.items()))
+        latest = _dagster_schema_head()
+        stale = [rev for rev in heads if rev != latest] if latest in heads else heads[1:]
+        where = " OR ".join(f"version_num = '{rev}'" for rev in stale)
         raise InputError(
             f"{home / name} has {len(heads)} schema heads {heads}: Dagster processes created it "
             "at the same time before this instance's storages took a lock, and every Dagster "
             "command on it fails. Fix: stop every Dagster process on it, then delete "
-            f"{home} if it holds no run you need; otherwise keep its newest revision with "
-            f"sqlite3 {home / name} \"DELETE FROM alembic_version WHERE version_num = '<older>'\".")
-    return home
+            f"{home} if it holds no run you need; otherwise keep Dagster's own revision "
+            f"({latest}) with: sqlite3 {home / name} \"DELETE FROM alembic_version WHERE {where}\"")
+
+
+def _dagster_schema_head() -> str | None:
+    """The newest schema revision this Dagster's SQLite storages know (one script set for all)."""
+    from alembic.script import ScriptDirectory
+    from dagster._core.storage.runs.sqlite import sqlite_run_storage
+    from dagster._core.storage.sql import get_alembic_config
+
+    config = get_alembic_config(sqlite_run_storage.__file__)
+    return ScriptDirectory.from_config(config).get_current_head()
 
 
 def schema_heads(home: Path) -> dict[str, list[str]]:
