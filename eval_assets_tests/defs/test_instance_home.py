@@ -188,11 +188,12 @@ def test_a_home_left_with_two_schema_heads_is_named_with_the_fix(
 
 
 # Opens the instance argv[1] the moment the file argv[2] appears, so every contender starts its
-# schema work at once (imports done).
+# schema work at once (imports done, "ready" said).
 OPEN_INSTANCE = """
 import sys, time
 from pathlib import Path
 from dagster import DagsterInstance
+print("ready", flush=True)
 while not Path(sys.argv[2]).exists():
     time.sleep(0.005)
 with DagsterInstance.from_config(sys.argv[1]):
@@ -211,7 +212,8 @@ def test_four_processes_opening_a_fresh_home_at_once_leave_one_schema_head(
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               env=_env(DAGSTER_HOME=str(home)))
              for _ in range(4)]
-    time.sleep(6)  # imports (a few seconds on a busy machine); the contenders then wait on `go`
+    for proc in procs:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     go.touch()
     outputs = [proc.communicate(timeout=300)[0] for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0, 0, 0], outputs
