@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from rich.markup import escape
 
 from eval_assets.cli_errors import guarded, set_debug
 from eval_assets.console import format_seconds, make_console
+from eval_assets.errors import InputError
 from eval_assets.labels_cli import labels_app
 from eval_assets.metrics.cli import score_app
 from eval_assets.model_runs.cli import serve_command, vqa_run_command
@@ -93,7 +95,7 @@ def run(
 
     outcome = run_locally(recording, storage_root, model or None, verbose=verbose,
                           wait=not no_wait, on_step=on_step, on_job=on_job,
-                            on_stage=lambda line: console.print(f"[dim]{escape(line)}[/]"))
+                          on_stage=lambda line: console.print(f"[dim]{escape(line)}[/]"))
     console.print(f"done in {format_seconds(time.perf_counter() - started)}; Dagster log: "
                   f"{outcome.log_file}")
     typer.echo(f"leaderboard: {outcome.leaderboard}")
@@ -127,8 +129,7 @@ def ui(
 ) -> None:
     """Start Dagster's UI (webserver) and daemon on the local instance, until Ctrl-C.
 
-    The instance (DAGSTER_HOME = <storage root>/dagster_home) is created and brought to its
-    schema first, so the two processes never race to create it.
+    First it brings the instance (<storage root>/dagster_home) to its schema.
     """
     from eval_assets.defs.local import prepare_dagster_home
     from eval_assets.layout import StorageLayout, default_storage_root
@@ -140,8 +141,12 @@ def ui(
     workspace = Path(__file__).resolve().parent.parent / "workspace.yaml"
     target = (["-w", str(workspace)] if workspace.is_file()
               else ["-m", "eval_assets.defs.definitions"])
-    dagster = Path(sys.executable).parent / "dagster"
-    command = [str(dagster), "dev", *target, "-h", host, "-p", str(port)]
+    beside = Path(sys.executable).parent / "dagster"
+    dagster = str(beside) if beside.is_file() else shutil.which("dagster")
+    if dagster is None:
+        raise InputError(f"no `dagster` command beside {sys.executable} or on PATH. Fix: install "
+                         "the project (make setup, or pip install -e .) in this environment.")
+    command = [dagster, "dev", *target, "-h", host, "-p", str(port)]
     typer.echo(f"DAGSTER_HOME={home}; starting the webserver on http://{host}:{port} and the "
                "daemon (Ctrl-C stops both)", err=True)
     # dagster dev starts both, stops both on Ctrl-C or SIGTERM; exec hands it our pid.
