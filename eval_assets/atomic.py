@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -75,6 +76,23 @@ def _write_chunks(path: Path, chunks: Iterable[bytes]) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+# A temporary file younger than this may still be renamed into place by the process writing it
+# (another run writing the same folder); an older one is the leftover of an interrupted write.
+# A write refreshes its file's time with every chunk, and renames right after the last one.
+IN_FLIGHT_S = 600.0
+
+
+def in_flight(path: Path) -> bool:
+    """Whether ``path`` is a temporary file of an atomic write that may still be in progress:
+    cleaning a folder skips those (removing one fails the other writer) and removes older ones."""
+    if not (path.name.startswith(".") and path.name.endswith(".tmp")):
+        return False
+    try:
+        return time.time() - path.stat().st_mtime < IN_FLIGHT_S
+    except FileNotFoundError:
+        return False
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
