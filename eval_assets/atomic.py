@@ -12,6 +12,7 @@ import errno
 import os
 import sqlite3
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -84,10 +85,37 @@ def _write_chunks(path: Path, chunks: Iterable[bytes]) -> Path:
             os.fsync(fh.fileno())
         os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
+    except FileNotFoundError as exc:
+        if exc.filename != tmp:
+            raise
+        # Our own temporary file vanished under us: something else cleaned the folder while we
+        # wrote (another process writing the same output).
+        raise FileNotFoundError(
+            exc.errno, f"its temporary file {Path(tmp).name} was removed while it was being "
+            "written, by another process cleaning or writing the same folder (two runs on the "
+            "same output at once?); the file keeps its previous content. Fix: let one run "
+            "write it, then rerun", str(path)) from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+# A temporary file younger than this may still be renamed into place by the process writing it
+# (another run writing the same folder); an older one is the leftover of an interrupted write.
+# A write refreshes its file's time with every chunk, and renames right after the last one.
+IN_FLIGHT_S = 600.0
+
+
+def in_flight(path: Path) -> bool:
+    """Whether ``path`` is a temporary file of an atomic write that may still be in progress:
+    cleaning a folder skips those (removing one fails the other writer) and removes older ones."""
+    if not (path.name.startswith(".") and path.name.endswith(".tmp")):
+        return False
+    try:
+        return time.time() - path.stat().st_mtime < IN_FLIGHT_S
+    except FileNotFoundError:
+        return False
 
 
 def write_text_atomic(path: Path, text: str) -> Path:

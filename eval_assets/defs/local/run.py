@@ -32,7 +32,7 @@ from eval_assets.defs.local.events import (
     Listeners,
     StepReport,
 )
-from eval_assets.defs.local.instance import ensure_dagster_home, log_file_for
+from eval_assets.defs.local.instance import ensure_dagster_home, log_file_for, run_lock
 from eval_assets.defs.local.launch import Launcher
 from eval_assets.defs.local.plan import (
     JobAssets,
@@ -102,6 +102,7 @@ def run_locally(
     on_job: Callable[[JobReport], None] = lambda _: None,
     on_stage: Callable[[str], None] = lambda _: None,
     verbose: bool = False,
+    wait: bool = True,
 ) -> LocalRun:
     """Bring ``recording``'s dataset, ``models``' (default: all configured) results on it and
     the leaderboard and report up to date. Raises the first failing step's own error.
@@ -118,17 +119,23 @@ def run_locally(
     Dagster's event stream goes to the instance and a log file; ``on_step``, ``on_job`` and
     ``on_stage`` get one line each per finished step, finished run and stage. ``verbose=True``
     brings Dagster's console logger back.
+
+    Another run on the same storage root is waited for (one line to ``on_stage`` names its pid);
+    with ``wait=False`` this raises :class:`~eval_assets.defs.local.instance.RunInProgress`
+    instead.
     """
     recording = Path(recording).resolve()
     _validate(recording, on_stage)
     scope = Scope.of(partition_key_for(recording), _chosen_models(models))
     layout = StorageLayout(storage_root.resolve() if storage_root else default_storage_root())
-    ensure_dagster_home(layout)
-    log_file = log_file_for(layout)
-    listeners = Listeners(on_step, on_job, on_stage)
-    with DagsterInstance.get() as instance:
-        run_ids = _bring_up_to_date(instance, recording, layout, scope, listeners,
-                                    _run_config(recording.parent, layout, verbose), log_file)
+    # One run at a time per instance (and so per storage root): a second waits, saying for whom.
+    with run_lock(layout.dagster_home(), wait=wait, on_wait=on_stage):
+        ensure_dagster_home(layout)
+        log_file = log_file_for(layout)
+        listeners = Listeners(on_step, on_job, on_stage)
+        with DagsterInstance.get() as instance:
+            run_ids = _bring_up_to_date(instance, recording, layout, scope, listeners,
+                                        _run_config(recording.parent, layout, verbose), log_file)
     return LocalRun(recording=scope.recording, models=scope.models, run_ids=run_ids,
                     layout=layout, log_file=log_file)
 
