@@ -24,7 +24,7 @@ import contextlib
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from dagster import DagsterInstance
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
@@ -44,12 +44,32 @@ def schema_lock(instance_root: str | Path) -> Iterator[None]:
         yield
 
 
-class SqliteRunStorageInHome(SqliteRunStorage):
-    """Dagster's SQLite run storage in ``<instance root>/history``, made under the lock."""
+class _OpensInHome:
+    """What both storages share: built from ``dagster.yaml`` without config, their database
+    opened once the instance registers itself (the folder is the instance's)."""
 
     def __init__(self, inst_data: ConfigurableClassData | None = None) -> None:
         # The database opens in register_instance, when the instance folder is known.
         self._deferred_inst_data = inst_data
+
+    @property
+    def inst_data(self) -> ConfigurableClassData | None:
+        return self._deferred_inst_data
+
+    @classmethod
+    def config_type(cls) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def from_config_value(
+        cls, inst_data: ConfigurableClassData | None, config_value: Mapping[str, Any]
+    ) -> Self:
+        """Build from ``dagster.yaml`` (no config: the folder is the instance's)."""
+        return cls(inst_data=inst_data)
+
+
+class SqliteRunStorageInHome(_OpensInHome, SqliteRunStorage):
+    """Dagster's SQLite run storage in ``<instance root>/history``, made under the lock."""
 
     def register_instance(self, instance: DagsterInstance) -> None:
         if not hasattr(self, "_conn_string"):
@@ -57,51 +77,19 @@ class SqliteRunStorageInHome(SqliteRunStorage):
             with schema_lock(instance.root_directory):
                 # Creates, stamps and indexes a missing schema; the object itself is not kept.
                 SqliteRunStorage.from_local(base_dir)
-            super().__init__(create_db_conn_string(base_dir, "runs"), self._deferred_inst_data)
+            SqliteRunStorage.__init__(self, create_db_conn_string(base_dir, "runs"),
+                                      self._deferred_inst_data)
         super().register_instance(instance)
 
-    @property
-    def inst_data(self) -> ConfigurableClassData | None:
-        return self._deferred_inst_data
 
-    @classmethod
-    def config_type(cls) -> dict[str, Any]:
-        return {}
-
-    @classmethod
-    def from_config_value(
-        cls, inst_data: ConfigurableClassData | None, config_value: Mapping[str, Any]
-    ) -> SqliteRunStorageInHome:
-        """Build from ``dagster.yaml`` (no config: the folder is the instance's)."""
-        return cls(inst_data=inst_data)
-
-
-class SqliteScheduleStorageInHome(SqliteScheduleStorage):
+class SqliteScheduleStorageInHome(_OpensInHome, SqliteScheduleStorage):
     """Dagster's SQLite schedule storage in ``<instance root>/schedules``, made under the lock."""
-
-    def __init__(self, inst_data: ConfigurableClassData | None = None) -> None:
-        self._deferred_inst_data = inst_data
 
     def register_instance(self, instance: DagsterInstance) -> None:
         if not hasattr(self, "_conn_string"):
             base_dir = os.path.join(instance.root_directory, "schedules")
             with schema_lock(instance.root_directory):
                 SqliteScheduleStorage.from_local(base_dir)
-            super().__init__(create_db_conn_string(base_dir, "schedules"),
-                             self._deferred_inst_data)
+            SqliteScheduleStorage.__init__(self, create_db_conn_string(base_dir, "schedules"),
+                                           self._deferred_inst_data)
         super().register_instance(instance)
-
-    @property
-    def inst_data(self) -> ConfigurableClassData | None:
-        return self._deferred_inst_data
-
-    @classmethod
-    def config_type(cls) -> dict[str, Any]:
-        return {}
-
-    @classmethod
-    def from_config_value(
-        cls, inst_data: ConfigurableClassData | None, config_value: Mapping[str, Any]
-    ) -> SqliteScheduleStorageInHome:
-        """Build from ``dagster.yaml`` (no config: the folder is the instance's)."""
-        return cls(inst_data=inst_data)
