@@ -8,8 +8,11 @@ content, so nothing finished is lost and a rerun continues.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import sqlite3
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -38,6 +41,27 @@ def naming(path: Path) -> Iterator[None]:
         raise OSError(exc.errno, exc.strerror, str(path)) from exc
 
 
+# SQLite's words for a write the machine refused, and the errno each stands for.
+_SQLITE_REFUSALS = (("database or disk is full", errno.ENOSPC),
+                    ("readonly database", errno.EROFS),
+                    ("disk i/o error", errno.EIO))
+
+
+@contextlib.contextmanager
+def naming_database(path: Path) -> Iterator[None]:
+    """Re-raise SQLite's "database or disk is full" (read-only, disk I/O error) on ``path`` as
+    an ``OSError`` naming ``path``: SQLite's own error names no file, so a message would have to
+    guess which disk is full."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        text = str(exc).lower()
+        code = next((code for marker, code in _SQLITE_REFUSALS if marker in text), None)
+        if code is None:
+            raise
+        raise OSError(code, str(exc), str(path)) from exc
+
+
 def write_bytes_atomic(path: Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` via a temporary file in the same folder and ``os.replace``."""
     return write_chunks_atomic(path, [data])
@@ -61,10 +85,37 @@ def _write_chunks(path: Path, chunks: Iterable[bytes]) -> Path:
             os.fsync(fh.fileno())
         os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
+    except FileNotFoundError as exc:
+        if exc.filename != tmp:
+            raise
+        # Our own temporary file vanished under us: something else cleaned the folder while we
+        # wrote (another process writing the same output).
+        raise FileNotFoundError(
+            exc.errno, f"its temporary file {Path(tmp).name} was removed while it was being "
+            "written, by another process cleaning or writing the same folder (two runs on the "
+            "same output at once?); the file keeps its previous content. Fix: let one run "
+            "write it, then rerun", str(path)) from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+# A temporary file younger than this may still be renamed into place by the process writing it
+# (another run writing the same folder); an older one is the leftover of an interrupted write.
+# A write refreshes its file's time with every chunk, and renames right after the last one.
+IN_FLIGHT_S = 600.0
+
+
+def in_flight(path: Path) -> bool:
+    """Whether ``path`` is a temporary file of an atomic write that may still be in progress:
+    cleaning a folder skips those (removing one fails the other writer) and removes older ones."""
+    if not (path.name.startswith(".") and path.name.endswith(".tmp")):
+        return False
+    try:
+        return time.time() - path.stat().st_mtime < IN_FLIGHT_S
+    except FileNotFoundError:
+        return False
 
 
 def write_text_atomic(path: Path, text: str) -> Path:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from rich.markup import escape
 
 from eval_assets.cli_errors import guarded, set_debug
 from eval_assets.console import format_seconds, make_console
+from eval_assets.errors import InputError
 from eval_assets.labels_cli import labels_app
 from eval_assets.metrics.cli import score_app
 from eval_assets.model_runs.cli import serve_command, vqa_run_command
@@ -70,6 +72,10 @@ def run(
     ),
     verbose: bool = typer.Option(
         False, "--verbose", "-v", help="Also print Dagster's event stream (always in the log)."),
+    no_wait: bool = typer.Option(
+        False, "--no-wait", envvar="EVAL_ASSETS_NO_WAIT",
+        help="When another eval-assets run works on the same storage root, exit 2 naming it "
+        "instead of waiting for it."),
 ) -> None:
     """Build RECORDING's dataset, benchmark the models on it, and print the report path."""
     from eval_assets.defs.local import JobReport, StepReport, run_locally
@@ -88,8 +94,8 @@ def run(
                       f"{format_seconds(job.seconds)}")
 
     outcome = run_locally(recording, storage_root, model or None, verbose=verbose,
-                            on_step=on_step, on_job=on_job,
-                            on_stage=lambda line: console.print(f"[dim]{escape(line)}[/]"))
+                          wait=not no_wait, on_step=on_step, on_job=on_job,
+                          on_stage=lambda line: console.print(f"[dim]{escape(line)}[/]"))
     console.print(f"done in {format_seconds(time.perf_counter() - started)}; Dagster log: "
                   f"{outcome.log_file}")
     typer.echo(f"leaderboard: {outcome.leaderboard}")
@@ -102,10 +108,49 @@ def demo(
     storage_root: Path | None = typer.Option(None, help="Output root (default ./.eval_assets)."),
     verbose: bool = typer.Option(
         False, "--verbose", "-v", help="Also print Dagster's event stream (always in the log)."),
+    no_wait: bool = typer.Option(
+        False, "--no-wait", envvar="EVAL_ASSETS_NO_WAIT",
+        help="When another eval-assets run works on the same storage root, exit 2 naming it "
+        "instead of waiting for it."),
 ) -> None:
     """The whole chain on the bundled sample recording with the offline default models."""
     sample = Path(__file__).resolve().parent.parent / "data" / "recordings" / "sample.db"
-    run(sample, storage_root, [], verbose)
+    run(sample, storage_root, [], verbose, no_wait)
+
+
+@app.command()
+@guarded
+def ui(
+    storage_root: Path | None = typer.Option(
+        None, help="Output root whose instance to serve (default $EVAL_ASSETS_HOME or "
+        "./.eval_assets)."),
+    host: str = typer.Option("127.0.0.1", help="Address the webserver listens on."),
+    port: int = typer.Option(3000, help="Port the webserver listens on."),
+) -> None:
+    """Start Dagster's UI (webserver) and daemon on the local instance, until Ctrl-C.
+
+    First it brings the instance (<storage root>/dagster_home) to its schema.
+    """
+    from eval_assets.defs.local import prepare_dagster_home
+    from eval_assets.layout import StorageLayout, default_storage_root
+
+    layout = StorageLayout(storage_root.resolve() if storage_root else default_storage_root())
+    home = prepare_dagster_home(layout)
+    # The code location's runs write under the same storage root as eval-assets run.
+    os.environ["EVAL_ASSETS_HOME"] = str(layout.root)
+    workspace = Path(__file__).resolve().parent.parent / "workspace.yaml"
+    target = (["-w", str(workspace)] if workspace.is_file()
+              else ["-m", "eval_assets.defs.definitions"])
+    beside = Path(sys.executable).parent / "dagster"
+    dagster = str(beside) if beside.is_file() else shutil.which("dagster")
+    if dagster is None:
+        raise InputError(f"no `dagster` command beside {sys.executable} or on PATH. Fix: install "
+                         "the project (make setup, or pip install -e .) in this environment.")
+    command = [dagster, "dev", *target, "-h", host, "-p", str(port)]
+    typer.echo(f"DAGSTER_HOME={home}; starting the webserver on http://{host}:{port} and the "
+               "daemon (Ctrl-C stops both)", err=True)
+    # dagster dev starts both, stops both on Ctrl-C or SIGTERM; exec hands it our pid.
+    os.execv(command[0], command)
 
 
 recording_app = typer.Typer(no_args_is_help=True, help="Create recordings.")

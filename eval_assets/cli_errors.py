@@ -22,6 +22,7 @@ import typer
 from rich.markup import escape
 
 from eval_assets.console import make_console, print_error, showing_progress
+from eval_assets.env_names import check_env_var_name
 from eval_assets.errors import InputError
 from eval_assets.output_errors import output_problem
 
@@ -48,6 +49,20 @@ def debug_enabled() -> bool:
 # Every config error of the package (models file, judge config, ...) is an InputError.
 _BAD_INPUT_TYPES: tuple[type[BaseException], ...] = (
     InputError, FileNotFoundError, NotADirectoryError)
+
+
+def env_name_option(value: str | None, option: str, example: str = "OPENAI_API_KEY") -> None:
+    """Refuse an option that should NAME an environment variable but holds a key (exit 2).
+
+    Checked before the value reaches any config, message or run record; the message masks it
+    (:func:`eval_assets.env_names.check_env_var_name`).
+    """
+    if not value:
+        return
+    try:
+        check_env_var_name(value, option, example=example)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint=option) from None
 
 
 def guarded(command: Callable[P, R]) -> Callable[P, R]:

@@ -73,7 +73,7 @@ def list_overrides(
 ) -> None:
     """Every override and its state against the current dataset (applied, orphaned, ...)."""
     from eval_assets.scoring.inputs import load_private_dataset
-    from eval_assets.vqa.overrides import STATE_TEXT, read_overrides
+    from eval_assets.vqa.overrides import INVALID, STATE_TEXT, read_overrides
 
     folder = (labels_dir or default_labels_dir()).resolve()
     names = ([recording] if recording else
@@ -95,6 +95,8 @@ def list_overrides(
             typer.echo(f"  {item.at} {item.case_id}: {item.old_answer!r} -> "
                        f"{item.new_answer!r} by {item.by} ({item.reason}): "
                        f"{STATE_TEXT[state.state]}")
+            if (problem := state.problem(path)) is not None and state.state in INVALID:
+                typer.echo(f"    {problem}")
     if not names:
         typer.echo(f"no overrides in {folder}")
 

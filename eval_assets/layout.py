@@ -10,6 +10,8 @@ module that writes a file imports its name from here.
 from __future__ import annotations
 
 import os
+import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,8 +109,51 @@ def default_models_file() -> Path:
 
 
 def partition_key_for(path: Path) -> str:
-    """The partition key of a recording file: its stem (``sample.db`` → ``sample``)."""
-    return path.stem
+    """The partition key of a recording file: its stem (``sample.db`` → ``sample``), in NFC.
+
+    NFC because a name typed on one system and copied from another may spell ``é`` as one code
+    point or as ``e`` + a combining accent (macOS writes NFD): the two print alike, so they
+    must be one partition, not two that no one can tell apart.
+    """
+    return unicodedata.normalize("NFC", path.stem)
+
+
+def recording_name_clashes(paths: Iterable[Path]) -> dict[str, list[Path]]:
+    """The partition keys that more than one of ``paths`` normalise to, with those files.
+
+    Such files print alike but are different files on Linux: which one a partition means
+    would be a guess, so every door refuses them all (:func:`name_clash_message`).
+    """
+    by_key: dict[str, list[Path]] = {}
+    for path in paths:
+        by_key.setdefault(partition_key_for(path), []).append(path)
+    return {key: sorted(found) for key, found in by_key.items() if len(found) > 1}
+
+
+def name_clash_message(key: str, paths: Sequence[Path]) -> str:
+    """Why the files ``paths`` (one partition ``key``) are refused, each named distinguishably.
+
+    The names are shown as Python escapes too (``'caf\\xe9.db'``, ``'cafe\\u0301.db'``): printed
+    plainly they look the same, which is the problem.
+    """
+    folder = paths[0].parent
+    named = " and ".join(f"{p.name} ({p.name!a})" for p in paths)
+    return (f"{folder}: {named} are {len(paths)} files with the same name once Unicode-"
+            f"normalised (NFC), so they would be one recording {key!r}; fix: rename or remove "
+            "all but one of them (e.g. keep the one in NFC)")
+
+
+def find_recording_file(recordings_dir: Path, key: str) -> Path:
+    """The file of partition ``key`` in ``recordings_dir``, whichever Unicode form its name has.
+
+    ``<key>.db`` when it exists, else the one file whose name normalises to ``key`` (a name
+    written in NFD); else ``<key>.db`` (missing: the caller's error names it).
+    """
+    exact = recordings_dir / f"{key}{RECORDING_SUFFIX}"
+    if exact.is_file():
+        return exact
+    matches = [p for p in list_recordings(recordings_dir) if partition_key_for(p) == key]
+    return matches[0] if len(matches) == 1 else exact
 
 
 def selection_file_for(recording: Path) -> Path:

@@ -18,8 +18,10 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from dagster import (
+    AssetCheckKey,
     AssetObservation,
     AssetSelection,
     AutomationConditionSensorDefinition,
@@ -32,6 +34,7 @@ from dagster import (
     SensorEvaluationContext,
     SensorResult,
     SkipReason,
+    load_asset_checks_from_modules,
     schedule,
     sensor,
 )
@@ -56,7 +59,12 @@ from eval_assets.defs.partitions import (
 from eval_assets.defs.resources import JudgeResource, ProjectStorage
 from eval_assets.frames.admission import admit_recording
 from eval_assets.frames.selection import FrameSelectionError
-from eval_assets.layout import list_recordings, partition_key_for
+from eval_assets.layout import (
+    list_recordings,
+    name_clash_message,
+    partition_key_for,
+    recording_name_clashes,
+)
 from eval_assets.recording import RecordingError
 from eval_assets.recording.watch import ContentHashes, FileState, file_state, quiet_seconds
 from eval_assets.schemas.predictions import ModelsFileError
@@ -146,7 +154,17 @@ def _still_written(state: FileState, reported: dict[str, str], key: str, now: fl
         reported[f"seen:{key}"] = f"{state.fingerprint}@{now:.3f}"
     if state.writing is not None:
         return state.writing
-    age = now - state.mtime_ns / 1e9
+    ahead = state.future_s(now)
+    if ahead:
+        # Its time cannot say how long ago it was written: waiting for the clock to pass it could
+        # take hours, so the two looks alone decide.
+        if unchanged_for < quiet:
+            return (f"its modification time is {ahead:.0f} s in the future (the clock of the "
+                    "machine that wrote it is ahead, or a copy kept such a time), so its size "
+                    f"and time must stay the same between two looks {quiet:g} s apart; "
+                    f"unchanged for {unchanged_for:.0f} s so far; to date it now: touch the file")
+        return None
+    age = max(0.0, now - state.mtime_ns / 1e9)
     if age < quiet:
         return f"written to {age:.0f} s ago; it must stay unchanged for {quiet:g} s"
     if unchanged_for < quiet:
@@ -168,7 +186,8 @@ def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
     :func:`_still_written`: SQLite's view, the quiet period, and the same size and time at two
     ticks).
     A file that fails admission (structure, an invalid ``<name>.selection.yaml``, a selection
-    outside its images, or no selected frame that decodes) is refused with the reason and never
+    outside its images, no selected frame that decodes, or more bad selected frames than its
+    ``max_bad_fraction``) is refused with the reason and never
     becomes a partition; if it is replaced by a valid one, the next tick takes it.
     Damaged rows are logged only: the frame stage skips them. The data version covers the
     selection file, so editing it makes the recording's frames stale. The cursor remembers the
@@ -180,9 +199,16 @@ def recordings_sensor(context: SensorEvaluationContext, storage: ProjectStorage,
     tick = RecordingsTick()
     events = []
     now, quiet = time.time(), quiet_seconds()
-    for path in list_recordings(storage.recordings_path()):
+    paths = list_recordings(storage.recordings_path())
+    clashes = recording_name_clashes(paths)
+    for path in paths:
         tick.watched += 1
         key = partition_key_for(path)
+        if key in clashes:  # names that print alike: which file the partition means is a guess
+            why = name_clash_message(key, clashes[key])
+            context.log.warning(f"skipping {path.name}: {why}")
+            tick.refused[path.name] = why
+            continue
         state = file_state(path)
         waiting = _still_written(state, reported, key, now, quiet)
         if waiting is not None:
@@ -250,6 +276,32 @@ def _model_observations(context: SensorEvaluationContext, reported: dict[str, st
 
 NIGHTLY_CRON = os.environ.get("EVAL_ASSETS_NIGHTLY_CRON", "0 2 * * *")
 """When the nightly runs (UTC); a test sets ``* * * * *`` to have the daemon tick it now."""
+TICK_TAG = "eval_assets/tick"
+"""The tick a nightly run was requested for (UTC, ISO), beside the night it is filed under."""
+
+
+def night_of(now: datetime) -> str:
+    """The night a nightly run is filed under: the UTC date it actually runs (``now``), not
+    the date of the tick it was requested for.
+
+    The daemon evaluates a tick at its scheduled time, so the two agree. The UI's tick preview
+    evaluates any tick the user picks (its dialog preselects one days back), and its "launch"
+    asks the models now: filed under the picked date, today's answers would pass for that
+    night's in ``history/`` and in the drift check.
+    """
+    return now.astimezone(UTC).strftime("%Y-%m-%d")
+
+
+def cell_checks() -> list[AssetCheckKey]:
+    """Every asset check on the cell's assets (``nightly_drift``, the parse-failure bound): the
+    daemon runs them with a run's assets anyway, but the UI launches a previewed tick's runs
+    with only the checks the request names."""
+    from eval_assets.defs import checks
+
+    cell = set(CELL_ASSETS)
+    return sorted((key for definition in load_asset_checks_from_modules([checks])
+                   for key in definition.check_keys if key.asset_key in cell),
+                  key=lambda key: key.to_user_string())
 
 
 @schedule(job=model_benchmark_job, cron_schedule=NIGHTLY_CRON, execution_timezone="UTC",
@@ -257,29 +309,43 @@ NIGHTLY_CRON = os.environ.get("EVAL_ASSETS_NIGHTLY_CRON", "0 2 * * *")
           description="02:00 UTC ($EVAL_ASSETS_NIGHTLY_CRON): ask every configured model afresh "
                       "on every recording and keep the night's results (hosted models drift).")
 def nightly_benchmark(context: ScheduleEvaluationContext):
-    """One run per (recording, model), tagged with the night.
+    """One run per (recording, model), tagged with the night it runs (:func:`night_of`), with
+    the cell's assets and their checks named (:func:`cell_checks`).
 
     The tag is part of the answers' generation config, so stored answers are not reused, and the
     night's results are kept under ``history/<night>/``. Run keys carry the night: a tick
-    evaluated twice launches nothing twice.
+    evaluated twice launches nothing twice. A tick launched by hand from the UI's preview is
+    filed under the day it is launched, whatever tick the dialog picked, and runs the same
+    ``nightly_drift`` check as the scheduled one.
     """
     recordings = context.instance.get_dynamic_partitions(RECORDINGS)
     if not recordings:
         return SkipReason("no recordings yet: drop *.db files into the recordings folder")
-    night = context.scheduled_execution_time.strftime("%Y-%m-%d")
+    tick = context.scheduled_execution_time
+    night = night_of(datetime.now(UTC))
+    if tick.astimezone(UTC).strftime("%Y-%m-%d") != night:
+        context.log.warning(
+            f"the tick of {tick.isoformat()} is evaluated on {night}: its runs ask the models "
+            f"now, so they are filed under the night {night} (history/{night}/), not the "
+            "tick's date")
     # Run keys dedupe only within one tick: a second tick of the same night (a cron that fires
     # more than once a day, a daemon that catches up) would run every cell again.
     launched = {record.dagster_run.tags.get("dagster/partition") for record in
                 context.instance.get_run_records(RunsFilter(tags={NIGHT_TAG: night}))}
+    checks = cell_checks()
     return [
         RunRequest(
             run_key=f"{night}:{recording}:{model}",
             partition_key=MultiPartitionKey({RECORDING_DIM: recording, MODEL_DIM: model}),
-            tags={"eval_assets/trigger": "nightly", NIGHT_TAG: night},
+            tags={"eval_assets/trigger": "nightly", NIGHT_TAG: night,
+                  TICK_TAG: tick.astimezone(UTC).isoformat()},
             # Named, not implied by the job: a run without an asset selection is not "executed
             # with" its assets for the automation conditions, so its predictions, seen by a tick
             # while its metrics were finishing, triggered a second, untagged metrics run.
             asset_selection=list(CELL_ASSETS),
+            # Named too: the UI launches a previewed tick's runs with the checks the request
+            # names and no other, so unnamed, nightly_drift did not run.
+            asset_check_keys=checks,
         )
         for recording in sorted(recordings)
         for model in model_partitions.get_partition_keys()

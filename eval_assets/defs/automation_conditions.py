@@ -79,6 +79,27 @@ RECOMPUTE = (
        & ~AutomationCondition.any_deps_in_progress())
 ).with_label("missing, upstream data changed or code changed")
 
+# A dependency whose own inputs changed and that is not requested in this evaluation: it will be
+# recomputed later (the second look defers it), so what reads it now would read old content. A
+# recording replaced under the same name updates a cell's labels and public cases together; the
+# metrics saw the labels' update, the predictions' (one evaluation later) had not come, and the
+# metrics scored the old answers against the new labels.
+_DEP_STALE = AutomationCondition.any_deps_match(
+    _UPSTREAM_UPDATED & ~AutomationCondition.will_be_requested()
+).with_label("a dependency is stale and not requested now")
+
+CELL_RECOMPUTE = (RECOMPUTE & ~_DEP_STALE).with_label(
+    "a cell's: missing, upstream data changed or code changed, once its inputs are current")
+""":data:`RECOMPUTE` for the (recording, model) assets (predictions, metrics, results): they wait
+while an input is itself about to change, so no cell is computed from a dataset, answers or
+labels that are on their way out (a recording replaced under the same name).
+
+A dependency requested in the same evaluation from another partitions definition (the recording's
+dataset) is not seen: Dagster's ``will_be_requested`` only sees what can join the same run. The
+local runner defers such cells itself (:mod:`eval_assets.defs.local.run`); under the daemon the
+metrics refuse answers to other content (:mod:`eval_assets.scoring.provenance`) and are
+requested again once the dataset and the answers are updated."""
+
 # Typed as any entity's condition: Dagster types ``since_last_handled`` for conditions on assets or
 # checks, and code_version_changed() is typed for assets only, although both apply to assets here.
 _CHANGED: AutomationCondition[Any] = (

@@ -28,6 +28,8 @@ from dagster import DagsterInstance, Field, StringSource
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 from dagster._serdes import ConfigurableClassData
 
+from eval_assets.defs.instance_storage import schema_lock
+
 
 class SqliteEventLogWithoutStatusCache(SqliteEventLogStorage):
     """Dagster's SQLite event log whose partition status always comes from the events.
@@ -35,7 +37,7 @@ class SqliteEventLogWithoutStatusCache(SqliteEventLogStorage):
     Without ``base_dir`` in its config, it lives where Dagster's default one does,
     ``<instance root>/history/runs``: the folder is only known when the instance registers
     itself, so the storage opens then (``dagster.yaml`` needs no absolute path, and an instance
-    folder can be moved).
+    folder can be moved), under the instance's schema lock.
     """
 
     def __init__(self, base_dir: str | None, inst_data: ConfigurableClassData | None = None
@@ -46,8 +48,12 @@ class SqliteEventLogWithoutStatusCache(SqliteEventLogStorage):
 
     def register_instance(self, instance: DagsterInstance) -> None:
         if not hasattr(self, "_base_dir"):
-            super().__init__(base_dir=os.path.join(instance.root_directory, "history", "runs", ""),
-                             inst_data=self._deferred_inst_data)
+            # One process at a time creates the index shard's schema (why:
+            # eval_assets.defs.instance_storage).
+            with schema_lock(instance.root_directory):
+                super().__init__(
+                    base_dir=os.path.join(instance.root_directory, "history", "runs", ""),
+                    inst_data=self._deferred_inst_data)
         super().register_instance(instance)
 
     def can_read_asset_status_cache(self) -> bool:

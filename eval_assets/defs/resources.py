@@ -7,9 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from dagster import ConfigurableResource
-from pydantic import Field
+from pydantic import ConfigDict, Field, field_validator
 
 from eval_assets.defs.partitions import declared_model, declared_models
+from eval_assets.env_names import check_env_var_name
 from eval_assets.layout import (
     StorageLayout,
     default_annotations_dir,
@@ -17,6 +18,7 @@ from eval_assets.layout import (
     default_labels_dir,
     default_recordings_dir,
     default_storage_root,
+    find_recording_file,
     overrides_file_for,
 )
 from eval_assets.metrics.embedders import CosineSimilarity, SentenceTransformerEmbedder
@@ -51,8 +53,8 @@ class ProjectStorage(ConfigurableResource):
         return default_recordings_dir()
 
     def recording_file(self, partition_key: str) -> Path:
-        """The recording file behind a partition key."""
-        return self.recordings_path() / f"{partition_key}.db"
+        """The recording file behind a partition key (its name in NFC or NFD alike)."""
+        return find_recording_file(self.recordings_path(), partition_key)
 
     def labels_path(self) -> Path:
         """Where the label overrides are kept: ``labels_dir``, else ``$EVAL_ASSETS_LABELS`` /
@@ -96,6 +98,15 @@ class QuestionAuthorResource(ConfigurableResource):
     vlm_timeout_s: float = _ENDPOINT_DEFAULTS["timeout_s"]
     vlm_max_retries: int = _ENDPOINT_DEFAULTS["max_retries"]
 
+    # Dagster runs a resource's validators when it builds the resource from run config: a key
+    # pasted as the name fails there, and hide_input_in_errors keeps it out of the event log.
+    model_config = ConfigDict(hide_input_in_errors=True)
+
+    @field_validator("vlm_api_key_env")
+    @classmethod
+    def _a_name_not_a_key(cls, value: str) -> str:
+        return check_env_var_name(value, "question_author resource field vlm_api_key_env")
+
     def author_config(self) -> AuthorConfig:
         """The core library's config (validated: an unknown author or family is an error)."""
         own = {name: getattr(self, name) for name in AuthorConfig.model_fields if name != "vlm"}
@@ -126,6 +137,15 @@ class PerceptionResource(ConfigurableResource):
     edgetam_checkpoint: str = ""
     edgetam_config: str = ""
     vocabulary: list[str] = Field(default_factory=list)
+
+    # A key pasted as the name fails here, kept out of the event log (see QuestionAuthorResource).
+    model_config = ConfigDict(hide_input_in_errors=True)
+
+    @field_validator("moondream_api_key_env")
+    @classmethod
+    def _a_name_not_a_key(cls, value: str) -> str:
+        return check_env_var_name(value, "perception resource field moondream_api_key_env",
+                                  example="MOONDREAM_API_KEY")
 
     def perception_config(self) -> PerceptionConfig:
         """The core library's config."""
@@ -174,6 +194,14 @@ class VLMClientResource(ConfigurableResource):
     max_reply_chars: int = 0
     rotations: bool = True
     flips: bool = True
+
+    # A key pasted as the name fails here, kept out of the event log (see QuestionAuthorResource).
+    model_config = ConfigDict(hide_input_in_errors=True)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _a_name_not_a_key(cls, value: str) -> str:
+        return check_env_var_name(value, "vlm resource field api_key_env")
 
     def defaults(self) -> Endpoint:
         """The endpoint settings that do not pick an endpoint (empty strings and 0: unset)."""

@@ -1,12 +1,15 @@
-"""Admission of a recording: valid, and able to yield at least one frame with its selection.
+"""Admission of a recording: valid, and passing the frame stage's bad-frame rule with its selection.
 
-A recording whose every image is garbage, or whose ``<name>.selection.yaml`` selects frames it
-does not have, passes the structural checks of :func:`validate_recording` and then fails at every
-run of the frame stage. This is the door that refuses it first, with the reason: the recordings
-sensor, the ``recording_ingest`` asset and ``eval-assets run`` all call :func:`admit_recording`.
+A recording whose every image is garbage, whose ``<name>.selection.yaml`` selects frames it
+does not have, or whose selected frames are bad beyond ``max_bad_fraction`` passes the structural
+checks of :func:`validate_recording` and then fails at every run of the frame stage. This is the
+door that refuses it first, with the reason: the recordings sensor, the ``recording_ingest``
+asset and ``eval-assets run`` all call :func:`admit_recording`.
 
-The frame check stops at the first usable frame, so a sound recording costs one reduced-size
-JPEG decode here; only a recording with no usable frame is decoded through (and then refused).
+The frame check is the frame stage's own plan (:func:`plan_selection`) and rule
+(:func:`check_bad_share`), over a reduced-size decode of every selected frame (a few percent of
+a full decode each; the quality-window mode has decoded them already while choosing). Bad
+calibrations and size mismatches are found by the frame stage only: they need the full decode.
 """
 
 from __future__ import annotations
@@ -17,11 +20,16 @@ from pathlib import Path
 from eval_assets.frames.selection import (
     IMAGE_STREAM,
     FrameSelectionError,
+    TooManyBadFramesError,
+    check_bad_share,
+    decode_failure,
     load_selection_config,
     measure_quality,
+    plan_selection,
     pre_skips,
     read_image,
     resolve_selection,
+    scan_quality,
     throttle_indices,
 )
 from eval_assets.layout import selection_file_for
@@ -32,6 +40,13 @@ from eval_assets.schemas.frames import FrameSelectionConfig, SkippedFrame
 
 class NoUsableFrameError(FrameSelectionError):
     """The recording's selection holds no frame that can be prepared."""
+
+
+class TooManyBadSelectedFramesError(FrameSelectionError, TooManyBadFramesError):
+    """More of the selected frames are bad than the selection's ``max_bad_fraction`` allows.
+
+    A :class:`FrameSelectionError` (what the doors catch) and the frame stage's own error.
+    """
 
 
 def _candidates(rec: Recording, config: FrameSelectionConfig, source: str) -> list[int]:
@@ -69,8 +84,9 @@ def first_usable_frame(rec: Recording, config: FrameSelectionConfig, source: str
         try:
             quality = measure_quality(image)
         except ValueError as exc:
-            reasons["undecodable_image"] += 1
-            first_detail = first_detail or f"frame {index}: {exc}"
+            skipped = decode_failure(rec, index, exc)
+            reasons[skipped.reason] += 1
+            first_detail = first_detail or skipped.detail
             continue
         if floor is not None and quality.brightness <= floor:
             reasons["below min_brightness"] += 1
@@ -83,16 +99,39 @@ def first_usable_frame(rec: Recording, config: FrameSelectionConfig, source: str
         "or re-record the recording, or select other frames in its selection file")
 
 
+def check_selected_frames(rec: Recording, config: FrameSelectionConfig,
+                          config_file: Path | None) -> None:
+    """Refuse ``rec`` when its selection would fail the frame stage's bad-frame rule.
+
+    Raises :class:`NoUsableFrameError` when no selected frame decodes and
+    :class:`TooManyBadSelectedFramesError` (the frame stage's message: counts, the first bad
+    frame, the fix) when more than ``max_bad_fraction`` of the examined frames are bad.
+    """
+    source = str(config_file) if config_file is not None else "the default selection"
+    # The first usable frame first: the cheap refusal of a recording with none keeps its words.
+    first_usable_frame(rec, config, source)
+    plan = plan_selection(rec, config, config_file)
+    # quality_window decoded every candidate to choose among them: its selection is decoded.
+    _, bad = (({}, []) if plan.record.mode == "quality_window"
+              else scan_quality(rec, plan.to_prepare))
+    try:
+        check_bad_share(plan, [*plan.skipped, *bad])
+    except TooManyBadFramesError as exc:
+        raise TooManyBadSelectedFramesError(
+            f"not admitted, since the frame stage would fail on it at every run: {exc}") from None
+
+
 def admit_recording(path: Path, *, allow_pickle: bool = False,
                     name: str | None = None) -> ValidatedRecording:
-    """Validate ``path`` and its selection file, and check that it yields at least one frame.
+    """Validate ``path`` and its selection file, and check its selected frames.
 
-    Raises :class:`~eval_assets.recording.RecordingError` or :class:`FrameSelectionError` with
-    the file, the reason and the fix.
+    The selected frames must include a usable one and be bad no more than ``max_bad_fraction``
+    (:func:`check_selected_frames`). Raises :class:`~eval_assets.recording.RecordingError` or
+    :class:`FrameSelectionError` with the file, the reason and the fix.
     """
     path = Path(path)
     selection_file = selection_file_for(path)
     config = load_selection_config(selection_file)
-    source = str(selection_file) if selection_file.is_file() else "the default selection"
+    config_file = selection_file if selection_file.is_file() else None
     return validate_recording(path, allow_pickle=allow_pickle, name=name,
-                              also=lambda rec: first_usable_frame(rec, config, source))
+                              also=lambda rec: check_selected_frames(rec, config, config_file))

@@ -21,6 +21,7 @@ from eval_assets.frames.selection import (
     FramePlan,
     TooManyBadFramesError,
     check_bad_share,
+    decode_failure,
     read_image,
     skipped_frame,
 )
@@ -148,7 +149,7 @@ class _Rectifier:
         try:
             rgb = image_to_rgb(msg)
         except ValueError as exc:
-            return skipped_frame(self.rec, index, "undecodable_image", f"frame {index}: {exc}")
+            return decode_failure(self.rec, index, exc)
         if rgb.shape[:2] != (model.height, model.width):
             return skipped_frame(
                 self.rec, index, "size_mismatch",

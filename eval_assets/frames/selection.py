@@ -51,6 +51,7 @@ from eval_assets.frames.near_ties import refine_near_ties, window_groups
 from eval_assets.frames.quality import FrameQuality as FrameQuality
 from eval_assets.hashing import file_sha256
 from eval_assets.recording import Recording, RecordingError, image_to_rgb
+from eval_assets.recording.image_size import ImageTooLargeError, check_decode_size
 from eval_assets.recording.messages import Image
 from eval_assets.recording.validate import find_duplicate_images
 from eval_assets.schemas.frames import (
@@ -83,6 +84,9 @@ FIXES: dict[str, str] = {
                     "recording, or leave the frame skipped",
     "undecodable_image": "the image data is truncated or corrupt; copy or re-record the "
                          "recording, or leave the frame skipped",
+    "image_too_large": "record images at the camera's resolution (or raise "
+                       "$EVAL_ASSETS_MAX_IMAGE_PIXELS if such a size is meant), or leave the "
+                       "frame skipped",
     "no_calibration": "record camera_info before the first image, or start the selection "
                       "after the first camera_info",
     "bad_calibration": "the camera_info used by this frame is unreadable or invalid; re-record "
@@ -176,6 +180,8 @@ def measure_quality(image: Image, exact: bool = False) -> FrameQuality:
     if exact:
         return _dimos_quality(image)
     if image.encoding == "jpeg":
+        # Reduced decoding shrinks a JPEG's DCT only: a huge PNG would still decode in full.
+        check_decode_size(image.data, f"Image data ({image.width}x{image.height} by its header)")
         bgr = cv2.imdecode(np.frombuffer(image.data, np.uint8), _reduced_flag(image.width))
         if bgr is None:
             raise ValueError(f"Image data ({len(image.data)} bytes) is not a decodable JPEG")
@@ -193,6 +199,8 @@ def measure_quality(image: Image, exact: bool = False) -> FrameQuality:
 def _dimos_quality(image: Image) -> FrameQuality:
     # dimOS decodes the whole JPEG (TurboJPEG, RGB), greys it, and strides the brightness mean
     # to ~256 px on the long edge; channel order changes neither the grey nor the mean.
+    if image.encoding == "jpeg":
+        check_decode_size(image.data, f"Image data ({image.width}x{image.height} by its header)")
     bgr = (cv2.imdecode(np.frombuffer(image.data, np.uint8), cv2.IMREAD_COLOR)
            if image.encoding == "jpeg" else image_to_rgb(image)[:, :, ::-1])
     if bgr is None:
@@ -323,6 +331,15 @@ def skipped_frame(rec: Recording, frame_index: int, reason: SkipReason, detail: 
         detail=detail, fix=FIXES[reason], counts_as_bad=reason != "duplicate_row")
 
 
+def decode_failure(rec: Recording, index: int, exc: ValueError) -> SkippedFrame:
+    """The skip record of frame ``index`` whose image did not decode (``exc`` says why):
+    ``image_too_large`` when its header declares more pixels than may be decoded, else
+    ``undecodable_image``."""
+    reason: SkipReason = ("image_too_large" if isinstance(exc, ImageTooLargeError)
+                          else "undecodable_image")
+    return skipped_frame(rec, index, reason, f"frame {index}: {exc}")
+
+
 def read_image(rec: Recording, index: int) -> Image | SkippedFrame:
     """The decoded ``Image`` message of frame ``index``, or why it cannot be read."""
     data = rec.payload(IMAGE_STREAM, index)
@@ -373,7 +390,7 @@ def scan_quality(rec: Recording, indices: Sequence[int], workers: int = SCAN_WOR
         try:
             return measure_quality(image)
         except ValueError as exc:
-            return skipped_frame(rec, index, "undecodable_image", f"frame {index}: {exc}")
+            return decode_failure(rec, index, exc)
 
     scores: dict[int, FrameQuality] = {}
     bad: list[SkippedFrame] = []
@@ -561,6 +578,7 @@ __all__ = [
     "bad_share",
     "check_bad_share",
     "compact_indices",
+    "decode_failure",
     "load_selection_config",
     "measure_quality",
     "plan_indices",

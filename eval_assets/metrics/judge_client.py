@@ -4,6 +4,14 @@ Every reply try is looked up in the judge's journal by the SHA-256 of its reques
 sent, and journalled as soon as it is answered; API errors are retried by the one chat client
 (:mod:`eval_assets.openai_chat`), a reply without a valid score is asked again up to
 ``reply_tries`` times. The API key is redacted from every error message and journalled reply.
+
+Requests are built, sent and read by the one request builder
+(:class:`eval_assets.chat_request.RequestBuilder`), as the models' are: the token limit goes under
+the parameter the endpoint takes (a server that refuses ``max_tokens`` gets
+``max_completion_tokens``), ``response_format`` is dropped where the endpoint refuses it, think
+tags are taken out before the score is read, and a reply only in ``reasoning_content`` is read
+(and journalled) from there. The journal key hashes the request as built, with the limit named
+``max_tokens``, so it is the same whichever parameter the server wants.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
+from eval_assets.chat_request import RequestBuilder
 from eval_assets.journal import Journal
 from eval_assets.metrics.avlm_rows import PredictionRow
 from eval_assets.metrics.judge_config import (
@@ -85,6 +94,7 @@ class OpenAIJudge:
         # own max_reply_chars then decides whether one is parsed.
         self._client = chat if chat is not None else chat_client(
             config.endpoint, self._api_key, max_reply_chars=JOURNAL_CONTENT_LIMIT)
+        self._requests = RequestBuilder(config.endpoint, temperature=config.temperature)
         self._journal: Journal[JudgeCallRecord] | None = None
         self._counts_lock = threading.Lock()
         self.calls_made = 0
@@ -117,14 +127,11 @@ class OpenAIJudge:
 
     def _request(self, messages: list[Mapping[str, str]], max_tokens: int,
                  response_format: dict[str, Any] | None) -> dict[str, Any]:
-        """The chat request body: exactly what is sent and what the journal key hashes."""
-        cfg = self.config
-        request: dict[str, Any] = {"model": cfg.model, "messages": messages,
-                                   "temperature": cfg.temperature, "max_tokens": max_tokens}
-        # Absent unless configured: some endpoints reject a response_format they do not know.
-        if response_format is not None:
-            request["response_format"] = response_format
-        return request
+        """The chat request as built (what the journal key hashes): model, messages,
+        temperature, ``max_tokens`` and, when configured, ``response_format``. What is sent is
+        this under the endpoint's own names (:meth:`RequestBuilder.wire`)."""
+        return self._requests.request(messages, max_tokens=max_tokens,
+                                      response_format=response_format)
 
     def _reply(self, request: dict[str, Any], reply_try: int, jitter_key: str, *,
                label: str, purpose: CallPurpose, delay_s: float) -> JudgeCallRecord:
@@ -140,18 +147,22 @@ class OpenAIJudge:
                 return stored
         if delay_s:
             time.sleep(delay_s)
-        result = self._client.complete(request, label=label,
-                                       jitter_key=f"{jitter_key}:{reply_try}")
+        result = self._requests.send(self._client, request, label=label,
+                                     jitter_key=f"{jitter_key}:{reply_try}")
         common = {"key": key, "request_sha256": digest, "reply_try": reply_try,
                   "purpose": purpose, "label": label, "calls": result.attempts,
                   "usage": result.usage, "latency_s": result.latency_s, "wall_s": result.wall_s}
         # A reply without content was still a reply (paid for): the judge reads it as an
-        # empty_response and may ask again.
+        # empty_response and may ask again. One whose content is empty but whose reasoning
+        # field holds the reply is journalled with that text, and says where it came from.
         if result.ok or result.error_category == "empty_response":
-            text = None if result.content is None else self._redact(result.content)
+            reply = self._requests.read(result)
+            content = reply.text if reply.answer_field else result.content
+            text = None if content is None else self._redact(content)
             record = JudgeCallRecord(
                 status="success", content_chars=len(text or ""),
-                content=None if text is None else text[:JOURNAL_CONTENT_LIMIT], **common)
+                content=None if text is None else text[:JOURNAL_CONTENT_LIMIT],
+                content_from=reply.answer_field, **common)
         else:
             category = str(result.error_category)
             if category not in _OWN_CATEGORIES:
@@ -187,13 +198,27 @@ class OpenAIJudge:
             if record.status == "failed":
                 return JudgeOutcome.failure(record.error_category or "api_failed",
                                             record.error or "", calls)
-            read = read_reply(record.content, record.content_chars,
-                              max_chars=self.config.max_reply_chars, avlm_compat=avlm_compat)
+            read = self._read(record, avlm_compat)
             if isinstance(read, JudgeOutcome):
                 return dataclasses.replace(read, attempts=calls)
             problem = read
         return JudgeOutcome.failure(problem.category, self._redact(
             f"{problem.message} (after {tries} tries)"), calls)
+
+    def _read(self, record: JudgeCallRecord, avlm_compat: bool) -> JudgeOutcome | ReplyProblem:
+        """A journalled reply read for its score, after the endpoint's think tags are taken out
+        (at read time, so the journal keeps the reply as it came and a change of tags costs no
+        call)."""
+        content = record.content
+        if content is not None:
+            thinking = self._requests.strip(content)
+            if thinking.unclosed and not thinking.text.strip():
+                return ReplyProblem("empty_response", "the judge's reply ends inside an unclosed "
+                                    "think tag (its token limit ran out while thinking; raise "
+                                    "max_tokens)")
+            content = thinking.text
+        return read_reply(content, record.content_chars, max_chars=self.config.max_reply_chars,
+                          avlm_compat=avlm_compat)
 
     def judge(self, row: PredictionRow) -> JudgeOutcome:
         """Score one row; a reply without a valid score is asked again up to ``reply_tries``."""

@@ -85,7 +85,8 @@ class JudgeConfig(BaseModel):
     Without ``model`` a served judge answers as its local model's name.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # An invalid api_key_env (a pasted key) is never repeated by the error (see Endpoint).
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
     endpoint: Endpoint
     temperature: float = 0.0

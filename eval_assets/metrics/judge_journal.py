@@ -2,8 +2,9 @@
 
 It is the resume journal (:class:`eval_assets.journal.Journal`: append-only, one
 whole-line write plus fsync per record, a torn last line repaired on open) holding
-:class:`JudgeCallRecord` s. A record is keyed by the SHA-256 of the request as sent (judge model,
-messages, temperature, max_tokens and response_format: everything that can change the reply) and
+:class:`JudgeCallRecord` s. A record is keyed by the SHA-256 of the request as built (judge model,
+messages, temperature, max_tokens and response_format: everything that can change the reply; the
+token limit named ``max_tokens`` whichever parameter the endpoint takes) and
 the reply try it answers, so a restart after a crash or SIGKILL makes again only the calls that
 were in flight, and any change to the rubric, the row or the settings asks again.
 
@@ -25,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from eval_assets.hashing import canonical_json_sha256
 from eval_assets.journal import Journal
@@ -53,6 +54,11 @@ class JudgeCallRecord(BaseModel):
     status: Literal["success", "failed"]
     content: str | None = None
     content_chars: int = 0
+    # Absent (not null) unless set, so lines of ordinary replies stay as they were written.
+    content_from: str | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="the message field the content was read from when the reply's content was "
+        "empty (reasoning_content or reasoning); absent: the content")
     error_category: str | None = None
     error: str | None = None
     calls: int = 1

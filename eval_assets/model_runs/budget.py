@@ -53,13 +53,22 @@ class Budget:
         mean_prompt = self._prompt_cost / self._settled if self._settled else 0.0
         return mean_prompt + self._reply_bound
 
-    def settle(self, usage: TokenUsage | None) -> None:
-        """Account one finished call's usage (called once the record is journalled)."""
+    def settle(self, usage: TokenUsage | None, *, batch: bool = False) -> None:
+        """Account one finished call's usage (called once the record is journalled); a
+        ``batch`` call (answered through the Batch API) at the batch price."""
         prompt_only = TokenUsage(prompt_tokens=usage.prompt_tokens) if usage else None
         with self._lock:
-            self._spent += self.price.cost(usage)
+            self._spent += self.price.cost(usage, batch=batch)
+            # The mean prompt cost reserves the next *direct* call: counted at the list price.
             self._prompt_cost += self.price.cost(prompt_only)
             self._settled += 1
+            self._settled_or_freed.notify_all()
+
+    def spend(self, usage: TokenUsage | None) -> None:
+        """Account calls made outside the gate (the preflight's probes, before any case): spent,
+        but not a sample of the prompt cost, which reserves the cases' calls."""
+        with self._lock:
+            self._spent += self.price.cost(usage)
             self._settled_or_freed.notify_all()
 
     def gate(self, tasks: Iterator[Callable[[], None]]) -> Iterator[Callable[[], None]]:

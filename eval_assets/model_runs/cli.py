@@ -21,7 +21,7 @@ from pathlib import Path
 
 import typer
 
-from eval_assets.cli_errors import EXIT_BAD_INPUT, guarded
+from eval_assets.cli_errors import EXIT_BAD_INPUT, env_name_option, guarded
 from eval_assets.local_models.registry import LOCAL_MODELS
 from eval_assets.schemas.cost import NO_PRICE
 from eval_assets.schemas.predictions import RunSummary
@@ -54,7 +54,12 @@ def _echo_cost(summary: RunSummary) -> None:
     if cost is None:
         typer.echo(f"cost: {NO_PRICE}")
         return
-    typer.echo(f"cost: ${cost.total_usd:.4f} for the standing records")
+    batched = (f" ({cost.batch_calls} calls through the Batch API at "
+               f"{cost.price.batch_share:.0%} of the price)" if cost.batch_calls else "")
+    typer.echo(f"cost: ${cost.total_usd:.4f} for the standing records{batched}")
+    if cost.probes_usd is not None:
+        typer.echo(f"  of which probes: ${cost.probes_usd:.4f} (the endpoint's capability "
+                   "preflight, endpoint.json)")
     budget = cost.budget
     if budget is not None:
         typer.echo(f"budget: ${budget.spent_usd:.4f} spent of ${budget.budget_usd:.4f}, "
@@ -106,6 +111,7 @@ def vqa_run_command(
     from eval_assets.model_runs.runner import public_fingerprint, run_model
     from eval_assets.schemas.predictions import ModelSpec, load_model_specs
 
+    env_name_option(api_key_env, "--api-key-env")
     path = models_file or default_models_file()
     declared = {s.name: s for s in load_model_specs(path)} if path.is_file() else {}
     spec = declared.get(model)

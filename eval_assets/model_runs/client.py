@@ -3,20 +3,22 @@
 A client turns one public case (or one frame to describe) into one stored record. It never raises
 for a failed call: the failure is recorded with its category so the run continues and the next run
 retries it. HTTP, retries, ``Retry-After`` and the reply cap are the one chat client's
-(:class:`eval_assets.openai_chat.ChatClient`); this module builds the prompts and the records.
+(:class:`eval_assets.openai_chat.ChatClient`); the request body and the reading of the reply are
+the one request builder's (:class:`eval_assets.chat_request.RequestBuilder`); this module turns
+cases into messages and replies into records.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from eval_assets.chat_request import RequestBuilder
 from eval_assets.choices import match_choice
-from eval_assets.model_runs.outcomes import classify
 from eval_assets.model_runs.preflight import preflight
 from eval_assets.model_runs.prompts import (
     PROMPT_VERSION,
@@ -144,6 +146,7 @@ class OpenAIVLMClient:
         self._chat = chat if chat is not None else chat_client(
             settings.endpoint, settings.endpoint.api_key())
         self.capabilities: EndpointCapabilities | None = None
+        self.requests = RequestBuilder(settings.endpoint, temperature=settings.temperature)
 
     @property
     def generation(self) -> GenerationConfig:
@@ -169,36 +172,41 @@ class OpenAIVLMClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def prepare(self, run_dir: Path, images: int = 1) -> EndpointCapabilities:
+    def prepare(self, run_dir: Path, images: int = 1,
+                on_probed: Callable[[EndpointCapabilities], None] | None = None,
+                ) -> EndpointCapabilities:
         """Probe the endpoint (or reuse ``run_dir``'s ``endpoint.json``) before any case;
-        ``images``: the most one case sends in a request (probed up to it).
+        ``images``: the most one case sends in a request (probed up to it); ``on_probed``: called
+        with the record when probes were sent (a budget counts them).
 
         Raises :class:`~eval_assets.model_runs.preflight.PreflightError` when the endpoint
         cannot take an image.
         """
-        self.capabilities = preflight(self._chat, self.settings, run_dir, images=images)
+        self.capabilities = preflight(self._chat, self.settings, run_dir, images=images,
+                                      on_probed=on_probed)
+        self.requests.learn(self.capabilities)
         return self.capabilities
 
     @property
     def token_limit_param(self) -> str:
-        """The request field carrying the token limit: the preflight's, else the configured."""
-        if self.capabilities is not None:
-            return self.capabilities.token_limit_param
-        return self.settings.endpoint.token_limit_param
+        """The request field carrying the token limit: the preflight's, else the configured
+        (or the other, once the server refused it)."""
+        return self.requests.token_limit_param
 
     def request_body(self, messages: list[Message]) -> dict[str, Any]:
-        """The chat-completions request of ``messages`` (also each line of a batch)."""
-        return {"model": self.settings.model, "messages": messages,
-                "temperature": self.settings.temperature,
-                self.token_limit_param: self.settings.endpoint.max_tokens}
+        """The chat-completions request of ``messages`` as sent (also each line of a batch)."""
+        return self.requests.wire(self._request(messages))
+
+    def _request(self, messages: list[Message]) -> dict[str, Any]:
+        return self.requests.request(messages, max_tokens=self.settings.endpoint.max_tokens)
 
     def chat(self, messages: list[Message], label: str = "") -> ChatResult:
         """One logical call: attempts with backoff until a reply, a final error, or no retries."""
-        return self._chat.complete(self.request_body(messages), label=label)
+        return self.requests.send(self._chat, self._request(messages), label=label)
 
     def _common(self, result: ChatResult) -> tuple[dict[str, Any], str | None]:
         """The record fields of a call, and the answer text (None: the reply is no answer)."""
-        reply = classify(result, self.settings.endpoint.think_tags)
+        reply = self.requests.read(result)
         fields = {
             "model": self.settings.model,
             "config_hash": self._config_hash,
@@ -214,6 +222,7 @@ class OpenAIVLMClient:
             "attempts": result.attempts,
             "outcome": reply.outcome,
             "reasoning": reply.reasoning,
+            "answer_field": reply.answer_field,
         }
         return fields, reply.text if reply.outcome == "answered" else None
 

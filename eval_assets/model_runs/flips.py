@@ -30,6 +30,7 @@ from eval_assets.hashing import bytes_sha256
 from eval_assets.journal import Journal, exclusive_run_lock
 from eval_assets.model_runs.client import VLMClient
 from eval_assets.model_runs.prompts import read_png, vqa_content_sha256
+from eval_assets.recording.image_size import check_decode_size
 from eval_assets.schemas.predictions import RUN_FLIPS, RUN_FLIPS_JOURNAL, RUN_LOCK, FlipRecord
 from eval_assets.schemas.vqa import Case
 
@@ -37,7 +38,12 @@ __all__ = ["FlipRun", "FlippedCase", "flip_choices", "flip_key", "flipped_cases"
            "run_flips"]
 
 def mirror_png(png: bytes) -> bytes:
-    """The PNG flipped horizontally, re-encoded losslessly with fixed settings."""
+    """The PNG flipped horizontally, re-encoded losslessly with fixed settings.
+
+    An image whose header declares more pixels than may be decoded is refused first
+    (:class:`~eval_assets.recording.image_size.ImageTooLargeError`, a ``ValueError``).
+    """
+    check_decode_size(png, "the case's image")
     image = cv2.imdecode(np.frombuffer(png, dtype=np.uint8), cv2.IMREAD_UNCHANGED)
     if image is None:
         raise ValueError("not a decodable PNG: cannot mirror it")

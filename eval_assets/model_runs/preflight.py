@@ -20,7 +20,9 @@ found to the run folder's ``endpoint.json`` (:class:`EndpointCapabilities`):
 Cost: 5 to 7 small requests (16 tokens each, the canary up to 64), once per endpoint setting:
 the record is reused while its ``config_sha256`` (the hash of the settings that decide how the
 endpoint behaves: where it is, the model, the token-limit parameter configured, the think tags)
-is unchanged. A failed preflight is written too but never reused.
+is unchanged. A failed preflight is written too but never reused. The probes' tokens are summed
+in the record's ``usage``: the run prices them as its "probes" cost, and a budget counts them
+as spent in the invocation that sent them (``on_probed``).
 """
 
 from __future__ import annotations
@@ -29,14 +31,16 @@ import hashlib
 import io
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 from eval_assets.atomic import write_text_atomic
+from eval_assets.chat_request import RequestBuilder, refuses_field
 from eval_assets.layout import RUN_ENDPOINT
 from eval_assets.model_runs.prompts import image_data_url
 from eval_assets.openai_chat import ChatClient, RetryPolicy
-from eval_assets.schemas.chat import ChatResult, Message
+from eval_assets.schemas.chat import ChatResult, Message, TokenUsage
 from eval_assets.schemas.endpoint import (
     Endpoint,
     EndpointCapabilities,
@@ -122,12 +126,6 @@ def _accepted(result: ChatResult) -> bool:
     return result.status_code is not None and 200 <= result.status_code < 300
 
 
-def _names_param(result: ChatResult, param: str) -> bool:
-    message = (result.error_message or "").lower()
-    return result.error_category == "client_error" and (
-        param in message or "unsupported_parameter" in message)
-
-
 def _canary_valid(content: str | None) -> bool:
     try:
         doc = json.loads((content or "").strip())
@@ -145,22 +143,30 @@ class _Prober:
         self.chat = chat
         self.model = settings.model
         self.think_tags = settings.endpoint.think_tags
-        self.param: TokenLimitParam = settings.endpoint.token_limit_param
+        # The one request builder, so probes are built as every later request is.
+        self.requests = RequestBuilder(settings.endpoint, temperature=0.0)
         self.calls = 0
+        self.usage: TokenUsage | None = None
         self.notes: list[str] = []
         self.reasoning: ReasoningWhere = "none"
 
     def ask(self, messages: list[Message], label: str, *, tokens: int = PROBE_TOKENS,
             policy: RetryPolicy | None = _PROBE_POLICY, **extra: Any) -> ChatResult:
-        request = {"model": self.model, "messages": messages, "temperature": 0.0,
-                   self.param: tokens, **extra}
+        # Sent as built, not through RequestBuilder.send: a refusal here is the finding.
+        request = self.requests.wire(self.requests.request(messages, max_tokens=tokens, **extra))
         self.calls += 1
         result = self.chat.complete(request, label=f"preflight {label}", policy=policy)
+        self.usage = add_usage(self.usage, result.usage)
         self._see_reasoning(result)
         what = result.error_message or (f"HTTP {result.status_code}" if result.status_code
                                          else "no response")
         self.notes.append(f"{label}: {what}"[:300])
         return result
+
+    @property
+    def param(self) -> TokenLimitParam:
+        """The token-limit parameter the probes send."""
+        return self.requests.token_limit_param
 
     def _see_reasoning(self, result: ChatResult) -> None:
         if result.reasoning_field in ("reasoning_content", "reasoning"):
@@ -168,6 +174,20 @@ class _Prober:
         elif self.reasoning == "none" and any(
                 opening in (result.content or "") for opening, _ in self.think_tags):
             self.reasoning = "inline"
+
+
+def add_usage(total: TokenUsage | None, more: TokenUsage | None) -> TokenUsage | None:
+    """``total`` and ``more`` summed field by field (a field neither reports stays None)."""
+    if more is None or total is None:
+        return more or total
+
+    def plus(a: int | None, b: int | None) -> int | None:
+        return None if a is None and b is None else (a or 0) + (b or 0)
+
+    return TokenUsage(prompt_tokens=plus(total.prompt_tokens, more.prompt_tokens),
+                      completion_tokens=plus(total.completion_tokens, more.completion_tokens),
+                      total_tokens=plus(total.total_tokens, more.total_tokens),
+                      reasoning_tokens=plus(total.reasoning_tokens, more.reasoning_tokens))
 
 
 def _other(param: TokenLimitParam) -> TokenLimitParam:
@@ -178,8 +198,8 @@ def _token_limit(prober: _Prober, where: str) -> None:
     """Find the token-limit parameter with a text request; raise when none is answered."""
     text = _text("Reply with the single letter A.")
     result = prober.ask(text, f"text with {prober.param}", policy=None)
-    if not _accepted(result) and _names_param(result, prober.param):
-        prober.param = _other(prober.param)
+    if not _accepted(result) and refuses_field(result, prober.param):
+        prober.requests.use_token_limit_param(_other(prober.param))
         result = prober.ask(text, f"text with {prober.param}", policy=None)
     if not _accepted(result):
         raise PreflightError(
@@ -247,8 +267,8 @@ def _run_probes(chat: ChatClient, settings: ClientSettings,
         images=most > 0, max_images=most,
         max_images_probed=image_counts_probed(images)[-1],
         data_url_images=most > 0, structured_output=structured, reasoning=prober.reasoning,
-        logprobs=logprobs, calls=prober.calls, seconds=round(time.perf_counter() - start, 3),
-        notes=prober.notes)
+        logprobs=logprobs, calls=prober.calls, usage=prober.usage,
+        seconds=round(time.perf_counter() - start, 3), notes=prober.notes)
     if error is not None:
         raise PreflightError(f"{error} (probes recorded in {RUN_ENDPOINT})", record)
     return record
@@ -269,12 +289,16 @@ def _write(run_dir: Path, record: EndpointCapabilities) -> None:
 
 
 def preflight(chat: ChatClient, settings: ClientSettings, run_dir: Path,
-              images: int = 1) -> EndpointCapabilities:
+              images: int = 1,
+              on_probed: Callable[[EndpointCapabilities], None] | None = None,
+              ) -> EndpointCapabilities:
     """The endpoint's capabilities: ``run_dir``'s ``endpoint.json`` when still valid, else probed.
 
     ``settings`` is the model's :class:`~eval_assets.model_runs.client.ClientSettings`;
     ``images`` is the most a case of the run sends in one request: a stored record that probed
     fewer, all of them accepted, is probed again up to it (spatial cases show several frames).
+    ``on_probed`` is called with the record when probes were sent (not when the stored record
+    is reused), failed preflights included: a budget counts what they cost.
     Raises :class:`PreflightError` (after writing what the probes saw) when the endpoint answers
     no text request or takes no image.
     """
@@ -290,7 +314,11 @@ def preflight(chat: ChatClient, settings: ClientSettings, run_dir: Path,
     except PreflightError as exc:
         if len(exc.args) > 1 and isinstance(exc.args[1], EndpointCapabilities):
             _write(run_dir, exc.args[1])
+            if on_probed is not None:
+                on_probed(exc.args[1])
             raise PreflightError(exc.args[0]) from None
         raise
     _write(run_dir, record)
+    if on_probed is not None:
+        on_probed(record)
     return record

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from eval_assets.errors import InputError
 from eval_assets.jsonio import parse_model
 from eval_assets.layout import SPATIAL_CASES
+from eval_assets.output_errors import too_long_name
 from eval_assets.schemas.spatial import SpatialCase
 from eval_assets.schemas.vqa import DATASET_ASSETS, DATASET_CASES, Case
 
@@ -48,6 +49,13 @@ def dataset_image(dataset_dir: Path, image: str, where: str, field: str = "image
         )
     root = Path(dataset_dir).resolve()
     path = root / rel
+    too_long = too_long_name(path)
+    if too_long is not None:
+        # Before is_file(), which raises the bare "[Errno 36] File name too long" for it.
+        raise DatasetInputError(
+            f"{where}: field {field!r} names an image no file system here can hold: "
+            f"{too_long}; fix: rename the asset and the case's {field!r} to a shorter name "
+            f"(the generator writes '{DATASET_ASSETS}/frame-NNNNNN.png')")
     if not path.is_file():
         raise FileNotFoundError(
             f"{where}: image {image!r} does not exist under {root}; copy the asset or "

@@ -54,7 +54,7 @@ from eval_assets.model_runs.spatial import (
 )
 from eval_assets.model_runs.store import answer_key, description_key, rotation_key
 from eval_assets.model_runs.summary import Record, run_cost, summarise
-from eval_assets.schemas.chat import ChatResult
+from eval_assets.schemas.chat import ChatResult, TokenUsage
 from eval_assets.schemas.concurrency import ConcurrencyHistory
 from eval_assets.schemas.cost import Price
 from eval_assets.schemas.predictions import (
@@ -144,6 +144,16 @@ def public_fingerprint(dataset_dir: Path) -> str:
         for image in sorted({i for c in spatial for i in c.images}):
             parts += [image.encode("utf-8") + b"\0", file_digest(dataset_dir / image)]
     return bytes_sha256(b"".join(parts))
+
+
+def _check_unchanged(dataset_dir: Path, public_sha256: str, model: str) -> None:
+    """Refuse to write standing answers when the dataset was replaced during the run: some of
+    them would answer the old content under the new content's identity."""
+    if public_fingerprint(dataset_dir) != public_sha256:
+        raise DatasetInputError(
+            f"{dataset_dir}: the dataset was replaced while {model} was answering it; its answers "
+            "are journalled by content, so run the predictions again: nothing answered is asked "
+            "twice")
 
 
 def load_public_spatial_cases(dataset_dir: Path, cases: Sequence[Case]) -> list[SpatialCase]:
@@ -302,13 +312,15 @@ def run_model(
     )
     model = generation.model
     budget = _budget(budget_usd, price, generation.max_tokens)
+    # What the model is shown, by content: the metrics refuse these answers against any other.
+    public_sha256 = public_fingerprint(dataset_dir)
     with exclusive_run_lock(out_dir / RUN_LOCK), \
             Journal(out_dir / RUN_ANSWERS_JOURNAL, AnswerRecord, answer_key) as answers, \
             Journal(out_dir / RUN_DESCRIPTIONS_JOURNAL, DescriptionRecord,
                     description_key) as descriptions, \
             _rotation_journal(out_dir, rotations) as rotated:
         _write_document(out_dir / RUN_CONFIG, run_config)
-        _prepare(client, out_dir, controller, most_images(spatial))
+        _prepare(client, out_dir, controller, most_images(spatial), budget)
         content = _content_hashes(dataset_dir, cases, frames, variants)
         # How each spatial case is asked depends on the images per request the preflight found.
         max_images = getattr(getattr(client, "capabilities", None), "max_images", None)
@@ -334,7 +346,7 @@ def run_model(
             nonlocal calls
             journal.append(result)
             if budget is not None:
-                budget.settle(result.usage)
+                budget.settle(result.usage, batch=result.batch)
             calls += 1  # only the main thread reads it, after the pool has shut down
             bar[0](1)
             if on_record is not None:
@@ -382,9 +394,10 @@ def run_model(
             if batch is not None:
                 items = _batch_items(client, dataset_dir, pending_cases, pending_rotations,
                                      pending_frames, content,
+                                     # Marked as batch calls: billed at the batch price.
                                      lambda kind, result: record(
                                          _journal_of(kind, answers, rotated, descriptions),
-                                         result),
+                                         result.model_copy(update={"batch": True})),
                                      (answer_keys, rotation_keys, frame_keys), pending_spatial)
                 in_flight = batch.run(items, out_dir).in_flight
             else:
@@ -399,17 +412,20 @@ def run_model(
         standing_rotations = [o.model_copy(update={"rotation": v.rotation})
                               for v in variants if rotated is not None
                               and (o := rotated.get(rotation_keys[v.key])) is not None]
+    _check_unchanged(dataset_dir, public_sha256, model)
     answer_summary = summarise(standing_answers, len(cases) + len(spatial))
     description_summary = summarise(standing_descriptions, len(frames)) if describe else None
     rotation_summary = summarise(standing_rotations, len(variants)) if rotations else None
     complete = answer_summary.success == len(cases) + len(spatial) and all(
         s is None or s.success == s.total for s in (description_summary, rotation_summary))
-    summary = RunSummary(model=model, config_hash=config_hash, complete=complete,
+    summary = RunSummary(model=model, config_hash=config_hash, public_sha256=public_sha256,
+                         complete=complete,
                          answers=answer_summary, descriptions=description_summary,
                          rotations=rotation_summary,
                          cost=run_cost(price, standing_answers, standing_descriptions,
                                         standing_rotations if rotations else None,
-                                        budget.outcome() if budget is not None else None),
+                                        budget.outcome() if budget is not None else None,
+                                        _probe_usage(client)),
                          concurrency=(controller.history() if controller is not None and calls
                                       else _previous_concurrency(out_dir)),
                          spatial=spatial_summary(spatial, max_images, Counter(
@@ -508,14 +524,24 @@ def _budget(budget_usd: float | None, price: Price | None, max_tokens: int) -> B
 
 
 def _prepare(client: VLMClient, out_dir: Path, controller: AdaptiveController | None,
-             images: int) -> None:
+             images: int, budget: Budget | None = None) -> None:
     """The endpoint's capability preflight (endpoint.json), before any case is asked, probing
-    up to ``images`` per request when a spatial case shows more than one frame."""
+    up to ``images`` per request when a spatial case shows more than one frame; probes sent by
+    this invocation count as spent in its ``budget``."""
     prepare = getattr(client, "prepare", None)
     if prepare is None:
         return
+    kwargs: dict[str, Any] = {"images": images} if images > 1 else {}
+    if budget is not None:
+        kwargs["on_probed"] = lambda record: budget.spend(record.usage)
     with contextlib.nullcontext() if controller is None else controller.ignoring():
-        prepare(out_dir, **({"images": images} if images > 1 else {}))
+        prepare(out_dir, **kwargs)
+
+
+def _probe_usage(client: VLMClient) -> TokenUsage | None:
+    """The preflight's summed usage of the record in force (None: no preflight, or no usage)."""
+    capabilities = getattr(client, "capabilities", None)
+    return capabilities.usage if capabilities is not None else None
 
 
 def _previous_concurrency(out_dir: Path) -> ConcurrencyHistory | None:

@@ -126,7 +126,10 @@ def mosaic_png(pngs: Sequence[bytes]) -> bytes:
     import numpy as np
 
     frames = []
+    from eval_assets.recording.image_size import check_decode_size
+
     for i, png in enumerate(pngs, start=1):
+        check_decode_size(png, f"frame {i} of a mosaic")  # a bomb is refused before decoding
         image = cv2.imdecode(np.frombuffer(png, dtype=np.uint8), cv2.IMREAD_COLOR)
         if image is None:
             raise ValueError(f"frame {i} of a mosaic is not a readable PNG")

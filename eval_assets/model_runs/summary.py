@@ -62,6 +62,7 @@ def summarise(records: Sequence[Record], total: int) -> CallSummary:
     )
     errors = Counter(r.error_category for r in records if r.error_category is not None)
     outcomes = Counter(outcome_of(r) for r in records)
+    answered_from = Counter(r.answer_field for r in ok if r.answer_field is not None)
     # Truncated and refused replies are never read for a choice: not parse failures.
     unmatched = sum(1 for r in ok if _asks_for_a_choice(r)
                     and r.choice is None and outcome_of(r) == "answered")
@@ -69,6 +70,7 @@ def summarise(records: Sequence[Record], total: int) -> CallSummary:
         total=total, success=len(ok), failed=len(records) - len(ok),
         missing=total - len(records), error_counts=dict(sorted(errors.items())),
         unmatched_choices=unmatched, outcomes=dict(sorted(outcomes.items())),
+        answered_from=dict(sorted(answered_from.items())),
         latency_s=latency, tokens=tokens,
         attempts=sum(r.attempts for r in records),
     )
@@ -77,16 +79,21 @@ def summarise(records: Sequence[Record], total: int) -> CallSummary:
 
 def run_cost(price: Price | None, answers: Sequence[Record], descriptions: Sequence[Record],
               rotations: Sequence[Record] | None, budget: BudgetOutcome | None,
-              ) -> RunCost | None:
-    """What the standing records cost; None without a price (no price is not $0)."""
+              probes: TokenUsage | None = None) -> RunCost | None:
+    """What the standing records cost, and ``probes`` (the preflight's summed usage, from the
+    run folder's ``endpoint.json``); None without a price (no price is not $0)."""
     if price is None:
         return None
 
     def total(records: Sequence[Record]) -> float:
-        return round(sum(price.cost(r.usage) for r in records), 6)
+        return round(sum(price.cost(r.usage, batch=r.batch) for r in records), 6)
 
     parts = [total(answers), total(descriptions) if descriptions else None,
-             total(rotations) if rotations is not None else None]
+             total(rotations) if rotations is not None else None,
+             round(price.cost(probes), 6) if probes is not None else None]
+    batched = sum(1 for group in (answers, descriptions, rotations or ()) for r in group
+                  if r.batch)
     return RunCost(price=price, answers_usd=parts[0], descriptions_usd=parts[1],
-                   rotations_usd=parts[2], total_usd=round(sum(p or 0.0 for p in parts), 6),
-                   budget=budget)
+                   rotations_usd=parts[2], probes_usd=parts[3],
+                   total_usd=round(sum(p or 0.0 for p in parts), 6),
+                   budget=budget, batch_calls=batched or None)

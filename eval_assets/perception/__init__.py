@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from eval_assets.env_names import check_env_var_name
 from eval_assets.perception.color_detector import (
     ColorShapeDetector,
     ColorShapeParams,
@@ -62,6 +63,15 @@ class PerceptionConfig:
     edgetam_checkpoint: str = ""
     edgetam_config: str = ""
     vocabulary: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        # A key pasted as the variable's name is refused before any message could repeat it.
+        try:
+            check_env_var_name(self.moondream_api_key_env,
+                               "perception config field moondream_api_key_env",
+                               example=DEFAULT_API_KEY_ENV)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
 
     def names(self) -> list[str]:
         """The object names to query in every frame, in order, without duplicates."""

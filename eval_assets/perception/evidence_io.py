@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eval_assets import progress
-from eval_assets.atomic import write_bytes_atomic, write_text_atomic
+from eval_assets.atomic import in_flight, write_bytes_atomic, write_text_atomic
 from eval_assets.frames import RectifiedFrame, load_rectified_image
 from eval_assets.layout import DETECTIONS_TABLE, FRAMES_DIR, MASKS_DIR
 from eval_assets.perception.protocols import Detector, Segmenter, detect_and_segment
@@ -124,8 +124,10 @@ def write_detections_table(out_dir: Path, frames: Sequence[FrameDetections]) -> 
         folder = out_dir / sub
         if folder.is_dir():
             for p in folder.iterdir():
-                if p.is_file() and f"{sub}/{p.name}" not in keep:
-                    p.unlink()
+                # Another process's atomic write in flight is left alone: removing its
+                # temporary file made that write fail (a raw "No such file" on its name).
+                if p.is_file() and f"{sub}/{p.name}" not in keep and not in_flight(p):
+                    p.unlink(missing_ok=True)
     return path
 
 

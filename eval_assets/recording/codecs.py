@@ -16,6 +16,7 @@ import cv2
 import numpy as np
 
 from eval_assets.recording.errors import CodecError
+from eval_assets.recording.image_size import check_decode_size
 from eval_assets.recording.lcm import decode_lcm, encode_lcm
 from eval_assets.recording.messages import CameraInfo, Header, Image, PointCloud2, TFMessage
 
@@ -139,6 +140,11 @@ _RAW_CHANNELS: dict[str, tuple[int, tuple[int, ...] | None]] = {
 def image_to_rgb(img: Image) -> np.ndarray:
     """The pixels of ``img`` as H×W×3 uint8 RGB (encoding jpeg, rgb8, bgr8, rgba8, bgra8, mono8)."""
     if img.encoding == "jpeg":
+        # The header's size first: a bomb or a wrong image is refused before any pixel is decoded.
+        found = check_decode_size(img.data, f"Image data ({img.width}x{img.height} by its header)")
+        if found is not None and found[1:] != (img.width, img.height):
+            raise ValueError(f"{found[0]} is {found[1]}x{found[2]} but the Image header says "
+                             f"{img.width}x{img.height}")
         bgr = cv2.imdecode(np.frombuffer(img.data, dtype=np.uint8), cv2.IMREAD_COLOR)
         if bgr is None:
             raise ValueError(f"Image data ({len(img.data)} bytes) is not a decodable JPEG")

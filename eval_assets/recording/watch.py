@@ -30,6 +30,10 @@ overrides it). Longer than a recorder's pauses: a writer that closes its file du
 leaves a valid but half recording that nothing else tells from a finished one."""
 
 
+FUTURE_TOLERANCE_S = 2.0
+"""A modification time at most this far ahead of the clock counts as now (timestamp rounding)."""
+
+
 def quiet_seconds() -> float:
     """The quiet period: ``$EVAL_ASSETS_QUIET_S`` or :data:`DEFAULT_QUIET_S`."""
     return float(os.environ.get("EVAL_ASSETS_QUIET_S", DEFAULT_QUIET_S))
@@ -55,9 +59,52 @@ class FileState:
         return f"{self.size}:{self.mtime_ns}"
 
     def settled(self, quiet_s: float, now: float | None = None) -> bool:
-        """No write for ``quiet_s`` seconds and nothing pending in SQLite's view."""
+        """No write for ``quiet_s`` seconds and nothing pending in SQLite's view.
+
+        A file dated in the future (:meth:`future_s`) is never settled by its age: its time says
+        nothing about when it was last written (the sensor's two looks decide instead).
+        """
         now = time.time() if now is None else now
         return self.writing is None and now - self.mtime_ns / 1e9 >= quiet_s
+
+    def future_s(self, now: float | None = None) -> float:
+        """How many seconds the modification time is ahead of ``now`` (0: not in the future).
+
+        A writer whose clock is ahead (another machine, a network share) or a copy that kept
+        such a time dates a file in the future; up to :data:`FUTURE_TOLERANCE_S` ahead is the
+        filesystem's own rounding, not that.
+        """
+        now = time.time() if now is None else now
+        ahead = self.mtime_ns / 1e9 - now
+        return ahead if ahead > FUTURE_TOLERANCE_S else 0.0
+
+
+def recently_written(state: FileState, quiet_s: float, now: float | None = None) -> str | None:
+    """Why ``state``'s file may still be being written, going by its time; None: it is not.
+
+    ``last written 3 s ago`` within the quiet period, or ``dated 3573 s in the future`` (then its
+    time cannot tell); what SQLite says pending is :attr:`FileState.writing`, checked apart.
+    """
+    now = time.time() if now is None else now
+    ahead = state.future_s(now)
+    if ahead:
+        return (f"its modification time is {ahead:.0f} s in the future, so it cannot tell "
+                "whether a recorder is still writing it")
+    age = max(0.0, now - state.mtime_ns / 1e9)
+    if age < quiet_s:
+        return (f"it was last written {age:.0f} s ago, less than the {quiet_s:g} s a recording "
+                "must stay unchanged to count as finished")
+    return None
+
+
+def changed_since(before: FileState, path: Path) -> str | None:
+    """How ``path`` changed since ``before`` was taken (size, time), or None when it did not."""
+    after = file_state(path)
+    if after.fingerprint == before.fingerprint:
+        return None
+    if after.size != before.size:
+        return f"its size went from {before.size} to {after.size} bytes"
+    return "its modification time changed"
 
 
 def file_state(path: Path) -> FileState:

@@ -13,16 +13,18 @@ keys; the same calls give a byte-identical file.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import re
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from eval_assets.atomic import naming_database
 from eval_assets.recording.codecs import (
     PAYLOAD_MODULES,
     WRITABLE_CODECS,
@@ -59,6 +61,23 @@ def _sidecars(path: Path) -> list[Path]:
     return [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")]
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _names_its_file(method: Callable[Concatenate[RecordingWriter, P], R],
+                    ) -> Callable[Concatenate[RecordingWriter, P], R]:
+    """SQLite's "database or disk is full" (and kin) inside ``method`` names the recording
+    (:func:`~eval_assets.atomic.naming_database`): its disk is the one that is full."""
+
+    @functools.wraps(method)
+    def wrapper(self: RecordingWriter, *args: P.args, **kwargs: P.kwargs) -> R:
+        with naming_database(self.path):
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 class RecordingWriter:
     """Write streams of messages into a new recording at ``path``.
 
@@ -80,13 +99,15 @@ class RecordingWriter:
         self._tmp = self.path.with_name(self.path.name + ".tmp")
         for stale in _sidecars(self._tmp):  # leftovers of a crashed earlier writer
             stale.unlink(missing_ok=True)
-        self._conn: sqlite3.Connection | None = sqlite3.connect(self._tmp, isolation_level=None)
-        self._conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
-        self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.execute("BEGIN")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS _streams (name TEXT PRIMARY KEY, config TEXT NOT NULL)"
-        )
+        with naming_database(self.path):
+            self._conn: sqlite3.Connection | None = sqlite3.connect(self._tmp,
+                                                                    isolation_level=None)
+            self._conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("BEGIN")
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS _streams (name TEXT PRIMARY KEY, config TEXT NOT NULL)"
+            )
         self._streams: dict[str, tuple[type, str]] = {}
 
     def _live(self) -> sqlite3.Connection:
@@ -94,6 +115,7 @@ class RecordingWriter:
             raise RuntimeError(f"{self.path}: RecordingWriter is closed")
         return self._conn
 
+    @_names_its_file
     def add_stream(self, name: str, message_type: type | str, codec_id: str) -> None:
         """Register stream ``name`` of ``message_type`` (class or dimOS payload_module string)
         stored with ``codec_id`` (``"jpeg"`` for colour images, ``"lcm"`` otherwise)."""
@@ -149,6 +171,7 @@ class RecordingWriter:
         conn.execute(f'CREATE TABLE "{name}_blob" (id INTEGER PRIMARY KEY, data BLOB NOT NULL)')
         self._streams[name] = (cls, codec_id)
 
+    @_names_its_file
     def write(
         self,
         name: str,
@@ -198,6 +221,7 @@ class RecordingWriter:
             )
         return row_id
 
+    @_names_its_file
     def close(self) -> None:
         """Commit, checkpoint the WAL into the file and rename it to ``path`` (atomic)."""
         if self._conn is None:

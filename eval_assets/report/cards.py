@@ -37,7 +37,7 @@ from eval_assets.report.overlays import (
 )
 from eval_assets.schemas.perception import Detection
 from eval_assets.schemas.predictions import AnswerRecord
-from eval_assets.schemas.report import CaseCard, FrameImage, JudgeNote
+from eval_assets.schemas.report import CaseCard, FrameImage, GoldCorrection, JudgeNote
 from eval_assets.schemas.vqa import (
     AUDIT_FRAME_EVIDENCE,
     DATASET_CASES,
@@ -51,6 +51,7 @@ from eval_assets.schemas.vqa import (
     audit_frame_relpath,
 )
 from eval_assets.vqa.labels import read_labels
+from eval_assets.vqa.overrides import OverrideResolution
 
 __all__ = [
     "DEFAULT_JPEG_QUALITY",
@@ -300,10 +301,23 @@ def _call_error(record: AnswerRecord | None, row: VqaRowResult) -> str | None:
     return None
 
 
+def gold_corrections(resolution: OverrideResolution | None) -> dict[str, GoldCorrection]:
+    """The correction behind each case's gold answer, from a recording's resolved overrides:
+    the applied ones only (an orphaned, invalid or superseded override changed nothing)."""
+    if resolution is None:
+        return {}
+    return {s.override.case_id: GoldCorrection(answer=s.override.new_answer, by=s.override.by,
+                                               at=s.override.at, sensor_answer=s.gold,
+                                               reason=s.override.reason)
+            for s in resolution.states if s.state == "applied"}
+
+
 def _vqa_card(recording: str, model: str, case: Case, label: Label | None, frame_index: int,
               row: VqaRowResult, record: AnswerRecord | None,
-              judge: Mapping[str, Any] | None) -> CaseCard:
-    """One model's card on one case: its scored row, its raw reply and its judge note."""
+              judge: Mapping[str, Any] | None,
+              correction: GoldCorrection | None = None) -> CaseCard:
+    """One model's card on one case: its scored row, its raw reply, its judge note, and the
+    correction of its gold answer when a human made one."""
     return CaseCard(
         kind="vqa", recording=recording, model=model, case_id=case.id,
         frame_index=frame_index, family=row.family, question=case.question,
@@ -314,7 +328,11 @@ def _vqa_card(recording: str, model: str, case: Case, label: Label | None, frame
         latency_s=record.latency_s if record is not None else None,
         evidence=dict(label.evidence) if label else {},
         object_names=list(label.object_names) if label else [],
-        judge=_judge_note(judge) if judge is not None else None)
+        judge=_judge_note(judge) if judge is not None else None,
+        # Only when the scored gold is the corrected one: rows scored before the correction
+        # carry the sensor's answer, and the card must not claim otherwise.
+        correction=correction if correction is not None and row.answer == correction.answer
+        else None)
 
 
 def _open_ended_cards(judged: Mapping[str, Mapping[str, Mapping[str, Any]]], recording: str,
@@ -355,6 +373,7 @@ def build_case_cards(
     limit_per_model: int | None = None,
     *,
     recording: str | None = None,
+    corrections: Mapping[str, GoldCorrection] | None = None,
 ) -> list[CaseCard]:
     """Cards for every case (or up to ``limit_per_model`` per model), plus judged open items.
 
@@ -364,6 +383,8 @@ def build_case_cards(
     case's card; one whose ``id`` is a frame id (``frame-000100``, a description) becomes an
     open-ended card (all of them, or up to ``max(1, limit_per_model // 4)`` frames); other ids
     are ignored. ``recording`` defaults to the rows' recording, else the dataset folder's name.
+    ``corrections`` (:func:`gold_corrections`) by case id mark the cards whose gold answer a
+    human corrected.
     Cards come grouped by case (dataset order, or the order of ``select_cases`` with a limit),
     models sorted by name within a case. Overlays are not built here: see
     ``build_frame_images``.
@@ -401,7 +422,8 @@ def build_case_cards(
             if row is not None:
                 cards.append(_vqa_card(
                     recording, model, case, label, frame_index, row,
-                    record_by.get(model, {}).get(case_id), judged.get(model, {}).get(case_id)))
+                    record_by.get(model, {}).get(case_id), judged.get(model, {}).get(case_id),
+                    (corrections or {}).get(case_id)))
     cards += _open_ended_cards(judged, recording, limit_per_model)
     return cards
 

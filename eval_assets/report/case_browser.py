@@ -64,7 +64,7 @@ def _raw(text: str | None) -> tuple[str | None, int]:
 # The blob names its fields and which of them are interned, so ``decode_case_data`` and the same
 # steps at the top of ``static/report.js`` read it back without a second copy of either.
 CASE_FIELDS = ("id", "recording", "frame", "kind", "family", "question", "choices", "gold",
-               "objects", "evidence", "answers")
+               "objects", "evidence", "answers", "corrected")
 ANSWER_FIELDS = ("model", "status", "choice", "tier", "raw", "cut", "error", "latency", "judge")
 JUDGE_FIELDS = ("score", "reasoning", "error", "category", "model")
 _INTERNED = {"recording": "recordings", "kind": "kinds", "family": "families"}
@@ -104,6 +104,17 @@ def _answer_row(card: CaseCard, intern: _Interner) -> list[Any]:
         judge))
 
 
+def _corrected(group: Sequence[CaseCard]) -> dict[str, str] | None:
+    """The case's gold correction as the page shows it (its line and the reason), when the
+    gold of every model's card is the corrected one; last in the row, so absent costs nothing."""
+    corrections = {c.correction for c in group}
+    if len(corrections) != 1 or (correction := corrections.pop()) is None:
+        # Cards scored before and after the correction disagree on the gold: the rows the
+        # metrics wrote say which gold each model was scored against, so nothing is claimed.
+        return None
+    return {"text": correction.text(), "reason": correction.reason}
+
+
 def _case_data(cards: Sequence[CaseCard]) -> dict[str, Any]:
     """The browser's data: interned string lists, field names, and one row per case."""
     groups: dict[tuple[str, str], list[CaseCard]] = {}
@@ -120,7 +131,8 @@ def _case_data(cards: Sequence[CaseCard]) -> dict[str, Any]:
             first.case_id, intern("recordings", first.recording), first.frame_index,
             intern("kinds", first.kind), intern("families", first.family), first.question,
             first.choices, first.gold, first.object_names, first.evidence or None,
-            [_answer_row(c, intern) for c in sorted(group, key=lambda c: c.model)])))
+            [_answer_row(c, intern) for c in sorted(group, key=lambda c: c.model)],
+            _corrected(group))))
     return {**intern.lists, "case_fields": CASE_FIELDS, "answer_fields": ANSWER_FIELDS,
             "judge_fields": JUDGE_FIELDS, "case_interned": _INTERNED,
             "answer_interned": _INTERNED_ANSWER, "cases": rows}

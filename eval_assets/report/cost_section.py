@@ -95,7 +95,8 @@ def cost_section(costs: Sequence[CellCost]) -> str:
     """Per model: model calls, judge calls, together, per 1,000 cases and per correct answer."""
     lead = ("What the calls cost, priced with each model's <code>price</code> in the models file "
             "(USD per million input, output and cached-input tokens) and the token usage the "
-            "server reported for every call; the judge's calls with the judge's price. Per "
+            "server reported for every call (the capability preflight's probes included, and "
+            "Batch API calls at the batch price); the judge's calls with the judge's price. Per "
             "1,000 cases and per correct answer use the scored cases of the usable cells. A "
             f"model or judge without a price shows “{NO_PRICE}”, never $0.")
     if not costs:

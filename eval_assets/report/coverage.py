@@ -202,8 +202,9 @@ def build_coverage(results: Sequence[CellScores], recordings: Iterable[str] | No
     (default: those in ``results``); results outside that grid are listed, not used.
     ``current_fingerprints`` maps a recording to its current dataset fingerprint (the
     ``dataset_sha256`` a fresh result would have); a result on another dataset is stale, as is
-    every (recording, model) in ``stale_cells``. A recording without a fingerprint is taken as
-    current. Raises ``ValueError`` when two results share a (recording, model) pair.
+    every (recording, model) in ``stale_cells`` (a mapping gives each one's reason). A
+    recording without a fingerprint is taken as current. Raises ``ValueError`` when two results
+    share a (recording, model) pair.
     """
     check_results(results)
     by_cell = {(r.recording, r.model): r for r in results}
@@ -211,7 +212,10 @@ def build_coverage(results: Sequence[CellScores], recordings: Iterable[str] | No
         {r.recording for r in results})
     mods = sorted(set(models)) if models is not None else sorted({r.model for r in results})
     fingerprints = dict(current_fingerprints or {})
-    stale_marked = {(str(rec), str(model)) for rec, model in stale_cells}
+    stale_marked: dict[tuple[str, str], str] = {
+        (str(rec), str(model)): (stale_cells[(rec, model)] if isinstance(stale_cells, Mapping)
+                                 else "marked stale by the caller")
+        for rec, model in stale_cells}
     cells: list[CoverageCell] = []
     ok: list[CellScores] = []
     for rec in recs:
@@ -226,7 +230,7 @@ def build_coverage(results: Sequence[CellScores], recordings: Iterable[str] | No
                            n_cases=len(report_of(r).rows), dataset_sha256=r.dataset_sha256,
                            current_sha256=current)
             if (rec, model) in stale_marked:
-                cells.append(cell(status="stale", reason="marked stale by the caller"))
+                cells.append(cell(status="stale", reason=stale_marked[(rec, model)]))
             elif current is not None and r.dataset_sha256 != current:
                 cells.append(cell(status="stale",
                                   reason=f"dataset {short_sha(r.dataset_sha256)}, current "

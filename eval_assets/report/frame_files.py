@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from eval_assets.atomic import write_bytes_atomic, write_text_atomic
+from eval_assets.atomic import in_flight, write_bytes_atomic, write_text_atomic
 from eval_assets.hashing import bytes_sha256
 from eval_assets.schemas.report import FrameImage
 
@@ -61,7 +61,8 @@ def write_report_with_files(html_text: str, path: Path, files: Mapping[str, byte
     write_text_atomic(path, html_text)
     if folder.is_dir():
         for old in folder.iterdir():
-            # Leftover temporaries of an interrupted write go too (they start with a dot).
-            if old.is_file() and old not in targets:
+            # Leftover temporaries of an interrupted write go too (they start with a dot), but
+            # not those of a write in flight in another process (removing one fails it).
+            if old.is_file() and old not in targets and not in_flight(old):
                 old.unlink(missing_ok=True)
     return path

@@ -58,6 +58,7 @@ from eval_assets.report.spatial_cards import spatial_cards_section
 from eval_assets.schemas.concurrency import ConcurrencyHistory
 from eval_assets.schemas.report import CaseCard, FrameImage
 from eval_assets.schemas.results import CellScores
+from eval_assets.scoring.inputs import Annotations
 from eval_assets.scoring.mcq import MCQ_NOT_MEASURED
 from eval_assets.scoring.vqa import report_of
 
@@ -103,7 +104,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   numeric_rows: Sequence[NumericCaseRow] = (),
                   frames_beside: bool = False,
                   label_audit: LabelAudit | None = None,
-                  spatial_cards: Sequence[str] = ()) -> str:
+                  spatial_cards: Sequence[str] = (),
+                  dropped_annotations: Mapping[str, Annotations] | None = None) -> str:
     """The whole report as one self-contained HTML document.
 
     ``coverage`` comes from ``build_coverage(results, ...)`` (default: from ``results`` alone,
@@ -123,6 +125,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     ``frames_beside``: the case browser links each frame as a file of ``frame_files(frames)``
     (:mod:`eval_assets.report.frame_files`) instead of inlining it; write them with the page.
     ``label_audit`` (``build_label_audit(...)``) adds the "Label audit" section; None: none.
+    ``dropped_annotations`` (``unmatched_annotations(...)``, by recording) lists in "Not
+    computed" the annotations whose image is no frame of their recording's dataset.
     """
     if coverage is None:
         coverage = build_coverage(results)
@@ -170,7 +174,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         concurrency_section(concurrency or {}),
         "" if costs is None else cost_section([c for c in costs
                                                if (c.recording, c.model) in usable]),
-        not_computed_section(results),
+        not_computed_section(results, {rec: a for rec, a in (dropped_annotations or {}).items()
+                                       if rec in recordings}),
         "" if label_audit is None else label_audit_section(label_audit, frames),
         *(html for _, _, html in metrics), spatial_cards_section(spatial_cards),
         cases_section(cards, frames, frames_beside=frames_beside), _methods(),

@@ -33,7 +33,7 @@ from eval_assets.schemas.results import CellScores
 from eval_assets.schemas.vqa import Label
 from eval_assets.scoring.inputs import PrivateDataset
 from eval_assets.scoring.vqa import report_of
-from eval_assets.vqa.overrides import STATE_TEXT, OverrideState
+from eval_assets.vqa.overrides import INVALID, STATE_TEXT, OverrideState
 
 MIN_AGREEING = 2
 """Models that must choose the same other answer before a case is disputed: one model's error
@@ -267,7 +267,7 @@ def _overrides_html(overrides: Sequence[tuple[str, OverrideState]]) -> str:
              esc(s.override.reason), esc(STATE_TEXT[s.state])] for rec, s in overrides]
     return table((("Recording", False), ("Case", False), ("Was", False), ("Now", False),
                   ("By", False), ("When (UTC)", False), ("Why", False), ("State", False)), rows,
-                 row_classes=["flag" if s.orphaned else "" for _, s in overrides])
+                 row_classes=["flag" if s.needs_action else "" for _, s in overrides])
 
 
 def label_audit_section(audit: LabelAudit, frames: Sequence[FrameImage]) -> str:
@@ -287,12 +287,19 @@ def label_audit_section(audit: LabelAudit, frames: Sequence[FrameImage]) -> str:
         if more:
             cases += f'<p class="summary">{more:,} more disputed cases, not shown.</p>'
     orphaned = sum(1 for _, s in audit.overrides if s.orphaned)
+    invalid = sum(1 for _, s in audit.overrides if s.state in INVALID)
     applied = sum(1 for _, s in audit.overrides if s.state == "applied")
+    heading = f"{applied} applied, {orphaned} orphaned"
+    heading += f", {invalid} invalid" if invalid else ""
     body = (f"<h3>Cases worth a look ({len(audit.disputes):,} disputed)</h3>{cases}"
-            f"<h3>Overrides ({applied} applied, {orphaned} orphaned)</h3>"
+            f"<h3>Overrides ({heading})</h3>"
             + ('<p class="notice">An orphaned override is not applied: its case is gone or shows '
                "other content since it was made. Record it again if it still holds.</p>"
                if orphaned else "")
+            + ('<p class="notice">An invalid override is not applied: its answer is not one of '
+               "its case's choices (a hand-edited line). Delete the line and record the "
+               "correction with <code>eval-assets labels override</code>, which checks it.</p>"
+               if invalid else "")
             + _overrides_html(audit.overrides)
             + f'<h3>Label-error rate per family</h3><p class="summary">{_RATE_TEXT}</p>'
             + _rates_html(audit.rates))

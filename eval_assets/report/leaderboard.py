@@ -115,8 +115,10 @@ METHODS: dict[str, Any] = {
                  "false when that set differs from the common set, and such rows must not be "
                  "ranked against each other",
     "coverage": "every expected (recording, model) cell is ok, missing (no result) or stale "
-                "(its dataset_sha256 is not the recording's current dataset fingerprint, or "
-                "the caller marked it); missing and stale cells are in no row. A model with no "
+                "(its dataset_sha256 is not the recording's current dataset fingerprint, its "
+                "inputs (answers, label overrides) changed since it was scored, or the caller "
+                "marked it; the cell's reason says which); missing and stale cells are in no "
+                "row. A model with no "
                 "ok cell is not ranked; with no case common to all ranked models there is no "
                 "ranking",
     "common_row_metrics": "POPE, MCQ, judge, vision and CHAIR columns are null in 'common' "

@@ -6,17 +6,19 @@ METRICS`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from eval_assets.report.markup import count, esc, num, pct, section, table
 from eval_assets.schemas.results import CellScores
 from eval_assets.scoring import METRICS
+from eval_assets.scoring.inputs import Annotations
 from eval_assets.scoring.spec import Cell, Int, Join, Note, Num, Pct, ReportTable, Text, ordered
 
 NOT_COMPUTED_LEAD = (
     "VisionSimilarity, the LLM judge and CHAIR compare free-text frame descriptions with human "
     "annotations (<code>data/annotations/&lt;recording&gt;.jsonl</code>). Where a recording has "
-    "none, this is what could not be computed, and why.")
+    "none, this is what could not be computed, and why; an annotation whose image is no frame "
+    "of the recording's dataset is listed here too, never attached to another frame.")
 
 
 def render_cell(cell: Cell) -> str:
@@ -65,13 +67,35 @@ def metric_sections(cells: Sequence[CellScores]) -> list[tuple[str, str, str]]:
             for spec in METRICS if spec.section is not None]
 
 
-def not_computed_section(cells: Sequence[CellScores]) -> str:
+def dropped_annotations_text(annotations: Annotations) -> str:
+    """What a recording's unmatched annotations are, which frames, and the fix, in one line."""
+    rows = sorted(annotations.unmatched, key=lambda a: a.frame_index)
+    shown = ", ".join(str(a.frame_index) for a in rows[:_FRAMES_SHOWN])
+    more = f" and {len(rows) - _FRAMES_SHOWN} more" if len(rows) > _FRAMES_SHOWN else ""
+    return (f"{len(rows)} annotation{'s' if len(rows) != 1 else ''} not used (annotated "
+            f"frame_index {shown}{more}): the annotated image is no frame of the dataset (the "
+            "recording was replaced or its frame selection changed), so the description metrics "
+            f"did not use {'them' if len(rows) != 1 else 'it'}. Fix: annotate the current "
+            f"frames in {annotations.source}")
+
+
+_FRAMES_SHOWN = 20
+
+
+def not_computed_section(cells: Sequence[CellScores],
+                         dropped: Mapping[str, Annotations] | None = None) -> str:
     """What could not be computed for want of descriptions or human annotations, and why, per
-    recording: each metric's own reasons."""
+    recording: each metric's own reasons, and the annotations dropped because their image is no
+    frame of the recording's dataset (``dropped``, by recording:
+    :func:`eval_assets.scoring.inputs.unmatched_annotations`)."""
     describing = ", ".join(spec.label for spec in METRICS if spec.describes_frames)
+    dropped = dropped or {}
     rows = []
     for recording in sorted({c.recording for c in cells}):
         mine = [c for c in ordered(cells) if c.recording == recording]
+        if recording in dropped:
+            rows.append([esc(recording), "human annotations",
+                         esc(dropped_annotations_text(dropped[recording]))])
         if not sum(c.predictions.descriptions for c in mine):
             rows.append([esc(recording), esc(describing),
                          "not computed: no frame descriptions were collected"])

@@ -17,7 +17,7 @@ import pandas as pd
 from eval_assets.jsonio import read_json
 from eval_assets.layout import AVLM_JUDGE_PREDICTIONS, StorageLayout, overrides_file_for
 from eval_assets.report.baselines import blind_models, family_baselines
-from eval_assets.report.cards import build_case_cards, build_frame_images
+from eval_assets.report.cards import build_case_cards, build_frame_images, gold_corrections
 from eval_assets.report.concurrency_section import load_concurrency
 from eval_assets.report.cost_section import cell_costs, judge_costs
 from eval_assets.report.coverage import Coverage, build_coverage
@@ -31,9 +31,10 @@ from eval_assets.report.numeric_section import NumericCaseRow
 from eval_assets.report.spatial_cards import load_spatial_cards
 from eval_assets.schemas.report import CaseCard, FrameImage
 from eval_assets.schemas.results import CellScores
-from eval_assets.scoring.inputs import load_private_dataset, load_run
+from eval_assets.scoring.inputs import load_private_dataset, load_run, unmatched_annotations
 from eval_assets.scoring.judge import JUDGE
 from eval_assets.scoring.numeric import NUMERIC
+from eval_assets.scoring.provenance import current_inputs, stale_reason
 from eval_assets.scoring.vqa import report_of
 from eval_assets.vqa.dataset import dataset_fingerprint
 
@@ -51,9 +52,11 @@ __all__ = [
 REPORT_TITLE = "eval_assets benchmark report"
 
 
-def report_cards(layout: StorageLayout, results: Sequence[CellScores]
-                 ) -> tuple[list[CaseCard], list[FrameImage]]:
-    """A card for every case and model in ``results``, and one overlay per frame they refer to."""
+def report_cards(layout: StorageLayout, results: Sequence[CellScores],
+                 labels_dir: Path | None = None) -> tuple[list[CaseCard], list[FrameImage]]:
+    """A card for every case and model in ``results``, and one overlay per frame they refer to;
+    with ``labels_dir`` (the label overrides' folder), a card whose gold answer a human
+    corrected says so."""
     cards: list[CaseCard] = []
     frames: list[FrameImage] = []
     for recording in sorted({r.recording for r in results}):
@@ -66,8 +69,12 @@ def report_cards(layout: StorageLayout, results: Sequence[CellScores]
             if path.is_file():
                 judged[r.model] = read_json(path)["results"]
         dataset = layout.dataset_dir(recording)
+        overrides = None if labels_dir is None else overrides_file_for(labels_dir, recording)
+        corrections = (gold_corrections(load_private_dataset(dataset, overrides).overrides)
+                       if overrides is not None and overrides.is_file() else None)
         these = build_case_cards(dataset, answers, {r.model: report_of(r).rows for r in mine},
-                                 judge_results=judged, recording=recording)
+                                 judge_results=judged, recording=recording,
+                                 corrections=corrections)
         cards += these
         frames += build_frame_images(
             dataset, {c.frame_index for c in these},
@@ -115,17 +122,43 @@ def dataset_fingerprints(layout: StorageLayout, recordings: Iterable[str]) -> di
     return out
 
 
+def changed_inputs(layout: StorageLayout, results: Sequence[CellScores],
+                   labels_dir: Path | None) -> dict[tuple[str, str], str]:
+    """The cells whose results were computed from other inputs than the current dataset,
+    answers and (with ``labels_dir``) label overrides, each with its reason: their numbers are
+    not published until they are recomputed (:mod:`eval_assets.scoring.provenance`)."""
+    stale: dict[tuple[str, str], str] = {}
+    for r in results:
+        dataset = layout.dataset_dir(r.recording)
+        if dataset_fingerprint(dataset) is None:
+            continue  # no dataset at all: build_coverage says so by the fingerprint
+        overrides = overrides_file_for(labels_dir, r.recording) if labels_dir else None
+        current = current_inputs(dataset, layout.predictions_dir(r.recording, r.model), overrides)
+        if labels_dir is None and r.inputs is not None:
+            current = current.model_copy(update={"overrides_sha256": r.inputs.overrides_sha256})
+        reason = stale_reason(r.inputs, current)
+        if reason is not None:
+            stale[(r.recording, r.model)] = reason
+    return stale
+
+
 def report_coverage(layout: StorageLayout, results: Sequence[CellScores], *,
                     recordings: Sequence[str] | None = None,
                     models: Sequence[str] | None = None,
                     current_fingerprints: Mapping[str, str] | None = None,
-                    stale_cells: Collection[tuple[str, str]] = ()) -> Coverage:
+                    stale_cells: Collection[tuple[str, str]] = (),
+                    labels_dir: Path | None = None) -> Coverage:
     """``build_coverage`` of ``results`` over the expected ``recordings`` x ``models`` (default:
-    those in ``results``); ``current_fingerprints`` default to the published datasets'."""
+    those in ``results``); ``current_fingerprints`` default to the published datasets'. Cells in
+    ``stale_cells``, and those whose inputs changed since they were scored
+    (:func:`changed_inputs`), are stale."""
     if current_fingerprints is None:
         current_fingerprints = dataset_fingerprints(
             layout, recordings if recordings is not None else {r.recording for r in results})
-    return build_coverage(results, recordings, models, current_fingerprints, stale_cells)
+    stale = changed_inputs(layout, results, labels_dir)
+    for cell in stale_cells:
+        stale.setdefault(cell, "marked stale by the caller")
+    return build_coverage(results, recordings, models, current_fingerprints, stale)
 
 
 def publish_leaderboard(layout: StorageLayout, results: Sequence[CellScores], *,
@@ -133,12 +166,13 @@ def publish_leaderboard(layout: StorageLayout, results: Sequence[CellScores], *,
                         models: Sequence[str] | None = None,
                         current_fingerprints: Mapping[str, str] | None = None,
                         stale_cells: Collection[tuple[str, str]] = (),
+                        labels_dir: Path | None = None,
                         ) -> tuple[pd.DataFrame, Path, Path]:
     """Build and write the leaderboard (Parquet rows; JSON rows, methods, ranking on the common
     cases, coverage matrix, paired comparisons). See ``report_coverage`` for the keywords."""
     coverage = report_coverage(layout, results, recordings=recordings, models=models,
                                current_fingerprints=current_fingerprints,
-                               stale_cells=stale_cells)
+                               stale_cells=stale_cells, labels_dir=labels_dir)
     table = build_leaderboard(results, coverage=coverage)
     blind = blind_models((r.model, layout.predictions_dir(r.recording, r.model))
                          for r in results if coverage.usable(r))
@@ -173,19 +207,22 @@ def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
                    stale_cells: Collection[tuple[str, str]] = (),
                    history_dir: Path | None = None,
                    generated_at: str | None = None,
-                   labels_dir: Path | None = None) -> Path:
+                   labels_dir: Path | None = None,
+                   annotations_dir: Path | None = None) -> Path:
     """Render the static HTML report of ``results`` (every usable case browsable, the coverage
     matrix, each model across nights from ``history_dir``, default ``layout.history_dir()``) to
     ``layout.report_file()``, with the frames it links as files beside it
     (:mod:`eval_assets.report.frame_files`). With ``labels_dir`` (the label overrides' folder)
-    the report has a "Label audit" section. See ``report_coverage`` for the other keywords."""
+    the report has a "Label audit" section; with ``annotations_dir`` (the human annotations'
+    folder) "Not computed" lists the annotations that match no frame of their recording's
+    dataset. See ``report_coverage`` for the other keywords."""
     coverage = report_coverage(layout, results, recordings=recordings, models=models,
                                current_fingerprints=current_fingerprints,
-                               stale_cells=stale_cells)
+                               stale_cells=stale_cells, labels_dir=labels_dir)
     usable = [r for r in results if coverage.usable(r)]
     run_dirs = {(r.recording, r.model): layout.predictions_dir(r.recording, r.model)
                 for r in usable}
-    cards, frames = report_cards(layout, usable)
+    cards, frames = report_cards(layout, usable, labels_dir)
     history = load_history(layout.history_dir() if history_dir is None else history_dir)
     # Every image the page links, written beside it: the case browser's frames and the
     # multi-frame strips (inlined as base64, the strips added ~100 kB per recording of 4 frames:
@@ -207,5 +244,9 @@ def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
                          label_audit=None if labels_dir is None else report_label_audit(
                              layout, usable, labels_dir),
                          spatial_cards=spatial_cards,
-                         numeric_rows=numeric_case_rows(usable))
+                         numeric_rows=numeric_case_rows(usable),
+                         dropped_annotations=None if annotations_dir is None
+                         else unmatched_annotations(annotations_dir,
+                                                    sorted({r.recording for r in usable}),
+                                                    layout))
     return write_report_with_files(html, layout.report_file(), files)

@@ -158,9 +158,10 @@ def coverage_section(coverage: Coverage) -> str:
     lead = ("Every expected recording (rows) and configured model (columns). <b>ok</b>: a "
             "result on the current dataset, with its number of scored cases (and the most any "
             "model answered on that dataset, when fewer); <b>missing</b>: no result yet; "
-            "<b>stale</b>: a result for another version of the recording's dataset, or marked "
-            "stale. Missing and stale cells are in no number of this report. <b>Common</b>: the "
-            "recording's cases in the ranking.")
+            "<b>stale</b>: a result for another version of the recording's dataset, or scored "
+            "on answers or label overrides that changed since (the reason is in the cell; it "
+            "is recomputed). Missing and stale cells are in no number of this report. "
+            "<b>Common</b>: the recording's cases in the ranking.")
     if not coverage.cells:
         return section("coverage", "Coverage", lead,
                         '<p class="empty">No expected recording or model.</p>')

@@ -32,10 +32,11 @@ RETRYABLE_CATEGORIES: frozenset[str] = frozenset(
     {"rate_limited", "server_error", "timeout", "connection_error"}
 )
 
-# What one reply of a model under test came to (eval_assets.model_runs.outcomes). The first
+# What one reply came to (eval_assets.chat_request.classify, for every caller). The first
 # three are the model's answers and stand (truncated and refused ones score as wrong); every
 # other outcome is no answer: the record is failed, so a rerun asks again. ``empty`` is a reply
-# with no text left (none at all, or only reasoning); the rest are the call's failure categories.
+# with no text left (none at all, or only inline thinking; a reply only in reasoning_content is
+# answered from there); the rest are the call's failure categories.
 ReplyOutcome = Literal["answered", "truncated", "refused", "empty"]
 Outcome = Literal[
     "answered", "truncated", "refused", "empty",

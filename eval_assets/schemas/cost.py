@@ -2,7 +2,9 @@
 
 A :class:`Price` is written in the models file beside an entry's endpoint fields (``price:
 {input_per_m: 0.15, output_per_m: 0.6}``); a model without one has no cost, shown as "no price
-set", never as $0. Prices are US dollars per million tokens, as providers publish them.
+set", never as $0. Prices are US dollars per million tokens, as providers publish them. A call
+answered through the Batch API (:mod:`eval_assets.model_runs.batch`) costs ``batch_factor`` of
+that price (:data:`BATCH_FACTOR`, half, unless the entry says otherwise).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from eval_assets.schemas.chat import TokenUsage
 
 NO_PRICE = "no price set"
+BATCH_FACTOR = 0.5
+"""Share of the list price a Batch API call costs: OpenAI's published batch discount (50 %)."""
 
 
 class Price(BaseModel):
@@ -23,12 +27,24 @@ class Price(BaseModel):
     output_per_m: float = Field(ge=0, description="USD per 1M completion tokens")
     cached_input_per_m: float | None = Field(
         None, ge=0, description="USD per 1M cached prompt tokens; None: the input price")
+    # Left out of the dump when unset: the entry's hash (its data version) must not change for
+    # every priced model because this field exists.
+    batch_factor: float | None = Field(
+        None, gt=0, le=1, exclude_if=lambda v: v is None,
+        description=f"share of the price a Batch API call costs; None: {BATCH_FACTOR}")
 
-    def cost(self, usage: TokenUsage | None, cached_tokens: int = 0) -> float:
+    @property
+    def batch_share(self) -> float:
+        """What a Batch API call costs as a share of a direct one."""
+        return self.batch_factor if self.batch_factor is not None else BATCH_FACTOR
+
+    def cost(self, usage: TokenUsage | None, cached_tokens: int = 0, *,
+             batch: bool = False) -> float:
         """The cost of one call's usage (a call without reported usage costs 0 known dollars).
 
         ``cached_tokens`` of the prompt are charged at the cached price (servers report them
-        inside ``prompt_tokens``).
+        inside ``prompt_tokens``); a ``batch`` call (answered through the Batch API) costs
+        :attr:`batch_share` of it.
         """
         if usage is None:
             return 0.0
@@ -36,8 +52,9 @@ class Price(BaseModel):
         cached = min(cached_tokens, prompt)
         cached_price = (self.cached_input_per_m if self.cached_input_per_m is not None
                         else self.input_per_m)
-        return ((prompt - cached) * self.input_per_m + cached * cached_price
-                + (usage.completion_tokens or 0) * self.output_per_m) / 1e6
+        listed = ((prompt - cached) * self.input_per_m + cached * cached_price
+                  + (usage.completion_tokens or 0) * self.output_per_m) / 1e6
+        return listed * self.batch_share if batch else listed
 
     def max_output_cost(self, max_tokens: int) -> float:
         """The most one reply of at most ``max_tokens`` tokens can cost."""
@@ -62,5 +79,14 @@ class RunCost(BaseModel):
     answers_usd: float
     descriptions_usd: float | None = None
     rotations_usd: float | None = None
+    probes_usd: float | None = Field(
+        None, exclude_if=lambda v: v is None,
+        description="The capability preflight's probes of the run folder's endpoint.json "
+                    "(eval_assets.model_runs.preflight), in total_usd; absent without a "
+                    "preflight (a local model) or when the server reported no usage.")
     total_usd: float
     budget: BudgetOutcome | None = None
+    batch_calls: int | None = Field(
+        None, exclude_if=lambda v: v is None,
+        description="Standing records answered through the Batch API, priced at the batch "
+                    "price (Price.batch_share); absent when there are none.")

@@ -22,7 +22,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from eval_assets.env_names import check_env_var_name
 from eval_assets.errors import InputError
+from eval_assets.schemas.chat import TokenUsage
 
 # One default per retry setting, for every caller (eval_assets.openai_chat.RetryPolicy too).
 DEFAULT_MAX_RETRIES = 4
@@ -63,7 +65,9 @@ class Endpoint(BaseModel):
     ``api_key_env`` is the NAME of the environment variable holding the key, never the key.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # hide_input_in_errors: a key pasted into api_key_env must not reach a message or log
+    # through pydantic's "input_value=..." (each model holding an Endpoint sets it too).
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
 
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint (.../v1)")
     serve: str | None = Field(None, description="local model started when base_url is absent")
@@ -103,6 +107,13 @@ class Endpoint(BaseModel):
     def _empty_is_unset(cls, value: Any) -> Any:
         # Dagster resources and CLI options spell "unset" as an empty string.
         return None if value == "" else value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _a_name_not_a_key(cls, value: str | None) -> str | None:
+        # Refused here, before the value can be echoed ("variable 'sk-…' is not set") or stored
+        # (run folder, Dagster run config and event log); the message masks it.
+        return check_env_var_name(value, "api_key_env") if value else value
 
     @field_validator("serve")
     @classmethod
@@ -201,5 +212,8 @@ class EndpointCapabilities(BaseModel):
     reasoning: ReasoningWhere = Field(description="where reasoning arrived in the probes")
     logprobs: bool = Field(description="logprobs came back when asked (never required)")
     calls: int = Field(description="requests the preflight sent")
+    usage: TokenUsage | None = Field(
+        default=None, description="tokens of the probes' replies, summed (priced as the run's "
+        "'probes' cost); None: the server reported none, or a record older than this field")
     seconds: float = Field(description="wall time of the preflight")
     notes: list[str] = Field(default_factory=list, description="what each probe saw")

@@ -134,8 +134,9 @@ class FrameSelectionRecord(BaseModel):
                                          description="per kept frame, quality_window mode only")
 
 
-SkipReason = Literal["missing_blob", "corrupt_blob", "undecodable_image", "no_calibration",
-                     "bad_calibration", "size_mismatch", "duplicate_row", "duplicate_timestamp"]
+SkipReason = Literal["missing_blob", "corrupt_blob", "undecodable_image", "image_too_large",
+                     "no_calibration", "bad_calibration", "size_mismatch", "duplicate_row",
+                     "duplicate_timestamp"]
 
 NOT_BAD_REASONS: frozenset[str] = frozenset({"duplicate_row"})
 """Skip reasons that lose nothing (an identical copy of a kept row): not counted as bad."""

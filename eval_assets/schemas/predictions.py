@@ -88,6 +88,11 @@ class _CallRecord(BaseModel):
         default=None, description="Seconds from the first attempt to the end, backoff included."
     )
     usage: TokenUsage | None = None
+    # Left out when False, so a direct call's record is written exactly as before.
+    batch: bool = Field(
+        default=False, exclude_if=lambda v: not v,
+        description="Answered through the Batch API: billed at the batch price "
+        "(eval_assets.schemas.cost.Price.batch_share).")
     error_category: ErrorCategory | None = None
     error_message: str | None = None
     attempts: int
@@ -95,7 +100,7 @@ class _CallRecord(BaseModel):
         default=None, description="Hash of everything the model saw (prompt, question, choices, "
         "image bytes); a stored record is reused only for identical content.")
     outcome: Outcome | None = Field(
-        default=None, description="What the reply came to (eval_assets.model_runs.outcomes); "
+        default=None, description="What the reply came to (eval_assets.chat_request.classify); "
         "None on records written before outcomes: see outcome_of().")
     reasoning: str | None = Field(
         default=None, description="The reply's reasoning (reasoning_content/reasoning, or the "
@@ -103,6 +108,10 @@ class _CallRecord(BaseModel):
     unread_reply: str | None = Field(
         default=None, description="The text of a truncated or refused answer, kept here and "
         "never read: its raw_response is '' so that every scorer counts it wrong.")
+    answer_field: str | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="The message field the answer was read from when the content was empty "
+        "(reasoning_content or reasoning: the model replied only there); absent: the content.")
 
 
 def outcome_of(record: _CallRecord) -> Outcome:
@@ -243,6 +252,10 @@ class CallSummary(BaseModel):
     outcomes: dict[str, int] = Field(
         default_factory=dict, description="Standing records by outcome (answered, truncated, "
         "refused, empty, server_error, ...); missing items are not counted.")
+    answered_from: dict[str, int] = Field(
+        default_factory=dict, exclude_if=lambda v: not v,
+        description="Standing answers read from a field other than the content, by field "
+        "(reasoning_content, reasoning: the content was empty); absent when none.")
     latency_s: LatencyStats
     tokens: TokenUsage
     attempts: int
@@ -268,6 +281,10 @@ class RunSummary(BaseModel):
 
     model: str
     config_hash: str
+    public_sha256: str | None = Field(
+        default=None, description="The public content these answers were given to (cases, "
+        "spatial cases and images: eval_assets.model_runs.runner.public_fingerprint); a metric "
+        "refuses them against a dataset of other content. None: a run before it was recorded.")
     complete: bool = Field(
         description="Every case (and frame, and rotation when asked) has a successful record.")
     answers: CallSummary
@@ -293,7 +310,8 @@ class ModelSpec(BaseModel):
     options, whose defaults are the endpoint's): see :meth:`Endpoint.over`.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # An invalid api_key_env (a pasted key) is never repeated by the error (see Endpoint).
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     endpoint: Endpoint = Field(default_factory=Endpoint)

@@ -30,6 +30,24 @@ class JudgeNote(BaseModel):
     judge_model: str | None = None
 
 
+class GoldCorrection(BaseModel):
+    """A human correction of a case's gold answer that applies to it (an applied label override,
+    :mod:`eval_assets.vqa.overrides`): who made it, when, and what the sensor said."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    answer: str = Field(description="the corrected gold answer")
+    by: str
+    at: str = Field(description="when, UTC ISO 8601")
+    sensor_answer: str | None = Field(description="the sensor's gold answer it replaces")
+    reason: str
+
+    def text(self) -> str:
+        """``gold corrected by <by> at <at> (sensor said <answer>)``, as a card shows it."""
+        said = f" (sensor said {self.sensor_answer})" if self.sensor_answer is not None else ""
+        return f"gold corrected by {self.by} at {self.at}{said}"
+
+
 class FrameImage(BaseModel):
     """One frame as JPEG twice: with its ground truth drawn on it (boxes, mask outlines, LiDAR
     points), and plain, as the model saw it (the overlay's dots and labels cover parts of the
@@ -89,3 +107,5 @@ class CaseCard(BaseModel):
     object_names: list[str] = Field(default_factory=list,
                                     description="the objects the question is about")
     judge: JudgeNote | None = None
+    correction: GoldCorrection | None = Field(
+        default=None, description="the human correction behind ``gold`` (None: the sensor's)")

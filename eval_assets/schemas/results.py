@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -28,6 +28,20 @@ class PredictionCounts(BaseModel):
     parse_failures: int
     descriptions: int
     descriptions_failed: int
+
+
+class ScoredInputs(BaseModel):
+    """The content a metric's file or a cell's results were computed from, as hashes
+    (:mod:`eval_assets.scoring.provenance`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dataset_sha256: str = Field(description="the dataset: cases, labels, audit labels, images")
+    predictions_sha256: str = Field(
+        description="the run's standing records (answers, descriptions, rotations, flips)")
+    overrides_sha256: str | None = Field(
+        default=None, description="the recording's label overrides file; None: no such file, or "
+        "a metric that does not read gold answers")
 
 
 class NotMeasured(BaseModel):
@@ -55,6 +69,10 @@ class CellScores(BaseModel):
     dataset_sha256: str
     predictions: PredictionCounts
     scores: dict[str, dict[str, Any]]
+    inputs: ScoredInputs | None = Field(
+        default=None, description="what every score was computed from; the leaderboard and "
+        "report leave the cell out as stale when it differs from the inputs as they are now "
+        "(None: results written before it was recorded, also left out)")
     # Parsed entries of ``scores`` by metric name: a report reads each many times.
     _parsed: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
 

@@ -9,6 +9,7 @@ cases when the public file exists; without it a dataset has none. Their answers 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from eval_assets.atomic import write_text_atomic
 from eval_assets.errors import InputError
 from eval_assets.hashing import file_sha256
 from eval_assets.jsonio import dumps_json, read_jsonl, read_model
+from eval_assets.layout import StorageLayout
 from eval_assets.schemas.annotations import (
     FrameAnnotation,
     read_annotation_rows,
@@ -205,6 +207,23 @@ def load_annotations(annotations_dir: Path, recording: str,
         else:
             unmatched.append(row)
     return Annotations(by_frame=dict(sorted(by_frame.items())), unmatched=unmatched, source=path)
+
+
+def unmatched_annotations(annotations_dir: Path, recordings: Sequence[str],
+                          layout: StorageLayout) -> dict[str, Annotations]:
+    """The annotations of each of ``recordings`` that match no frame of its published dataset
+    (dropped, never attached to another image), by recording; recordings with none, without an
+    annotations file or without a dataset are left out. For the report: a reviewer sees what
+    the description metrics did not use."""
+    out: dict[str, Annotations] = {}
+    for recording in recordings:
+        dataset = layout.dataset_dir(recording)
+        if not dataset.is_dir():
+            continue
+        found = load_annotations(Path(annotations_dir), recording, dataset)
+        if found is not None and found.unmatched:
+            out[recording] = found
+    return out
 
 
 def migrate_annotations(path: Path, dataset_dir: Path) -> int:

@@ -6,7 +6,10 @@ strategies ship:
 - :class:`VocabularyAuthor` (offline, deterministic): proposes from a configured vocabulary,
   including names absent from the frame, so ``presence`` gets real "no" answers.
 - :class:`VLMAuthor`: asks any OpenAI-compatible endpoint (through the one chat client,
-  :mod:`eval_assets.openai_chat`), sending the image only, for JSON proposals. A malformed reply
+  :mod:`eval_assets.openai_chat`, with requests built and replies read by the one request
+  builder, :class:`eval_assets.chat_request.RequestBuilder`: the endpoint's token-limit parameter
+  and think tags hold here as for the models and the judge), sending the image only, for JSON
+  proposals. A malformed reply
   (or item) becomes a proposal carrying an ``error`` that the decider rejects and the audit keeps;
   a failed call becomes an ``author_call_failed`` proposal whose ``error_detail`` starts with the
   chat client's failure category (``reply_too_large: ...``). Neither aborts the run.
@@ -29,6 +32,7 @@ import cv2
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from eval_assets.chat_request import RequestBuilder
 from eval_assets.openai_chat import chat_client
 from eval_assets.schemas.chat import ChatResult
 from eval_assets.schemas.endpoint import ENDPOINT_FIELDS, Endpoint, EndpointError
@@ -51,7 +55,8 @@ class AuthorConfigError(ValueError):
 class AuthorConfig(BaseModel):
     """How to build a question author (recorded verbatim in ``audit/run.json``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # An invalid api_key_env (a pasted key) is never repeated by the error (see Endpoint).
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
 
     author: Literal["vocabulary", "vlm"] = "vocabulary"
     vocabulary: list[str] = Field(default_factory=lambda: list(DEFAULT_VOCABULARY))
@@ -263,9 +268,12 @@ class VLMAuthor:
         self.model = endpoint.model
         self.families = _check_families(families, "families")
         self.max_proposals_per_frame = max_proposals_per_frame
-        # No max_tokens is sent, so the reply cap is the chat client's default for 4,096 tokens
-        # unless the endpoint sets max_reply_chars / max_reply_bytes.
+        # No token limit is sent unless the endpoint sets max_tokens itself (its default, 256,
+        # would cut a list of 40 proposals short), so the reply cap is the chat client's default
+        # for 4,096 tokens unless the endpoint sets max_reply_chars / max_reply_bytes.
+        self.max_tokens = endpoint.max_tokens if "max_tokens" in endpoint.model_fields_set else None
         self.client = chat_client(endpoint, api_key or "")
+        self.requests = RequestBuilder(endpoint, temperature=0.0)
         self.calls: dict[int, ChatResult] = {}
         self._calls_lock = threading.Lock()
 
@@ -287,8 +295,8 @@ class VLMAuthor:
         ]
         base = {"frame_index": frame_index, "ordinal": 0, "family": "", "object_names": [],
                 "author": self.name}
-        result = self.client.complete(
-            {"model": self.model, "messages": messages, "temperature": 0.0},
+        result = self.requests.send(
+            self.client, self.requests.request(messages, max_tokens=self.max_tokens),
             label=f"author frame {frame_index}")
         with self._calls_lock:
             self.calls[frame_index] = result
@@ -300,7 +308,17 @@ class VLMAuthor:
             return [Proposal(**base, error="author_call_failed",
                              error_detail=f"{result.error_category}: "
                                           f"{_excerpt(result.error_message or '')}")]
-        text = result.content
+        # Think tags out, or the reply's own reasoning_content when the content is empty.
+        reply = self.requests.read(result)
+        if reply.answer_field:
+            log.info("author %s, frame %d: the reply came only in %s; read from there",
+                     self.name, frame_index, reply.answer_field)
+        text = reply.text
+        if reply.outcome == "truncated" and not (text or "").strip():
+            return [Proposal(**base, error="malformed_author_reply",
+                             error_detail="the reply was cut off while thinking (an unclosed "
+                                          "think tag or finish_reason length, no text after it); "
+                                          "raise vlm_max_tokens or leave it unset")]
         items, why = parse_author_reply(text)
         if items is None:
             return [Proposal(**base, error="malformed_author_reply",

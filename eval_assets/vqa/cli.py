@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from eval_assets.cli_errors import EXIT_BAD_INPUT, EXIT_FAILED, guarded
+from eval_assets.cli_errors import EXIT_BAD_INPUT, EXIT_FAILED, env_name_option, guarded
 
 if TYPE_CHECKING:
     from eval_assets.frames import FrameSelectionConfig, PreparedFrames
+    from eval_assets.recording.watch import FileState
 
 vqa_app = typer.Typer(no_args_is_help=True, help="Generate VQA datasets from recordings.")
 
@@ -73,8 +74,11 @@ def generate(
     from eval_assets.recording import Recording
     from eval_assets.vqa.generate import default_output_dir, frame_selection
 
+    env_name_option(vlm_api_key_env, "--vlm-api-key-env")
+    env_name_option(moondream_api_key_env, "--moondream-api-key-env", "MOONDREAM_API_KEY")
     try:
         Recording.open(recording, allow_pickle=allow_pickle).close()  # refuse a bad file first
+        before = _warn_if_recent(recording)
         selection = frame_selection(
             recording, image_index=image_index, start=start, stop=stop, stride=stride,
             time_step=time_step, quality_window=quality_window, min_brightness=min_brightness,
@@ -95,7 +99,26 @@ def generate(
                   "moondream_api_key_env": moondream_api_key_env,
                   "edgetam_checkpoint": edgetam_checkpoint}
     _run(recording, output if output is not None else default_output_dir(recording), selection,
-         author_config, perception, allow_pickle)
+         author_config, perception, allow_pickle, before)
+
+
+def _warn_if_recent(recording: Path) -> FileState:
+    """The recording's state now, after a warning when its time says it may still be written.
+
+    A recorder that commits frame by frame leaves nothing pending between frames (SQLite's own
+    view, which ``Recording.open`` checks, sees no writer), so only the time tells; the
+    recordings sensor waits the quiet period for the same reason.
+    """
+    from eval_assets.recording.watch import file_state, quiet_seconds, recently_written
+
+    state = file_state(recording)
+    why = recently_written(state, quiet_seconds())
+    if why is not None:
+        typer.echo(f"warning: {recording}: {why}; if a recorder is still writing it, the dataset "
+                   "holds only the frames written so far, and the generation fails when the "
+                   "file changes meanwhile. Fix: wait until the recorder has finished "
+                   "($EVAL_ASSETS_QUIET_S sets the quiet period)", err=True)
+    return state
 
 
 def _print_frames(prepared: PreparedFrames) -> None:
@@ -116,8 +139,9 @@ def _print_frames(prepared: PreparedFrames) -> None:
 
 def _run(recording: Path, out: Path, selection: tuple[FrameSelectionConfig, Path | None],
          author: Mapping[str, object], perception: Mapping[str, Any],
-         allow_pickle: bool) -> None:
-    """Generate and print the summary; bad input exits 2, an unanswerable recording 1."""
+         allow_pickle: bool, before: FileState) -> None:
+    """Generate and print the summary; bad input exits 2, an unanswerable recording 1, and a
+    recording that changed while it was read (``before``: its state at the start) 1."""
     from eval_assets.errors import InputError
     from eval_assets.perception import PerceptionConfig, PerceptionError
     from eval_assets.vqa.authors import AuthorConfig
@@ -140,6 +164,17 @@ def _run(recording: Path, out: Path, selection: tuple[FrameSelectionConfig, Path
         # fix, so the message is the whole story.
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from exc
+    from eval_assets.recording.watch import changed_since
+
+    changed = changed_since(before, recording)
+    if changed is not None:
+        # The dataset was read from a moving file: some frames are missing or from another
+        # moment. Saying so (and failing) beats a dataset of 13 of 24 frames without a word.
+        typer.echo(f"error: {recording} changed while the dataset was generated ({changed}): "
+                   f"it is still being written, so {summary.path} holds only part of it. Fix: "
+                   "wait until the recorder has finished, remove that folder and generate "
+                   "again", err=True)
+        raise typer.Exit(EXIT_FAILED)
     typer.echo(f"{summary.num_cases} cases from {summary.num_frames} frames "
                f"({summary.num_proposals} proposals) -> {summary.path}")
     for family, n in summary.cases_per_family.items():

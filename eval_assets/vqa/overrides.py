@@ -6,7 +6,11 @@ Gold answers come from sensors and a few are wrong. A correction is a
 carries the content hash of the case it corrects (:func:`case_content_sha256`: the image's bytes,
 the question and the choices), so it applies to that content only: when the recording is
 replaced and a case of that id is gone or shows something else, the override is *orphaned*,
-reported and not applied. Of several overrides of one case, the last that matches applies.
+reported and not applied. The file is meant to be written by ``eval-assets labels override``,
+which checks the answer; a hand-edited line whose answer is not one of its case's choices is
+*invalid*: reported (file, case, answer, choices, fix) and not applied, because a gold answer no
+model can choose would fail every scorer that reads it. Of several overrides of one case, the
+last valid one that matches applies.
 
 The scorer reads labels through :func:`apply_overrides`; the public cases and the models'
 answers are never touched, so a correction costs no model call.
@@ -28,16 +32,29 @@ from eval_assets.jsonio import read_jsonl
 from eval_assets.schemas.overrides import LabelOverride
 from eval_assets.schemas.vqa import DATASET_CASES, Case, Label, dumps_line
 
-State = Literal["applied", "matches_gold", "superseded", "case_missing", "content_changed"]
+State = Literal["applied", "matches_gold", "superseded", "case_missing", "content_changed",
+                "not_a_choice"]
 ORPHANED: frozenset[State] = frozenset({"case_missing", "content_changed"})
+INVALID: frozenset[State] = frozenset({"not_a_choice"})
+"""States of an override that is wrong in itself (a hand-edited line): reported, not applied."""
+NOT_APPLIED: frozenset[State] = ORPHANED | INVALID
+"""States a reviewer must act on: the override was meant to apply and does not."""
 STATE_TEXT: dict[State, str] = {
     "applied": "applied",
     "matches_gold": "not needed: the gold answer already says so",
     "superseded": "superseded by a later override of the case",
     "case_missing": "orphaned: the case is gone",
     "content_changed": "orphaned: the case's image, question or choices changed",
+    "not_a_choice": "invalid: the answer is not one of the case's choices",
 }
+_OTHER_STATES: tuple[tuple[State, str], ...] = (
+    ("not_a_choice", "invalid (answer not a choice)"), ("matches_gold", "matches gold"),
+    ("superseded", "superseded"))
+"""The states a summary names only when some override is in them, and how it names them."""
 _FIX = "correct or delete that line (the file is append-only: only a bad line may be removed)"
+_FIX_INVALID = ("delete that line and record the correction with `eval-assets labels override "
+                "--answer <one of the choices>`, which checks it")
+_FIX_ORPHAN = "record it again with `eval-assets labels override` if it still holds"
 
 
 def case_content_sha256(dataset_dir: Path, case: Case) -> str:
@@ -70,11 +87,30 @@ class OverrideState:
     state: State
     gold: str | None
     """The sensor's gold answer of the case now (None when the case is gone)."""
+    choices: tuple[str, ...] = ()
+    """The case's choices now (empty when the case is gone)."""
 
     @property
     def orphaned(self) -> bool:
         """The case is gone or changed: the override is reported, not applied."""
         return self.state in ORPHANED
+
+    @property
+    def needs_action(self) -> bool:
+        """Orphaned or invalid: meant to apply, it does not, and a human must fix the file."""
+        return self.state in NOT_APPLIED
+
+    def problem(self, source: Path) -> str | None:
+        """Why this override is not applied and how to fix it, naming ``source`` (the overrides
+        file), the case and the answer; None when nothing needs fixing."""
+        item = self.override
+        where = f"{source}: the override of case {item.case_id!r} ({item.at}, by {item.by})"
+        if self.state == "not_a_choice":
+            return (f"{where} sets the answer {item.new_answer!r}, which is not one of the "
+                    f"case's choices {list(self.choices)}; not applied. Fix: {_FIX_INVALID}")
+        if self.orphaned:
+            return f"{where} is {STATE_TEXT[self.state]}; not applied. Fix: {_FIX_ORPHAN}"
+        return None
 
 
 @dataclass(frozen=True)
@@ -97,9 +133,13 @@ class OverrideResolution:
     def summary(self) -> str:
         """``N applied, M orphaned`` (and the other states when there are any)."""
         parts = [f"{self.count('applied')} applied", f"{self.count(*ORPHANED)} orphaned"]
-        parts += [f"{self.count(st)} {st.replace('_', ' ')}"
-                  for st in ("matches_gold", "superseded") if self.count(st)]
+        parts += [f"{self.count(st)} {label}" for st, label in _OTHER_STATES if self.count(st)]
         return ", ".join(parts)
+
+    def problems(self) -> list[str]:
+        """One message per override that is not applied and needs a human (orphaned or invalid):
+        file, case, answer and fix (:meth:`OverrideState.problem`)."""
+        return [text for s in self.states if (text := s.problem(self.source)) is not None]
 
 
 def resolve_overrides(dataset_dir: Path, cases: Sequence[Case], labels: Sequence[Label],
@@ -118,22 +158,31 @@ def resolve_overrides(dataset_dir: Path, cases: Sequence[Case], labels: Sequence
         if case is not None:
             if item.case_id not in hashes:
                 hashes[item.case_id] = case_content_sha256(dataset_dir, case)
-            if hashes[item.case_id] == item.content_sha256:
+            # An invalid line supersedes nothing: it is never applied, so the last valid
+            # correction of the case stays in force (and the invalid one is reported).
+            if (hashes[item.case_id] == item.content_sha256
+                    and item.new_answer in case.choices):
                 last_match[item.case_id] = i
     states = []
     for i, item in enumerate(overrides):
         state: State
-        if item.case_id not in by_id:
+        case = by_id.get(item.case_id)
+        if case is None:
             state = "case_missing"
         elif hashes[item.case_id] != item.content_sha256:
             state = "content_changed"
+        elif item.new_answer not in case.choices:
+            # Exact spelling: the scorers compare answers to choices exactly, and the command
+            # that records overrides writes the choice's own spelling.
+            state = "not_a_choice"
         elif last_match[item.case_id] != i:
             state = "superseded"
         elif gold.get(item.case_id) == item.new_answer:
             state = "matches_gold"
         else:
             state = "applied"
-        states.append(OverrideState(item, state, gold.get(item.case_id)))
+        states.append(OverrideState(item, state, gold.get(item.case_id),
+                                    tuple(case.choices) if case is not None else ()))
     return OverrideResolution(source=Path(source), states=tuple(states))
 
 

@@ -13,6 +13,7 @@ delayed-allocation and network file systems.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import sqlite3
@@ -114,10 +115,46 @@ def test_a_full_sqlite_database_is_worded_with_its_folder(tmp_path: Path) -> Non
     output = _in_namespace(f"mount -t tmpfs -o size=64k tmpfs {mnt} && "
                            f"{sys.executable} {tmp_path / 'fill.py'}", tmp_path)
     assert "caught database or disk is full" in output, output
-    assert f"cannot write the SQLite database under {mnt}" in output, output
+    # Not through SQLAlchemy, so not Dagster's storage: the disk named is the fullest, measured.
+    assert "cannot write an SQLite database the error does not name" in output, output
+    assert f"of the disks written to the fullest holds {mnt}" in output, output
 
 
-def test_a_wrapped_sqlite_disk_io_error_is_found(tmp_path: Path) -> None:
+@needs_userns
+def test_a_recording_written_to_a_full_disk_names_that_disk(tmp_path: Path) -> None:
+    # Before: "cannot write the SQLite database under <cwd> (the Dagster instance) ... (80041.3
+    # MB free there now)": another disk, and no Dagster involved.
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    output = _in_namespace(f"mount -t tmpfs -o size=200k tmpfs {mnt} && {EXE} recording "
+                           f"synthesize {mnt / 'x.db'} --frames 3; echo rc=$?", tmp_path)
+    flat = _flat(output)
+    assert "rc=1" in flat and "Traceback" not in flat, output
+    assert f"cannot write {mnt / 'x.db'}: the disk is full (ENOSPC: database or disk is full)" \
+        in flat, output
+    assert f"free space on the disk holding {mnt / 'x.db'}" in flat
+    assert "Dagster" not in flat
+    assert not list(mnt.glob("x.db*"))  # nothing half-written is left
+
+
+@needs_userns
+def test_an_error_naming_no_file_names_the_fullest_disk_written_to(tmp_path: Path) -> None:
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    script = ("import errno\n"
+              "from eval_assets.output_errors import output_problem\n"
+              "print(output_problem(OSError(errno.ENOSPC, 'No space left on device')))\n")
+    (tmp_path / "nameless.py").write_text(script)
+    output = _in_namespace(f"mount -t tmpfs -o size=64k tmpfs {mnt} && TMPDIR={mnt} "
+                           f"{sys.executable} {tmp_path / 'nameless.py'}", tmp_path)
+    flat = _flat(output)
+    assert "the error names no file, and of the disks written to the fullest holds " \
+        f"{mnt}" in flat, output
+    assert f"free space on the disk holding {mnt}" in flat
+
+
+def test_a_wrapped_sqlite_disk_io_error_is_found(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from sqlalchemy.exc import OperationalError
 
     wrapped = OperationalError("INSERT INTO event_logs ...", {}, sqlite3.OperationalError(
@@ -128,9 +165,16 @@ def test_a_wrapped_sqlite_disk_io_error_is_found(tmp_path: Path) -> None:
         except OperationalError as exc:
             raise RuntimeError("storage failed") from exc
     except RuntimeError as outer:
-        message = output_problem(outer)
+        caught = outer
+    message = output_problem(caught)
     assert message is not None and "disk I/O error" in message
     assert output_problem(ValueError("no")) is None
+    # Through SQLAlchemy with an instance folder set: Dagster's storage, named as such.
+    home = str(tmp_path / "home")
+    monkeypatch.setenv("DAGSTER_HOME", home)
+    message = output_problem(caught)
+    assert message is not None
+    assert f"cannot write the SQLite database under {home} (the Dagster instance)" in message
 
 
 def _fsync_fails_after(monkeypatch: pytest.MonkeyPatch, calls: int) -> None:
@@ -173,3 +217,33 @@ def test_a_simulated_full_disk_mid_run_names_the_journal_and_a_rerun_continues(
     again = runner.invoke(app, args)
     assert again.exit_code == 0, again.output
     assert "12/12 cases answered" in again.output and " 0 resumed" not in again.output
+
+
+def test_an_over_long_image_name_is_bad_input_naming_the_case(tmp_path: Path) -> None:
+    # Before: exit 1 with "OSError: [Errno 36] File name too long" from Path.is_file().
+    dataset = make_dataset(tmp_path / "ds", n_frames=2, cases_per_frame=1)
+    cases_file = dataset.root / "cases.jsonl"
+    lines = cases_file.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["image"] = "assets/" + "long-name-" * 30 + ".png"  # 304 bytes: over ext4's 255
+    cases_file.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    result = runner.invoke(app, ["vqa", "run", str(dataset.root), "--model", "random",
+                                 "--output", str(tmp_path / "run")])
+    flat = _flat(result.output)
+    assert result.exit_code == 2, flat
+    assert f"{cases_file}:1: field 'image' names an image no file system here can hold" in flat
+    assert "is 304 bytes, longer than the 255 bytes a file or folder name may have" in flat
+    assert "fix: rename the asset and the case's 'image' to a shorter name" in flat
+    assert "Errno 36" not in flat and "Traceback" not in flat
+
+
+def test_a_real_too_long_name_error_names_the_part_and_the_limit(tmp_path: Path) -> None:
+    target = tmp_path / ("x" * 300) / "out.json"
+    with pytest.raises(OSError) as refused:
+        write_text_atomic(target, "{}")
+    assert refused.value.errno == errno.ENAMETOOLONG
+    message = output_problem(refused.value)
+    assert message is not None and message.startswith(f"cannot use {tmp_path / ('x' * 300)}")
+    assert f": the name '{'x' * 24}…{'x' * 12}' is 300 bytes, longer than the 255 bytes" \
+        in message
+    assert "(ENAMETOOLONG); fix: shorten that name" in message

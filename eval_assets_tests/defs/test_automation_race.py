@@ -195,3 +195,54 @@ def test_an_upstream_update_by_a_run_without_it_is_followed(instance: DagsterIns
     assert ticks.tick() == set()
     assert ticks.tick() == {(keys.BENCHMARK_RESULTS.path[-1], cell)}
     assert not {(a, p) for a, p in ticks.tick() if p is not None}
+
+
+LABEL_METRICS = (keys.VQA_ACCURACY, keys.CIRCULAR_EVAL, keys.POPE_PRESENCE, keys.MCQ_AVLM,
+                 keys.NUMERIC_ACCURACY)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::dagster.BetaWarning")
+def test_a_cell_waits_for_its_answers_and_the_board_for_every_cell(
+        instance: DagsterInstance) -> None:
+    """Alpha's dataset is rebuilt (a replaced recording) and its label overrides edited at the
+    same moment. The daemon's ticks never ask for a metric of alpha's cells before, or without,
+    their predictions (the metrics would score the old answers against the new labels), and
+    never for the leaderboard or report while any of those is still to come."""
+    ticks = Ticks(instance)
+    assert ticks.tick() == set()
+    instance.report_runless_asset_event(AssetObservation(
+        keys.LABEL_OVERRIDES, partition="alpha", tags={DATA_VERSION_TAG: "v2"}))
+    # The edit is seen once; then alpha's run writes its new dataset, before the next tick.
+    assert ticks.tick() == set()
+    for key in (keys.PUBLIC_CASES, keys.PRIVATE_LABELS):
+        instance.report_runless_asset_event(AssetMaterialization(key, partition="alpha"))
+    cells = {str(_cell("alpha", m)) for m in range(len(model_partitions.get_partition_keys()))}
+    answered: set[str] = set()  # cells whose predictions were materialized again
+    done: list[tuple[str, str | None]] = []
+    for _ in range(8):
+        requested = ticks.tick()
+        for cell in cells:
+            metrics = {a for a, p in requested if p == cell and a in
+                       {k.path[-1] for k in LABEL_METRICS}}
+            if metrics and cell not in answered:
+                assert (keys.PREDICTIONS.path[-1], cell) in requested, (metrics, requested)
+        if {(keys.LEADERBOARD.path[-1], None), (keys.REPORT.path[-1], None)} & requested:
+            # Every cell of alpha answered again, and its metrics and results came after.
+            assert answered == cells, (answered, done)
+            for cell in cells:
+                order = [a for a, p in done if p == cell]
+                assert order.index(keys.PREDICTIONS.path[-1]) < min(
+                    order.index(k.path[-1]) for k in LABEL_METRICS), order
+                assert order[-1] == keys.BENCHMARK_RESULTS.path[-1], order
+        # The daemon's runs: each request materialized, in graph order within its partition.
+        for asset, partition in sorted(requested, key=lambda r: _ORDER.index(r[0])):
+            instance.report_runless_asset_event(AssetMaterialization(asset, partition=partition))
+            done.append((asset, partition))
+            if asset == keys.PREDICTIONS.path[-1] and partition is not None:
+                answered.add(partition)
+    assert ("report", None) in done and answered == cells, done
+
+
+_ORDER = [k.path[-1] for k in (keys.PREDICTIONS, *keys.METRICS.values(), keys.BENCHMARK_RESULTS,
+                               keys.LEADERBOARD, keys.REPORT)]

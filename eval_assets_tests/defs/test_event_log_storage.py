@@ -24,6 +24,8 @@ from eval_assets.defs.event_log_storage import SqliteEventLogWithoutStatusCache
 from eval_assets.defs.local.instance import (
     DAGSTER_YAML,
     EVENT_LOG_STORAGE_YAML,
+    RUN_STORAGE_YAML,
+    SCHEDULE_STORAGE_YAML,
     ensure_dagster_home,
 )
 from eval_assets.defs.partitions import model_partitions
@@ -135,7 +137,8 @@ def test_an_existing_dagster_yaml_gets_the_event_log_storage_and_keeps_its_setti
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     ensure_dagster_home(layout)
     text = (home / "dagster.yaml").read_text()
-    assert text == "telemetry:\n  enabled: false\n" + EVENT_LOG_STORAGE_YAML
+    assert text == ("telemetry:\n  enabled: false\n" + RUN_STORAGE_YAML + EVENT_LOG_STORAGE_YAML
+                    + SCHEDULE_STORAGE_YAML)
     ensure_dagster_home(layout)
     assert (home / "dagster.yaml").read_text() == text
     # A user's own storage choice is left alone.

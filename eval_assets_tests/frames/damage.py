@@ -76,3 +76,16 @@ def duplicate_image(db: Path, position: int, payload_from: int | None = None) ->
         conn.close()
     assert new_id is not None
     return new_id
+
+
+def replace_image_data(db: Path, position: int, data: bytes) -> int:
+    """Frame ``position``'s Image keeps its header and encoding, with ``data`` as its bytes
+    (another format, another size); returns the row id."""
+    with Recording.open(db) as rec:
+        image = rec.message("color_image", position)
+        row_id = rec.row_id("color_image", position)
+    replaced = type(image)(image.header, image.height, image.width, image.encoding,
+                           image.is_bigendian, image.step, data)
+    _execute(db, ('UPDATE "color_image_blob" SET data = ? WHERE id = ?',
+                  (encode_blob(replaced, "jpeg"), row_id)))
+    return row_id

@@ -7,12 +7,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from eval_assets.cli import app
 from eval_assets.model_runs.batch import BATCH_STATE, BatchAPI, BatchRunner
+from eval_assets.model_runs.budget import Budget
 from eval_assets.model_runs.client import ClientSettings, OpenAIVLMClient
 from eval_assets.model_runs.runner import RunResult, run_model
+from eval_assets.schemas.chat import TokenUsage
+from eval_assets.schemas.cost import BATCH_FACTOR, Price
 from eval_assets_tests.fakes.batch_server import FakeBatchServer
 from eval_assets_tests.fakes.openai_server import (
     HttpError,
@@ -23,8 +27,9 @@ from eval_assets_tests.fakes.openai_server import (
 from eval_assets_tests.model_runs.helpers import make_dataset
 
 USAGE = {"prompt_tokens": 100, "completion_tokens": 2, "total_tokens": 102}
-# Timing fields differ by nature (a batch line has no latency of its own).
-TIMING = {"latency_s", "wall_s"}
+# Timing fields differ by nature (a batch line has no latency of its own), and a batch record
+# says it was one (it is billed at the batch price).
+TIMING = {"latency_s", "wall_s", "batch"}
 
 
 def answer_by_text(body: dict[str, Any]) -> Reply | HttpError:
@@ -39,11 +44,13 @@ def _client(base_url: str) -> OpenAIVLMClient:
         {"base_url": base_url, "model": "vlm", "endpoint_id": "fake://vlm"}))
 
 
-def _batch_run(srv: FakeBatchServer, dataset: Path, out: Path, wait_s: float) -> RunResult:
+def _batch_run(srv: FakeBatchServer, dataset: Path, out: Path, wait_s: float,
+               **priced: Any) -> RunResult:
     runner = BatchRunner(BatchAPI(srv.base_url, "not-needed"), max_tokens=256, wait_s=wait_s,
                          poll_s=0.01)
     with _client(srv.base_url) as client:
-        return run_model(dataset, client, out, max_concurrency=2, rotations=True, batch=runner)
+        return run_model(dataset, client, out, max_concurrency=2, rotations=True, batch=runner,
+                         **priced)
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
@@ -128,3 +135,48 @@ def test_vqa_run_batch_leaves_the_batch_in_flight_and_the_rerun_collects(tmp_pat
     assert first.exit_code == 1 and "batch batch_1 in flight" in first.output
     assert second.exit_code == 0, second.output
     assert "2/2 cases answered" in second.output and "3 calls made" in second.output
+
+
+def test_batch_calls_cost_the_batch_price_in_the_cost_and_the_budget(tmp_path: Path) -> None:
+    dataset = make_dataset(tmp_path / "ds", n_frames=2, cases_per_frame=2)
+    price = Price(input_per_m=1.0, output_per_m=2.0)
+    call_usd = (100 * 1.0 + 2 * 2.0) / 1e6  # USAGE at the list price
+    priced = {"price": price, "budget_usd": 1.0}
+    with FakeBatchServer(answer_by_text) as srv:
+        batched = _batch_run(srv, dataset.root, tmp_path / "batch", wait_s=5, **priced)
+    with OpenAICompatibleServer(answer_by_text) as chat, _client(chat.base_url) as client:
+        direct = run_model(dataset.root, client, tmp_path / "direct", max_concurrency=2,
+                           rotations=True, **priced)
+    cost, listed = batched.summary.cost, direct.summary.cost
+    assert cost is not None and listed is not None
+    assert cost.batch_calls == 10 and listed.batch_calls is None
+    assert listed.total_usd == pytest.approx(10 * call_usd)
+    assert cost.total_usd == pytest.approx(10 * call_usd * BATCH_FACTOR)
+    assert cost.budget is not None and cost.budget.spent_usd == pytest.approx(cost.total_usd)
+    stored = [json.loads(line) for line in (tmp_path / "batch" / "answers.jsonl").read_text()
+              .splitlines()]
+    assert all(r["batch"] is True for r in stored)
+    assert all("batch" not in json.loads(line) for line in
+               (tmp_path / "direct" / "answers.jsonl").read_text().splitlines())
+    # Read back from summary.json as the report does; the price's hash is the same as before.
+    summary = json.loads((tmp_path / "batch" / "summary.json").read_text())
+    assert summary["cost"]["batch_calls"] == 10 and "batch_factor" not in summary["cost"]["price"]
+
+
+def test_a_price_can_set_its_own_batch_share() -> None:
+    usage = TokenUsage(prompt_tokens=1000, completion_tokens=10)
+    listed = Price(input_per_m=1.0, output_per_m=2.0)
+    assert listed.cost(usage, batch=True) == pytest.approx(0.00102 * BATCH_FACTOR)
+    own = Price(input_per_m=1.0, output_per_m=2.0, batch_factor=0.75)
+    assert own.cost(usage, batch=True) == pytest.approx(0.00102 * 0.75)
+    assert own.cost(usage) == pytest.approx(0.00102)
+    with pytest.raises(ValueError, match="batch_factor"):
+        Price(input_per_m=1.0, output_per_m=2.0, batch_factor=0)
+
+
+def test_the_budget_settles_a_batch_call_at_the_batch_price() -> None:
+    budget = Budget(1.0, Price(input_per_m=1.0, output_per_m=2.0), max_tokens=100)
+    budget.settle(TokenUsage(prompt_tokens=1000, completion_tokens=10), batch=True)
+    assert budget.spent_usd == pytest.approx(0.00102 * BATCH_FACTOR)
+    # The next direct call is still reserved at the list price.
+    assert budget.estimate() == pytest.approx((1000 + 200) / 1e6)

@@ -126,3 +126,31 @@ def test_a_slow_first_call_does_not_let_the_run_overrun_its_budget(tmp_path: Pat
     budget = result.summary.cost.budget
     assert budget.stopped and budget.spent_usd == pytest.approx(sent * CALL_USD)
     assert budget.spent_usd <= 0.01
+
+
+def test_the_preflight_probes_are_in_the_cost_and_the_budget(tmp_path: Path) -> None:
+    dataset = make_dataset(tmp_path / "ds", n_frames=2, cases_per_frame=2)  # 4 cases
+    out = tmp_path / "run"
+    # Each probe: 100 prompt tokens at $1/M + 1 completion token at $2/M = $0.000102.
+    probe_usage = {"prompt_tokens": 100, "completion_tokens": 1, "total_tokens": 101}
+    with OpenAICompatibleServer(default=Reply("yes", usage=USAGE),
+                                probe_reply=Reply("A", usage=probe_usage)) as srv:
+        args = ["vqa", "run", str(dataset.root), "--model", "paid", "--output", str(out),
+                "--no-describe", "--budget-usd", "1",
+                "--models-file", str(_models_file(tmp_path, srv.base_url))]
+        first = runner.invoke(app, args)
+        probes = len(srv.probes)
+        summary = json.loads((out / "summary.json").read_text())
+        second = runner.invoke(app, args)  # endpoint.json reused: no probe sent
+        again = json.loads((out / "summary.json").read_text())
+        assert len(srv.probes) == probes
+    assert first.exit_code == 0, first.output
+    probe_usd = probes * 0.000102
+    cost = summary["cost"]
+    assert probes >= 5 and cost["probes_usd"] == pytest.approx(probe_usd)
+    assert cost["total_usd"] == pytest.approx(4 * CALL_USD + probe_usd)
+    assert cost["budget"]["spent_usd"] == pytest.approx(4 * CALL_USD + probe_usd)
+    assert f"of which probes: ${probe_usd:.4f}" in first.output
+    # The standing record's probes stay in the run's cost; this invocation spent nothing.
+    assert again["cost"]["probes_usd"] == pytest.approx(probe_usd)
+    assert again["cost"]["budget"]["spent_usd"] == 0.0 and second.exit_code == 0

@@ -12,9 +12,9 @@ from typing import Any
 
 from typer.testing import CliRunner
 
+from eval_assets.chat_request import strip_thinking
 from eval_assets.cli import app
 from eval_assets.model_runs import preflight
-from eval_assets.model_runs.outcomes import strip_thinking
 from eval_assets_tests.fakes import openai_server
 from eval_assets_tests.fakes.openai_server import (
     HttpError,
@@ -138,17 +138,39 @@ def test_refusals_are_answers_without_a_choice(tmp_path: Path) -> None:
         ("refused", None), ("refused", None)]
 
 
-def test_empty_content_with_reasoning_is_empty_and_asked_again(tmp_path: Path) -> None:
+def test_a_reply_only_in_reasoning_content_is_read_from_there_and_not_asked_again(
+        tmp_path: Path) -> None:
     dataset = make_dataset(tmp_path / "ds", n_frames=1, cases_per_frame=1)
     out = tmp_path / "run"
-    thinking = Reply("", reasoning="thinking about it")
+    # A server whose reasoning parser took the whole reply: content empty, the answer beside it.
+    only_reasoning = Reply("", reasoning_content="yes")
+    with OpenAICompatibleServer(default=only_reasoning, probe_reply=only_reasoning) as srv:
+        result = _run(dataset, srv, out, "--no-describe")
+        assert result.exit_code == 0, result.output
+        record = _lines(out / "answers.journal.jsonl")[0]
+        assert record["outcome"] == "answered" and record["status"] == "success"
+        assert record["answer_field"] == "reasoning_content"
+        assert record["raw_response"] == "yes" and record["choice"] == "yes"
+        assert record["reasoning"] is None  # the text is kept once, as the answer
+        assert _json(out / "endpoint.json")["reasoning"] == "reasoning_content"
+        assert _json(out / "summary.json")["answers"]["answered_from"] == {
+            "reasoning_content": 1}
+        assert _run(dataset, srv, out, "--no-describe").exit_code == 0
+        assert len(srv.requests) == 1  # stored: the rerun neither asked nor paid again
+
+
+def test_a_reply_of_thinking_alone_is_empty_and_asked_again(tmp_path: Path) -> None:
+    dataset = make_dataset(tmp_path / "ds", n_frames=1, cases_per_frame=1)
+    out = tmp_path / "run"
+    thinking = Reply("<think>thinking about it</think>")
     with OpenAICompatibleServer(default=thinking, probe_reply=thinking) as srv:
         result = _run(dataset, srv, out, "--no-describe")
         assert result.exit_code == 1
         record = _lines(out / "answers.journal.jsonl")[0]
         assert record["outcome"] == "empty" and record["status"] == "failed"
-        assert record["reasoning"] == "thinking about it"
-        assert _json(out / "endpoint.json")["reasoning"] == "reasoning"
+        assert record["reasoning"] == "thinking about it" and "answer_field" not in record
+        assert "answered_from" not in _json(out / "summary.json")["answers"]
+        assert _json(out / "endpoint.json")["reasoning"] == "inline"
         assert _run(dataset, srv, out, "--no-describe").exit_code == 1
         assert len(srv.requests) == 2  # not cached: the rerun asked again
 

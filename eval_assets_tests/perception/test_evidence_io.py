@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -110,6 +111,26 @@ def test_rerun_with_fewer_detections_removes_stale_files(rectified_sample: Recti
     assert kept == sorted(Path(d.mask_path or "").name for d in stored[0].detections)
     assert [p.name for p in (tmp_path / "frames").iterdir()] == ["frame-000000.json"]
     assert read_detections(tmp_path) == stored
+
+
+def test_pruning_leaves_another_writers_files_in_flight_alone(rectified_sample: RectifiedSample,
+                                                              tmp_path: Path) -> None:
+    # Another process's atomic write of a mask, between its write and its rename: removing the
+    # temporary file made that process fail with a raw "No such file" on its name.
+    in_flight = tmp_path / "masks" / ".frame-000021-01.png.k3j2x9.tmp"
+    in_flight.parent.mkdir(parents=True)
+    in_flight.write_bytes(b"half a png")
+    stale = tmp_path / "masks" / "frame-000099-00.png"
+    stale.write_bytes(b"an earlier run's mask")
+    # A temporary file an hour old is the leftover of an interrupted write: it goes.
+    leftover = tmp_path / "masks" / ".frame-000007-00.png.a1b2c3.tmp"
+    leftover.write_bytes(b"interrupted")
+    an_hour_ago = time.time() - 3600
+    os.utime(leftover, (an_hour_ago, an_hour_ago))
+    build_detections(rectified_sample.frames_dir, rectified_sample.frames[:1], tmp_path,
+                     ["red ball"], ColorShapeDetector(), RegionSegmenter())
+    assert in_flight.read_bytes() == b"half a png"
+    assert not stale.exists() and not leftover.exists()
 
 
 def _detection(name: str = "red ball", area: int = 4) -> Detection:

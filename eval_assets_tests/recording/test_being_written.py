@@ -7,7 +7,10 @@ with the connection open, and a writer that closes its file during a pause and t
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
+import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -132,3 +135,72 @@ def test_a_writer_that_pauses_with_its_file_closed_is_not_taken_half(
     (event,) = [e for e in done.asset_events
                 if e.partition == "paused" and e.asset_key == keys.RECORDING_FILE]
     assert event.tags["dagster/data_version"] == file_sha256(db)  # the whole file, not half
+
+
+def test_a_file_dated_in_the_future_is_reported_so_and_taken_after_two_looks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A writer whose clock is an hour ahead: its time cannot say how long ago it was written
+    # (before: "written to -3573 s ago", and a wait until the clock caught up).
+    monkeypatch.setenv("EVAL_ASSETS_QUIET_S", "0.5")
+    recordings = tmp_path / "recordings"
+    recordings.mkdir()
+    db = recordings / "ahead.db"
+    make_recording(db, n_frames=3, width=160, height=120)
+    ahead = time.time() + 3573
+    os.utime(db, (ahead, ahead))
+    with DagsterInstance.ephemeral() as instance:
+        first = _tick(recordings, tmp_path, instance, None)
+        assert first.dynamic_partitions_requests == []
+        message = first.skip_message or ""
+        assert re.search(r"ahead\.db \(its modification time is 357\d s in the future", message), (
+            message)
+        assert " -" not in message and "touch the file" in message
+        time.sleep(0.6)  # unchanged between two looks the quiet period apart: finished
+        second = _tick(recordings, tmp_path, instance, first.cursor)
+    assert [list(r.partition_keys) for r in second.dynamic_partitions_requests] == [["ahead"]]
+
+
+def test_generate_warns_of_a_fresh_recording_and_fails_when_it_changes_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A recorder that commits frame by frame leaves nothing pending between frames: only the
+    # file's time and its change during the generation tell (before: 13 of 24 frames, no word).
+    monkeypatch.setenv("EVAL_ASSETS_QUIET_S", "30")
+    work = tmp_path / "tmp"
+    work.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(work))  # where the generation's work dir goes
+    db = make_recording(tmp_path / "live.db", n_frames=6, width=160, height=120)
+    stop = threading.Event()
+
+    def recorder_commits_once_reading_began() -> None:
+        while not stop.is_set() and not any(work.glob("eval_assets-vqa-*")):
+            time.sleep(0.005)
+        if stop.is_set():
+            return
+        conn = sqlite3.connect(db, timeout=10)
+        with conn:
+            conn.execute("CREATE TABLE next_frame (x BLOB)")
+            conn.execute("INSERT INTO next_frame VALUES (randomblob(100000))")
+        conn.close()
+
+    writer = threading.Thread(target=recorder_commits_once_reading_began)
+    writer.start()
+    try:
+        result = CliRunner().invoke(app, ["vqa", "generate", str(db), "--output",
+                                          str(tmp_path / "ds")])
+    finally:
+        stop.set()
+        writer.join()
+    text = " ".join(result.output.split())
+    assert re.search(r"live\.db: it was last written \d+ s ago, less than the 30 s", text), text
+    assert result.exit_code == 1, text
+    assert "changed while the dataset was generated (its size went from" in text
+    assert "it is still being written" in text and "Fix: wait until the recorder" in text
+
+    # Settled (old enough, unchanged meanwhile): no warning, and the generation succeeds.
+    _age(db)
+    again = CliRunner().invoke(app, ["vqa", "generate", str(db), "--output",
+                                     str(tmp_path / "ds2")])
+    assert again.exit_code == 0, again.output
+    assert "warning" not in again.output and "still being written" not in again.output

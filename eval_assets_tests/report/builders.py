@@ -20,7 +20,7 @@ from eval_assets.perception.evidence_io import write_detections_table, write_fra
 from eval_assets.schemas.frames import PointCloudFrame, points_relpath, write_pointcloud_frames
 from eval_assets.schemas.perception import Detection, FrameDetections
 from eval_assets.schemas.predictions import AnswerRecord
-from eval_assets.schemas.results import CellScores, NotMeasured, PredictionCounts
+from eval_assets.schemas.results import CellScores, NotMeasured, PredictionCounts, ScoredInputs
 from eval_assets.schemas.vqa import (
     Case,
     DetectionAudit,
@@ -62,9 +62,10 @@ def result(recording: str, model: str, rows: Sequence[dict[str, Any]], *,
            mcq: dict[str, Any] | None = None, lenient: float | None = None,
            judge: JudgeScores | None = None, vision: VisionScores | None = None,
            chair: ChairScores | None = None, circular: CircularReport | None = None,
-           sha: str = "0" * 64) -> CellScores:
+           sha: str = "0" * 64, inputs: ScoredInputs | None = None) -> CellScores:
     """A cell's scores whose VQA and POPE parts come from the real metric functions (a metric
-    given as None is a not-measured record); ``sha`` is the dataset fingerprint it answered."""
+    given as None is a not-measured record); ``sha`` is the dataset fingerprint it answered,
+    ``inputs`` what it was scored from."""
     vqa = vqa_accuracy(rows)
     presence = [r for r in rows if r["family"] == "presence" and r["prediction"] is not None]
     with warnings.catch_warnings():
@@ -83,7 +84,8 @@ def result(recording: str, model: str, rows: Sequence[dict[str, Any]], *,
                                      descriptions=0, descriptions_failed=0),
         scores={name: (NotMeasured(reason="not in this fixture") if outcome is None
                        else outcome).model_dump(mode="json")
-                for name, outcome in outcomes.items()})
+                for name, outcome in outcomes.items()},
+        inputs=inputs)
 
 
 def judge_scores(results: Sequence[dict[str, Any]], model: str = "judge-1") -> JudgeScores:

@@ -22,6 +22,7 @@ from eval_assets.report.leaderboard import (
     ranking,
 )
 from eval_assets.report.publish import dataset_fingerprint, publish_leaderboard
+from eval_assets.scoring.provenance import current_inputs
 from eval_assets_tests.report.builders import THIRDS, result, row
 
 OLD, NEW = "a" * 64, "b" * 64
@@ -167,12 +168,26 @@ def test_publish_leaderboard_marks_results_of_an_old_dataset_stale(tmp_path) -> 
     (dataset / "cases.jsonl").write_text('{"id": "c0"}\n')
     current = dataset_fingerprint(dataset)
     assert current is not None and len(current) == 64
-    results = [result("rec", "now", rows("rec", 2, 2), sha=current),
+    # "now" was scored on the inputs as they are; "answered" on answers rewritten since (a
+    # rerun of its predictions); "unknown" before results recorded their inputs.
+    scored = {model: current_inputs(dataset, layout.predictions_dir("rec", model), None)
+              for model in ("now", "answered")}
+    answers = layout.predictions_dir("rec", "answered") / "answers.jsonl"
+    answers.parent.mkdir(parents=True)
+    answers.write_text('{"case_id": "c0"}\n')
+    results = [result("rec", "now", rows("rec", 2, 2), sha=current, inputs=scored["now"]),
+               result("rec", "answered", rows("rec", 2, 1), sha=current,
+                      inputs=scored["answered"]),
+               result("rec", "unknown", rows("rec", 2, 1), sha=current),
                result("rec", "before", rows("rec", 2, 0), sha=OLD)]
     table, _, json_path = publish_leaderboard(layout, results, recordings=["rec", "other"],
-                                              models=["before", "now"])
+                                              models=["answered", "before", "now", "unknown"])
     assert set(table.model) == {"now"}
     cover = json.loads(json_path.read_text())["coverage"]
-    assert [(c["recording"], c["model"], c["status"]) for c in cover["cells"]] == [
-        ("other", "before", "missing"), ("other", "now", "missing"),
-        ("rec", "before", "stale"), ("rec", "now", "ok")]
+    assert [(c["recording"], c["model"], c["status"]) for c in cover["cells"]
+            if c["recording"] == "rec"] == [
+        ("rec", "answered", "stale"), ("rec", "before", "stale"), ("rec", "now", "ok"),
+        ("rec", "unknown", "stale")]
+    reasons = {c["model"]: c["reason"] for c in cover["cells"] if c["recording"] == "rec"}
+    assert "other answers" in reasons["answered"]
+    assert "before its inputs were recorded" in reasons["unknown"]

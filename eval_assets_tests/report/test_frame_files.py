@@ -5,7 +5,9 @@ before the page and pruned after it."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -114,9 +116,17 @@ def test_files_are_written_before_the_page_and_unlinked_ones_pruned(tmp_path: Pa
     one = recordings(tmp_path / "in1", 1)  # rec0 only: the same bytes as rec0 above
     kept = out.parent / frame_src(one[2][0].overlay_jpeg)
     mtime = kept.stat().st_mtime_ns
-    (folder / ".x.jpg.123.tmp").write_bytes(b"half")
+    stray = folder / ".x.jpg.123.tmp"
+    stray.write_bytes(b"half")
+    an_hour_ago = time.time() - 3600
+    os.utime(stray, (an_hour_ago, an_hour_ago))
+    # Another process's write in flight stays: removing its temporary file would fail it.
+    in_flight = folder / ".y.jpg.456.tmp"
+    in_flight.write_bytes(b"being written")
     fewer = frame_files(one[2])
     write_report_with_files(page(one, beside=True), out, fewer)
+    assert in_flight.read_bytes() == b"being written"
+    in_flight.unlink()
     assert files_of(folder) == sorted(Path(p).name for p in fewer)
     assert len(fewer) == 2 and kept.stat().st_mtime_ns == mtime
 

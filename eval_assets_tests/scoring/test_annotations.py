@@ -76,3 +76,32 @@ def test_an_index_keyed_file_is_refused_until_migrated(dataset: Path, tmp_path: 
     path.write_text(path.read_text() + path.read_text().splitlines()[0] + "\n")
     with pytest.raises(InputError, match="annotated twice"):
         load_annotations(folder, "sample", dataset)
+
+
+def test_dropped_annotations_are_listed_in_the_report_with_their_frames(
+        dataset: Path, tmp_path: Path) -> None:
+    from eval_assets.report.html import render_report
+    from eval_assets.report.leaderboard import build_leaderboard
+    from eval_assets.scoring.inputs import unmatched_annotations
+    from eval_assets_tests.report.builders import result, row
+
+    folder = tmp_path / "annotations"
+    folder.mkdir()
+    shutil.copy(default_annotations_dir() / "sample.jsonl", folder / "sample.jsonl")
+    layout = StorageLayout(tmp_path / "home")
+    published = Path(shutil.copytree(dataset, layout.dataset_dir("sample")))
+    # The recording changed: frame 8 now shows something else, so its annotation is dropped.
+    third = _image(published, FRAMES[2])
+    third.write_bytes(third.read_bytes() + b"\0")
+    dropped = unmatched_annotations(folder, ["sample", "no-dataset"], layout)
+    assert list(dropped) == ["sample"]
+    assert sorted(a.frame_index for a in dropped["sample"].unmatched) == [8, 12, 16, 20]
+
+    cells = [result("sample", "m", [row("c0", "presence", "yes", "yes", "sample")])]
+    page = render_report(build_leaderboard(cells), cells, [], "t", dropped_annotations=dropped)
+    body = page.split('id="not-computed"', 1)[1].split("</section>", 1)[0]
+    assert "4 annotations not used (annotated frame_index 8, 12, 16, 20)" in body
+    assert str(folder / "sample.jsonl") in body and "Fix: annotate the current frames" in body
+    # Without the list, the section says nothing of them.
+    plain = render_report(build_leaderboard(cells), cells, [], "t")
+    assert "annotations not used" not in plain

@@ -148,3 +148,56 @@ def test_the_command_line_records_lists_and_exits_2_on_bad_input(
     missing = runner.invoke(app, ["labels", "override", "--recording", "nope", "--case", "c",
                                   "--answer", "a", "--by", "ana", "--reason", "r", *where])
     assert missing.exit_code == 2 and "no published dataset" in missing.output
+
+
+def test_a_hand_edited_answer_that_is_not_a_choice_is_reported_not_applied(
+        dataset: Path, tmp_path: Path) -> None:
+    labels = labels_of(dataset)
+    first, second = labels[0], labels[1]
+    path = tmp_path / "labels" / "sample.overrides.jsonl"
+    # A valid correction of each case, then a hand edit of the second: a copy of its line with
+    # an answer the case does not offer (the hash still matches, so only the answer is wrong).
+    record_override(dataset, path, labels, case_id=first.id, answer=_other(first), by="ana",
+                    reason="r")
+    record_override(dataset, path, labels, case_id=second.id, answer=_other(second), by="ana",
+                    reason="r")
+    edited = json.loads(path.read_text().splitlines()[1]) | {"new_answer": "maybe", "by": "bo"}
+    path.write_text(path.read_text() + json.dumps(edited) + "\n")
+
+    data = load_private_dataset(dataset, path)
+    assert data.overrides is not None
+    states = [(s.override.case_id, s.state) for s in data.overrides.states]
+    assert states == [(first.id, "applied"), (second.id, "applied"),
+                      (second.id, "not_a_choice")]
+    # Not applied, and it supersedes nothing: the earlier valid correction stays in force.
+    answers = {lab.id: lab.answer for lab in data.labels}
+    assert answers[first.id] == _other(first) and answers[second.id] == _other(second)
+    assert "maybe" not in answers.values()
+    assert data.overrides.summary() == "2 applied, 0 orphaned, 1 invalid (answer not a choice)"
+    (problem,) = data.overrides.problems()
+    choices = data.cases[second.id].choices
+    for part in (str(path), repr(second.id), "'maybe'", str(list(choices)), "by bo",
+                 "not applied", "Fix:", "eval-assets labels override"):
+        assert part in problem, (part, problem)
+    # Scoring reads the labels in force and runs: no raw validation error on the next run.
+    run = load_run(write_run(tmp_path / "run", [answer(lab.id, lab.answer) for lab in labels], []))
+    assert score_vqa(data, run, "sample").overall.correct == len(labels) - 2
+
+
+def test_the_list_command_names_an_invalid_override_and_its_fix(
+        sample_dataset: Path, tmp_path: Path) -> None:
+    layout = StorageLayout(tmp_path / "home")
+    shutil.copytree(sample_dataset, layout.dataset_dir("sample"))
+    dataset = layout.dataset_dir("sample")
+    labels = labels_of(dataset)
+    path = overrides_file_for(tmp_path / "labels", "sample")
+    record_override(dataset, path, labels, case_id=labels[0].id, answer=_other(labels[0]),
+                    by="ana", reason="r")
+    line = json.loads(path.read_text()) | {"new_answer": _other(labels[0]).upper() + "!"}
+    path.write_text(json.dumps(line) + "\n")
+    listed = CliRunner().invoke(app, ["labels", "list", "--storage-root", str(layout.root),
+                                      "--labels-dir", str(tmp_path / "labels")])
+    assert listed.exit_code == 0, listed.output
+    assert "0 applied, 0 orphaned, 1 invalid (answer not a choice)" in listed.output
+    assert "is not one of the case's choices" in listed.output and "Fix:" in listed.output
+    assert "Traceback" not in listed.output

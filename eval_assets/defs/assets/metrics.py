@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from eval_assets.atomic import write_text_atomic
 from eval_assets.defs import keys
-from eval_assets.defs.automation_conditions import NIGHT_TAG, OWNERS, RECOMPUTE
+from eval_assets.defs.automation_conditions import CELL_RECOMPUTE, NIGHT_TAG, OWNERS
 from eval_assets.defs.partitions import (
     cell_of,
     per_recording,
@@ -42,16 +42,24 @@ from eval_assets.scoring.inputs import (
     load_private_dataset,
     load_run,
 )
+from eval_assets.scoring.provenance import (
+    check_answers_match,
+    check_gathered,
+    current_inputs,
+    write_scored_inputs,
+)
 from eval_assets.scoring.spec import JudgeHandle, Markdown, MetricSpec, ScoringInputs, Similarity
 from eval_assets.scoring.vqa import VQA, prediction_counts, report_of
-from eval_assets.vqa.dataset import dataset_fingerprint
-from eval_assets.vqa.overrides import ORPHANED, STATE_TEXT
+from eval_assets.vqa.overrides import INVALID, ORPHANED
 
 GROUP = "metrics"
 INPUTS: list[AssetKey | AssetDep] = [
     keys.PREDICTIONS, AssetDep(keys.PRIVATE_LABELS, partition_mapping=per_recording)]
 VQA_FILE = VQA.file  # the blocking check of vqa_accuracy reads it
-RESULTS_VERSION = "4"  # results.json: identity, counts and scores keyed by metric name
+RESULTS_VERSION = "5"  # results.json: identity, counts, scores keyed by metric name, inputs
+SCORING_VERSION = "1"
+"""The metric assets' own part of their code version (beside each spec's): 1 = each metric's
+folder records the inputs it was computed from (``inputs.json``)."""
 
 
 def _partition(context: AssetExecutionContext) -> tuple[str, str]:
@@ -74,18 +82,16 @@ def _metadata_value(value: Any) -> Any:
 
 
 def _overrides_metadata(context: AssetExecutionContext, data: PrivateDataset) -> dict[str, Any]:
-    """How many label overrides were applied and orphaned; each orphan is logged."""
+    """How many label overrides were applied, orphaned and invalid; each one not applied is
+    logged with its file, case, answer and fix."""
     resolution = data.overrides
     if resolution is None or not resolution.states:
         return {}
-    for state in resolution.states:
-        if state.orphaned:
-            context.log.warning(
-                f"{resolution.source}: the override of case {state.override.case_id!r} "
-                f"({state.override.at}, by {state.override.by}) is {STATE_TEXT[state.state]}; "
-                "not applied")
+    for problem in resolution.problems():
+        context.log.warning(problem)
     return {"overrides_applied": resolution.count("applied"),
-            "overrides_orphaned": resolution.count(*ORPHANED)}
+            "overrides_orphaned": resolution.count(*ORPHANED),
+            "overrides_invalid": resolution.count(*INVALID)}
 
 
 def _score(context: AssetExecutionContext, spec: MetricSpec[Any]) -> MaterializeResult:
@@ -94,6 +100,12 @@ def _score(context: AssetExecutionContext, spec: MetricSpec[Any]) -> Materialize
     resources = context.resources
     layout = resources.storage.layout()
     out_dir = layout.metric_dir(spec.name, recording, model)
+    dataset_dir, run_dir = layout.dataset_dir(recording), layout.predictions_dir(recording, model)
+    # Answers to other public content (a recording replaced under the same name) share case ids
+    # with the new labels: never score them, whatever the order the runs came in.
+    check_answers_match(dataset_dir, run_dir, f"{spec.name}: {model} on {recording}")
+    overrides = resources.storage.overrides_file(recording) if "labels" in spec.needs else None
+    scored_from = current_inputs(dataset_dir, run_dir, overrides)
     with ExitStack() as stack:
         judge = None
         if "judge" in spec.needs:
@@ -108,18 +120,17 @@ def _score(context: AssetExecutionContext, spec: MetricSpec[Any]) -> Materialize
         annotations = (load_annotations(scoring.annotations_path(), recording,
                                         layout.dataset_dir(recording))
                        if "annotations" in spec.needs and scoring is not None else None)
-        overrides = (resources.storage.overrides_file(recording)
-                     if "labels" in spec.needs else None)
         inputs = ScoringInputs(
             recording=recording, model=model,
-            data=load_private_dataset(layout.dataset_dir(recording), overrides),
-            run=load_run(layout.predictions_dir(recording, model)),
-            run_dir=layout.predictions_dir(recording, model), out_dir=out_dir,
+            data=load_private_dataset(dataset_dir, overrides),
+            run=load_run(run_dir), run_dir=run_dir, out_dir=out_dir,
             annotations=None if annotations is None else annotations.by_frame,
             judge=judge, similarity=similarity)
         if annotations is not None and annotations.unmatched:
             # Never attached to another image: the annotated image is not in this dataset.
             inputs.notes["annotations_unmatched"] = len(annotations.unmatched)
+            inputs.notes["annotations_unmatched_frames"] = sorted(
+                row.frame_index for row in annotations.unmatched)
             inputs.warnings.extend(
                 f"{annotations.source}: the annotation of frame_index {row.frame_index} "
                 f"(image {row.image_sha256}) matches no frame of {recording}'s dataset (the "
@@ -127,6 +138,7 @@ def _score(context: AssetExecutionContext, spec: MetricSpec[Any]) -> Materialize
                 for row in annotations.unmatched)
         outcome = spec.score(inputs)
     path = _write(out_dir / spec.file, outcome)
+    write_scored_inputs(out_dir, scored_from)
     for line in inputs.warnings:
         context.log.warning(line)
     meta: dict[str, Any] = {"path": path} | _overrides_metadata(context, inputs.data)
@@ -153,8 +165,8 @@ def metric_asset(spec: MetricSpec[Any]) -> AssetsDefinition:
         deps.append(AssetDep(keys.LABEL_OVERRIDES, partition_mapping=per_recording))
 
     @asset(key=AssetKey(spec.name), partitions_def=recording_model_partitions,
-           group_name=GROUP, deps=deps, code_version=spec.version,
-           automation_condition=RECOMPUTE, kinds={"json"}, owners=OWNERS,
+           group_name=GROUP, deps=deps, code_version=f"{spec.version}.{SCORING_VERSION}",
+           automation_condition=CELL_RECOMPUTE, kinds={"json"}, owners=OWNERS,
            required_resource_keys=resources, description=spec.description)
     def _metric(context: AssetExecutionContext) -> MaterializeResult:
         return _score(context, spec)
@@ -170,21 +182,27 @@ METRIC_ASSETS = [metric_asset(spec) for spec in METRICS]
 
 @asset(key=keys.BENCHMARK_RESULTS, partitions_def=recording_model_partitions, group_name=GROUP,
        deps=[AssetKey(spec.name) for spec in METRICS], code_version=RESULTS_VERSION,
-       automation_condition=RECOMPUTE, kinds={"json"}, owners=OWNERS)
+       automation_condition=CELL_RECOMPUTE, kinds={"json"}, owners=OWNERS)
 def benchmark_results(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """Every metric of the partition in one ``CellScores`` (``results.json``): identity,
     prediction counts, and each metric's file keyed by its name."""
     recording, model = _partition(context)
     layout = storage.layout()
-    data = load_private_dataset(layout.dataset_dir(recording))
+    dataset_dir, run_dir = layout.dataset_dir(recording), layout.predictions_dir(recording, model)
+    inputs = current_inputs(dataset_dir, run_dir, storage.overrides_file(recording))
+    # Every metric file must come from these very inputs: one left from before a change would
+    # put a number from other content into the results.
+    check_gathered([(spec.name, layout.metric_dir(spec.name, recording, model),
+                     "labels" in spec.needs) for spec in METRICS],
+                   inputs, f"benchmark_results: {model} on {recording}")
+    data = load_private_dataset(dataset_dir)
     scores = {spec.name: read_json(layout.metric_dir(spec.name, recording, model) / spec.file)
               for spec in METRICS}
     cell = CellScores(recording=recording, model=model,
-                      dataset_sha256=dataset_fingerprint(data.root),
-                      predictions=prediction_counts(data, load_run(
-                          layout.predictions_dir(recording, model)),
+                      dataset_sha256=inputs.dataset_sha256,
+                      predictions=prediction_counts(data, load_run(run_dir),
                           VQA.result_model.model_validate(scores[VQA.name])),
-                      scores=scores)
+                      scores=scores, inputs=inputs)
     path = _write(layout.results_file(recording, model), cell)
     meta = {"vqa_accuracy": report_of(cell).overall.accuracy,
             "path": MetadataValue.path(str(path))}

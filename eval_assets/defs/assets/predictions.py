@@ -13,7 +13,7 @@ from dagster import (
 )
 
 from eval_assets.defs import keys
-from eval_assets.defs.automation_conditions import NIGHT_TAG, OWNERS, RECOMPUTE
+from eval_assets.defs.automation_conditions import CELL_RECOMPUTE, NIGHT_TAG, OWNERS
 from eval_assets.defs.partitions import (
     cell_of,
     model_partitions,
@@ -40,7 +40,7 @@ __all__ = ["model_partitions", "predictions"]
           AssetDep(keys.MODEL_CONFIG, partition_mapping=per_model)],
     pool="vlm_api",
     code_version="4",
-    automation_condition=RECOMPUTE,
+    automation_condition=CELL_RECOMPUTE,
     kinds={"openai"},
     owners=OWNERS,
 )

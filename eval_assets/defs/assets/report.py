@@ -16,7 +16,7 @@ from dagster import (
 from eval_assets.defs import keys
 from eval_assets.defs.automation_conditions import OWNERS, SETTLED
 from eval_assets.defs.partitions import model_partitions, recordings_partitions
-from eval_assets.defs.resources import ProjectStorage
+from eval_assets.defs.resources import ProjectStorage, ScoringResource
 from eval_assets.scoring.collect import load_results
 
 # eval_assets.report.publish (and matplotlib with it) is imported inside the two assets: every run
@@ -43,9 +43,15 @@ def _results(context: AssetExecutionContext, storage: ProjectStorage):
     return load_results(storage.layout(), expected["recordings"], expected["models"])
 
 
+# Every cell's chain, not only its results: the settled condition waits while any of them is
+# pending. With benchmark_results alone, a label override (or a replaced recording) made the
+# board build from the old results before the metrics that read them had even been requested.
+_CELL_CHAIN = (keys.PREDICTIONS, *keys.METRICS.values(), keys.BENCHMARK_RESULTS)
+
+
 @asset(key=keys.LEADERBOARD, group_name=GROUP,
-       deps=[AssetDep(keys.BENCHMARK_RESULTS, partition_mapping=AllPartitionMapping())],
-       code_version="7", automation_condition=SETTLED, kinds={"parquet", "json"}, owners=OWNERS)
+       deps=[AssetDep(k, partition_mapping=AllPartitionMapping()) for k in _CELL_CHAIN],
+       code_version="8", automation_condition=SETTLED, kinds={"parquet", "json"}, owners=OWNERS)
 def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """Every model × recording with results, plus pooled all-recordings rows (Parquet + JSON),
     and a paired comparison (McNemar, clustered difference interval, MDD) of every two models."""
@@ -57,7 +63,8 @@ def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> Mate
     from eval_assets.report.publish import publish_leaderboard
 
     table, parquet, json_path = publish_leaderboard(
-        storage.layout(), results, recordings=expected["recordings"], models=expected["models"])
+        storage.layout(), results, recordings=expected["recordings"], models=expected["models"],
+        labels_dir=storage.labels_path())
     columns = ["model", "case_set", "recording", "vqa_accuracy", "vqa_ci_low", "vqa_ci_high",
                "n_cases"]
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
@@ -75,16 +82,16 @@ def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> Mate
 _EVERY = AllPartitionMapping()
 
 
-@asset(key=keys.REPORT, group_name=GROUP, code_version="8", automation_condition=SETTLED,
+@asset(key=keys.REPORT, group_name=GROUP, code_version="9", automation_condition=SETTLED,
        deps=[keys.LEADERBOARD,
              *(AssetDep(k, partition_mapping=_EVERY) for k in (
                  # It reads every cell's results too: so it waits for whatever the
                  # leaderboard still waits for, and never runs before it.
-                 keys.BENCHMARK_RESULTS, keys.PUBLIC_CASES, keys.PRIVATE_LABELS,
-                 keys.DETECTIONS_MASKS, keys.POINTCLOUD_FRAMES, keys.PREDICTIONS,
-                 keys.DESCRIPTION_JUDGE, keys.LABEL_OVERRIDES))],
+                 *_CELL_CHAIN, keys.PUBLIC_CASES, keys.PRIVATE_LABELS,
+                 keys.DETECTIONS_MASKS, keys.POINTCLOUD_FRAMES, keys.LABEL_OVERRIDES))],
        kinds={"html"}, owners=OWNERS)
-def report(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
+def report(context: AssetExecutionContext, storage: ProjectStorage,
+           scoring: ScoringResource) -> MaterializeResult:
     """The static HTML report: headline, paired comparisons, charts, metric sections, the label
     audit, and every case browsable by model, family, recording and outcome (one overlay per
     frame)."""
@@ -93,7 +100,8 @@ def report(context: AssetExecutionContext, storage: ProjectStorage) -> Materiali
     from eval_assets.report.publish import publish_report
 
     path = publish_report(storage.layout(), results, recordings=expected["recordings"],
-                          models=expected["models"], labels_dir=storage.labels_path())
+                          models=expected["models"], labels_dir=storage.labels_path(),
+                          annotations_dir=scoring.annotations_path())
     context.log.info(f"report: {path}")
     return MaterializeResult(metadata={"path": MetadataValue.path(str(path)),
                                        "partitions": len(results)})

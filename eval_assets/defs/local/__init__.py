@@ -10,8 +10,13 @@ in process. ``eval-assets run`` / ``demo`` call it; so can Python::
 """
 
 from eval_assets.defs.local.events import JobReport, StepReport
-from eval_assets.defs.local.instance import DAGSTER_YAML, ensure_dagster_home
+from eval_assets.defs.local.instance import (
+    DAGSTER_YAML,
+    RunInProgress,
+    ensure_dagster_home,
+    prepare_dagster_home,
+)
 from eval_assets.defs.local.run import LocalRun, run_locally
 
-__all__ = ["DAGSTER_YAML", "JobReport", "LocalRun", "StepReport", "ensure_dagster_home",
-           "run_locally"]
+__all__ = ["DAGSTER_YAML", "JobReport", "LocalRun", "RunInProgress", "StepReport",
+           "ensure_dagster_home", "prepare_dagster_home", "run_locally"]

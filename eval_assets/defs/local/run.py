@@ -32,7 +32,7 @@ from eval_assets.defs.local.events import (
     Listeners,
     StepReport,
 )
-from eval_assets.defs.local.instance import ensure_dagster_home, log_file_for
+from eval_assets.defs.local.instance import ensure_dagster_home, log_file_for, run_lock
 from eval_assets.defs.local.launch import Launcher
 from eval_assets.defs.local.plan import (
     JobAssets,
@@ -51,13 +51,17 @@ from eval_assets.layout import (
     StorageLayout,
     default_labels_dir,
     default_storage_root,
+    list_recordings,
+    name_clash_message,
     overrides_file_for,
     partition_key_for,
+    recording_name_clashes,
     selection_file_for,
 )
+from eval_assets.recording.errors import RecordingError
 from eval_assets.recording.watch import ContentHashes
 from eval_assets.scoring.inputs import load_private_dataset
-from eval_assets.vqa.overrides import read_overrides
+from eval_assets.vqa.overrides import INVALID, read_overrides
 
 if TYPE_CHECKING:
     from dagster import AssetKey
@@ -98,6 +102,7 @@ def run_locally(
     on_job: Callable[[JobReport], None] = lambda _: None,
     on_stage: Callable[[str], None] = lambda _: None,
     verbose: bool = False,
+    wait: bool = True,
 ) -> LocalRun:
     """Bring ``recording``'s dataset, ``models``' (default: all configured) results on it and
     the leaderboard and report up to date. Raises the first failing step's own error.
@@ -114,17 +119,23 @@ def run_locally(
     Dagster's event stream goes to the instance and a log file; ``on_step``, ``on_job`` and
     ``on_stage`` get one line each per finished step, finished run and stage. ``verbose=True``
     brings Dagster's console logger back.
+
+    Another run on the same storage root is waited for (one line to ``on_stage`` names its pid);
+    with ``wait=False`` this raises :class:`~eval_assets.defs.local.instance.RunInProgress`
+    instead.
     """
     recording = Path(recording).resolve()
     _validate(recording, on_stage)
     scope = Scope.of(partition_key_for(recording), _chosen_models(models))
     layout = StorageLayout(storage_root.resolve() if storage_root else default_storage_root())
-    ensure_dagster_home(layout)
-    log_file = log_file_for(layout)
-    listeners = Listeners(on_step, on_job, on_stage)
-    with DagsterInstance.get() as instance:
-        run_ids = _bring_up_to_date(instance, recording, layout, scope, listeners,
-                                    _run_config(recording.parent, layout, verbose), log_file)
+    # One run at a time per instance (and so per storage root): a second waits, saying for whom.
+    with run_lock(layout.dagster_home(), wait=wait, on_wait=on_stage):
+        ensure_dagster_home(layout)
+        log_file = log_file_for(layout)
+        listeners = Listeners(on_step, on_job, on_stage)
+        with DagsterInstance.get() as instance:
+            run_ids = _bring_up_to_date(instance, recording, layout, scope, listeners,
+                                        _run_config(recording.parent, layout, verbose), log_file)
     return LocalRun(recording=scope.recording, models=scope.models, run_ids=run_ids,
                     layout=layout, log_file=log_file)
 
@@ -132,6 +143,10 @@ def run_locally(
 def _validate(recording: Path, on_stage: Callable[[str], None]) -> None:
     """Check the recording and its selection file as the recordings sensor does; say so."""
     started = time.perf_counter()
+    key = partition_key_for(recording)
+    alike = recording_name_clashes(list_recordings(recording.parent)).get(key)
+    if alike:  # the folder is the recordings folder of the run: the key must name one file
+        raise RecordingError(name_clash_message(key, alike), path=recording)
     checked = admit_recording(recording)
     selection_file = selection_file_for(recording)
     on_stage(f"validated {recording.name}: {checked.inventory.image_count} images, "
@@ -241,6 +256,11 @@ def _announce_overrides(layout: StorageLayout, scope: Scope,
     detail = resolution.summary() if resolution is not None else "the dataset is not built yet"
     on_stage(f"label overrides {path}: {len(overrides)} ({detail}); the metrics that read gold "
              "answers recompute when this file changes, the models are not asked again")
+    # Invalid lines (hand edits) are named one by one: the summary alone says how many, not
+    # which line to fix.
+    for state in resolution.states if resolution is not None else ():
+        if state.state in INVALID and (problem := state.problem(path)) is not None:
+            on_stage(f"  {problem}")
 
 
 def _follow_conditions(conditions: Conditions, cursor: AssetDaemonCursor,
@@ -254,6 +274,11 @@ def _follow_conditions(conditions: Conditions, cursor: AssetDaemonCursor,
         result = conditions.evaluate(cursor)
         cursor = result.cursor
         plan = requested(result, launcher.graph, launcher.scope)
+        if plan.recording:
+            # The cells and the board asked for with the recording's chain would read the
+            # dataset it is about to replace (the daemon launches them as separate runs too):
+            # this pass runs the chain alone, and its new dataset triggers them again.
+            plan = Plan(recording=plan.recording)
         if not plan.empty():
             idle = 0
             launcher.execute(plan)

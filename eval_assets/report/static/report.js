@@ -143,6 +143,12 @@
         ol.appendChild(li);
       });
       info.appendChild(ol);
+      if (c.corrected) {
+        // A human corrected the sensor's gold answer (an applied label override).
+        var fix = el("p", "corrected", c.corrected.text);
+        fix.title = "why: " + c.corrected.reason;
+        info.appendChild(fix);
+      }
     } else if (c.gold !== null) {
       var r = el("div", "reference");
       r.appendChild(el("b", null, "Reference: "));

@@ -28,6 +28,7 @@ from eval_assets.schemas.results import CellScores, NotMeasured
 from eval_assets.scoring import METRICS
 from eval_assets.scoring.circular import CIRCULAR
 from eval_assets.scoring.numeric import NUMERIC
+from eval_assets.scoring.provenance import current_inputs, write_scored_inputs
 from eval_assets.scoring.vqa import VQA, report_of
 from eval_assets.vqa.authors import AuthorConfig
 from eval_assets.vqa.generate import generate_from_recording
@@ -99,11 +100,15 @@ def test_without_rotations_circular_eval_is_not_measured(tmp_path: Path,
 
 def test_results_gather_each_metric_file_by_name(tmp_path: Path, sample_db: Path) -> None:
     layout, _ = _materialize(tmp_path, sample_db, False, [])
-    # Every metric's file as an earlier run left it: the results copy them, keyed by name.
+    # Every metric's file as an earlier run left it, with the inputs it was computed from: the
+    # results copy them, keyed by name.
+    scored_from = current_inputs(layout.dataset_dir("rec"),
+                                 layout.predictions_dir("rec", "random"), None)
     for spec in METRICS:
         path = layout.metric_dir(spec.name, "rec", "random") / spec.file
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"reason": f"{spec.name} skipped"}))
+        write_scored_inputs(path.parent, scored_from)
     instance = DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("recordings", ["rec"])
     key = MultiPartitionKey({"recording": "rec", "model": "random"})
@@ -116,3 +121,46 @@ def test_results_gather_each_metric_file_by_name(tmp_path: Path, sample_db: Path
     vqa_report = report_of(cell)
     assert vqa_report.overall.n == cell.predictions.cases
     assert CIRCULAR.outcome(cell) == NotMeasured(reason="circular_eval skipped")
+    assert cell.inputs == scored_from
+
+
+def test_a_metric_refuses_answers_to_other_public_content(tmp_path: Path,
+                                                          sample_db: Path) -> None:
+    """A recording replaced under the same name: its new cases take the old ids. The answers
+    given to the old images are refused, not matched to the new labels by id."""
+    layout, _ = _materialize(tmp_path, sample_db, False, [])
+    image = next((layout.dataset_dir("rec") / "assets").glob("*.png"))
+    image.write_bytes(image.read_bytes() + b"\0")  # the same name, other content
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("recordings", ["rec"])
+    key = MultiPartitionKey({"recording": "rec", "model": "random"})
+    result = materialize([vqa_accuracy], partition_key=key, instance=instance, raise_on_error=False,
+                         resources={"storage": ProjectStorage(storage_root=str(tmp_path))})
+    assert not result.success
+    failure = result.get_step_failure_events()[0].step_failure_data.error
+    assert failure is not None and failure.cause is not None
+    assert failure.cause.cls_name == "StaleInputsError"
+    assert "materialize this partition's predictions first" in failure.cause.message
+    assert not (layout.metric_dir("vqa_accuracy", "rec", "random") / VQA.file).exists()
+
+
+def test_results_refuse_a_metric_file_from_other_answers(tmp_path: Path,
+                                                         sample_db: Path) -> None:
+    layout, _ = _materialize(tmp_path, sample_db, False, [vqa_accuracy, pope_presence])
+    answers = layout.predictions_dir("rec", "random") / "answers.jsonl"
+    # The answers changed since they were scored (a rerun asked a failed case again, say).
+    answers.write_text(answers.read_text().replace('"raw_response":"', '"raw_response":"x', 1))
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("recordings", ["rec"])
+    key = MultiPartitionKey({"recording": "rec", "model": "random"})
+    result = materialize([benchmark_results], partition_key=key, instance=instance,
+                         raise_on_error=False,
+                         resources={"storage": ProjectStorage(storage_root=str(tmp_path))})
+    assert not result.success
+    error = result.get_step_failure_events()[0].step_failure_data.error
+    assert error is not None and error.cause is not None
+    message = error.cause.message
+    assert "vqa_accuracy (answers)" in message and "pope_presence (answers)" in message
+    assert "circular_eval, " in message  # never scored: nothing says what it was computed from
+    assert "materialize those metrics first" in message
+    assert not layout.results_file("rec", "random").exists()

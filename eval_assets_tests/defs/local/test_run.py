@@ -216,3 +216,77 @@ def test_reruns_recompute_exactly_what_changed(tmp_path: Path,
     assert calls.value > 0
     nightly = layout.nightly_results_file("2026-12-03", "rec", "random")
     assert CellScores.model_validate_json(nightly.read_text()).model == "random"
+
+
+def _published_vqa(layout: StorageLayout) -> dict[tuple[str, str], float]:
+    """The leaderboard's published VQA accuracy per (recording, model) row, as it is now."""
+    path = layout.leaderboard_dir() / "leaderboard.json"
+    if not path.is_file():
+        return {}
+    rows = json.loads(path.read_text())["rows"]
+    return {(r["recording"], r["model"]): r["vqa_accuracy"] for r in rows}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_no_published_number_comes_from_answers_to_the_replaced_recording(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's check: a label override and a recording replaced under the same name (other
+    frames under the same case ids), taken in by one run. After every step of it, the published
+    leaderboard holds no number computed from the old answers: each is the one the new answers
+    and the new labels give, and the board is built only after the model answered again."""
+    from eval_assets.defs.local import StepReport
+    from eval_assets.synth import synthesize_sample
+    from eval_assets.vqa.labels import read_labels
+    from eval_assets.vqa.overrides import record_override
+
+    (tmp_path / "models.yaml").write_text(MODELS)
+    (tmp_path / "judge.yaml").write_text(JUDGE)
+    monkeypatch.setenv("EVAL_ASSETS_MODELS", str(tmp_path / "models.yaml"))
+    monkeypatch.setenv("EVAL_ASSETS_JUDGE", str(tmp_path / "judge.yaml"))
+    monkeypatch.setenv("EVAL_ASSETS_LABELS", str(tmp_path / "labels"))
+    (tmp_path / "recordings").mkdir()
+    rec = tmp_path / "recordings" / "rec.db"
+    synthesize_sample(rec, seed=0, frames=3)
+    layout = StorageLayout((tmp_path / "out").resolve())
+    run_locally(rec, layout.root, models=["random"])
+    old_ids = {lab.id for lab in read_labels(layout.dataset_dir("rec"))}
+    before = _published_vqa(layout)
+
+    labels = list(read_labels(layout.dataset_dir("rec")))
+    wrong = next(c for c in labels[0].choices if c != labels[0].answer)
+    record_override(layout.dataset_dir("rec"), tmp_path / "labels" / "rec.overrides.jsonl",
+                    labels, case_id=labels[0].id, answer=wrong, by="test", reason="mislabelled")
+    rec.unlink()
+    synthesize_sample(rec, seed=7, frames=3)  # same name, other content
+
+    steps: list[str] = []
+    published: list[tuple[str, dict[tuple[str, str], float]]] = []
+
+    def on_step(step: StepReport) -> None:
+        assert step.ok, step
+        steps.append(step.step)
+        if step.step in ("leaderboard", "report"):
+            published.append((step.step, _published_vqa(layout)))
+        if step.step == "benchmark_results":
+            cell = CellScores.model_validate_json(
+                layout.results_file("rec", "random").read_text())
+            published.append((step.step, {("rec", "random"): report_of(cell).overall.accuracy}))
+
+    run_locally(rec, layout.root, models=["random"], on_step=on_step)
+    # The hazard is real: the new dataset reuses case ids of the old one.
+    assert old_ids & {lab.id for lab in read_labels(layout.dataset_dir("rec"))}
+    final = _published_vqa(layout)
+    assert final != before and final[("rec", "random")] is not None
+    assert published, steps
+    for step, numbers in published:
+        assert numbers.items() <= final.items(), (step, numbers, final, steps)
+    # No metric read the old answers: the model answered the new cases first.
+    assert steps.index("predictions") < min(steps.index(m) for m in LABEL_METRICS), steps
+    # Built once, after the model answered the new cases and every metric was recomputed.
+    assert steps.count("leaderboard") == 1 and steps.count("report") == 1, steps
+    last_metric = max(i for i, s in enumerate(steps) if s in LABEL_METRICS | {"predictions"})
+    assert steps.index("leaderboard") > last_metric, steps
+    cell = CellScores.model_validate_json(layout.results_file("rec", "random").read_text())
+    assert cell.inputs is not None
+    assert cell.inputs.overrides_sha256 is not None  # scored with the override file in force
