@@ -500,7 +500,8 @@ _PLANNED_WAIT = re.compile(r"waiting ([0-9.]+) s \(([^)]+)\) before retry")
 
 def planned_waits(records: Iterable[logging.LogRecord]) -> list[tuple[float, str]]:
     """The waits a :class:`~eval_assets.openai_chat.ChatClient` announced before retrying, as
-    (seconds, why) from its log records (capture ``eval_assets.openai_chat`` at DEBUG).
+    (seconds, why) from its log records (capture ``eval_assets.openai_chat`` at DEBUG); the log
+    rounds them to 0.1 s.
 
     What the client planned, not what a busy machine's clock shows: a test asserts "no wait" or
     "the server's Retry-After" with it instead of bounding wall time from above."""

@@ -104,7 +104,8 @@ def test_503_with_retry_after_http_date_is_honoured(png: bytes,
     # client's plan: a wall-clock ceiling fails on a busy machine), and the wall time holds it.
     ((wait, why),) = planned_waits(caplog.records)
     assert why == "Retry-After" and 0.0 < wait <= 2.0
-    assert record.wall_s is not None and record.wall_s >= wait
+    # The log gives the wait to 0.1 s: 1.17 s is announced as 1.2.
+    assert record.wall_s is not None and record.wall_s >= wait - 0.05
 
 
 def test_500_until_retries_are_exhausted_is_a_recorded_failure(png: bytes) -> None:
