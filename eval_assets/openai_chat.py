@@ -136,12 +136,21 @@ class RetryPolicy:
                 raise ValueError(f"{name} is {getattr(self, name)}; it must be 0 or more")
 
 
-def backoff_delay(retry: int, policy: RetryPolicy, rng: random.Random) -> float:
+def backoff_delay(retry: int, policy: RetryPolicy, rng: random.Random,
+                  rate_limited: bool = False) -> float:
     """Seconds before retry ``retry`` (1-based) when the server named no wait.
 
     ``backoff_base_s * 2**(retry - 1)``, at most ``backoff_max_s``, less a random share of up to
     ``jitter`` of it, so workers that failed together do not come back together.
+
+    ``rate_limited``: a 429 without a usable ``Retry-After``. A rate limiter's window (commonly a
+    minute) must pass before a retry can succeed, so the wait grows fourfold per retry and the
+    jitter is added, not taken off: with the defaults the four retries come 1, 5, 21 and 81 s
+    (nominal) after the refusal, so the last one falls past a 60 s window whatever the draw.
     """
+    if rate_limited:
+        nominal = min(policy.backoff_max_s, policy.backoff_base_s * 4 ** max(0, retry - 1))
+        return nominal * (1.0 + policy.jitter * rng.random())
     nominal = min(policy.backoff_max_s, policy.backoff_base_s * 2 ** max(0, retry - 1))
     return nominal * (1.0 - policy.jitter * rng.random())
 
@@ -285,6 +294,10 @@ class ChatClient:
         self._api_key = api_key or ""
         # Set by a run's adaptive concurrency controller; the client's own behaviour is the same.
         self.observer: AttemptObserver | None = None
+        # Also set by the controller: asked before each retry (after the call's own wait) for
+        # the seconds still to wait, 0 once the retry may go. It spaces retries at a learned or
+        # announced rate and lets one probe at a time test a rate limiter that gave no hint.
+        self.retry_gate: Callable[[], float] | None = None
         self._seen = threading.local()
         httpx = _httpx()
         self._httpx = httpx
@@ -354,7 +367,9 @@ class ChatClient:
             log.debug("%s: attempt %d failed: %s", where, attempts, self._redact(attempt.message))
             if not attempt.retryable or attempts > policy.max_retries:
                 return self._result(attempt, cost)
-            if attempt.retry_after_s is not None:
+            # Retry-After: 0 (or a date already past) is no hint: retrying at once is the storm
+            # the server is refusing, so it gets the backoff like a missing or garbled header.
+            if attempt.retry_after_s is not None and attempt.retry_after_s > 0:
                 wait, why = attempt.retry_after_s, "Retry-After"
                 if wait > policy.retry_after_max_s:
                     message = (f"the server asked to wait {_seconds(wait)} before retrying "
@@ -364,13 +379,26 @@ class ChatClient:
                     return self._result(attempt, cost, error_category="retry_after_too_long",
                                         error_message=_truncate(message, 2 * _MAX_ERROR_CHARS))
             else:
-                wait, why = backoff_delay(attempts, policy, rng), "backoff"
+                wait, why = backoff_delay(attempts, policy, rng,
+                                          rate_limited=attempt.status_code == 429), "backoff"
             level = logging.WARNING if wait >= policy.announce_wait_s else logging.DEBUG
             log.log(level, "%s: %s; waiting %s (%s) before retry %d of %d", where,
                     self._redact(attempt.message), _seconds(wait), why, attempts,
                     policy.max_retries)
             time.sleep(wait)
             waited += wait
+            waited += self._wait_for_gate()
+
+    def _wait_for_gate(self) -> float:
+        """Sleep until :attr:`retry_gate` lets a retry go; the seconds slept."""
+        slept = 0.0
+        while self.retry_gate is not None:
+            delay = self.retry_gate()
+            if delay <= 0:
+                break
+            time.sleep(delay)
+            slept += delay
+        return slept
 
     def _result(self, attempt: _Attempt, cost: Mapping[str, Any], **changes: Any) -> ChatResult:
         fields: dict[str, Any] = {

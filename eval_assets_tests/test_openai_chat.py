@@ -284,3 +284,42 @@ def test_importing_the_callers_loads_no_http_library() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("value", ["0", "soon", "-3"])
+def test_retry_after_0_or_garbage_is_no_hint_and_gets_the_backoff(
+        server: OpenAICompatibleServer, value: str) -> None:
+    # A retry at once is the storm the server refuses: the 429's own backoff applies instead.
+    server.push(HttpError(429, {"Retry-After": value}), Reply("yes"))
+    policy = RetryPolicy(max_retries=2, backoff_base_s=0.3, jitter=0)
+    result = complete(server, policy=policy)
+    assert result.ok and result.attempts == 2
+    assert 0.3 <= result.waited_s < 0.35 and len(server.requests) == 2
+
+
+def test_a_hintless_429_backs_off_long_enough_to_span_a_minute_window() -> None:
+    # The defaults: four retries whose waits grow fourfold, the jitter added on top, so the last
+    # retry comes at least 81 s after the refusal (1 + 4 + 16 + 60) whatever the draw.
+    policy = RetryPolicy()
+    for seed in range(20):
+        rng = random.Random(seed)
+        waits = [backoff_delay(retry, policy, rng, rate_limited=True)
+                 for retry in range(1, policy.max_retries + 1)]
+        assert sum(waits) >= 81.0 and all(w <= 1.5 * policy.backoff_max_s for w in waits)
+    # Other failures keep the doubling backoff, less its jitter.
+    assert backoff_delay(4, RetryPolicy(jitter=0), random.Random(0)) == 8.0
+
+
+def test_the_retry_gate_holds_each_retry_until_it_opens(server: OpenAICompatibleServer) -> None:
+    server.push(HttpError(503), Reply("yes"))
+    asked: list[float] = []
+
+    def gate() -> float:  # opens 0.4 s after it is first asked
+        asked.append(time.monotonic())
+        return max(0.0, asked[0] + 0.4 - time.monotonic())
+
+    with client_for(server, policy=RetryPolicy(backoff_base_s=0.01)) as client:
+        client.retry_gate = gate
+        result = client.complete(REQUEST)
+    assert result.ok and result.attempts == 2 and len(asked) >= 2
+    assert len(server.requests) == 2 and result.waited_s >= 0.39

@@ -216,12 +216,12 @@ def _schedule(tasks: Iterator[Callable[[], None]], max_concurrency: int,
                 if len(in_flight) >= limit:
                     settle(None)
                     continue
-                delay = 0.0 if controller is None else controller.start_delay()
+                # acquire() takes the turn when it answers 0 (a paced slot, or the probe of a
+                # rate limiter that stopped starts).
+                delay = 0.0 if controller is None else controller.acquire()
                 if delay <= 0:
                     break
                 settle(delay)
-            if controller is not None:
-                controller.started()
             in_flight.add(pool.submit(task))
         while in_flight:
             settle(None)
