@@ -12,8 +12,11 @@ tried again, up to ``max_retries`` times; any other status, and a 200 that is no
 fail at once. Between tries the client waits what the server's ``Retry-After`` asks (seconds or an
 HTTP date, or ``retry-after-ms``), else an exponential backoff whose jitter comes from a generator
 seeded by the request itself (or the caller's ``jitter_key``): no global random state, and the same
-request waits the same. A wait of ``announce_wait_s`` or more is logged as a warning with its
-length. A ``Retry-After`` beyond ``retry_after_max_s`` is not shortened: the call fails at once as
+request waits the same. ``Retry-After: 0`` (or a past date) is no hint: the backoff applies. A 429
+without a hint waits a backoff growing fourfold, jitter added (the defaults: 81 s or more over the
+four retries, past a minute's rate-limit window). A run's adaptive controller may hold each retry
+further (:attr:`ChatClient.retry_gate`). A wait of ``announce_wait_s`` or more is logged as a
+warning with its length. A ``Retry-After`` beyond ``retry_after_max_s`` is not shortened: the call fails at once as
 ``retry_after_too_long``, naming the wait asked for.
 
 Replies are read in chunks up to a cap (:func:`default_reply_limits`, or the caller's

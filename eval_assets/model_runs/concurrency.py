@@ -3,23 +3,36 @@ to start the next one.
 
 Modelled on inspect_ai's ``AdaptiveConcurrencyController``: slow start (the limit doubles each
 round until the first back-off), then an increase of ``increase`` (5 %, at least 1) per round; a
-*retry episode* (a 429 or 5xx seen by the chat client) multiplies the limit by ``decrease``
-(0.8), at most once per ``cooldown_s``, so a burst of refusals from one overload counts once. A
-round is ``limit`` successful replies. Resumed answers never reach the controller (the runner
-schedules only what the journal lacks), so journal hits are neutral.
+*retry episode* (a 429, or no reply at all) multiplies the limit by ``decrease`` (0.8), at most
+once per ``cooldown_s``, so a burst of refusals from one overload counts once. A round is
+``limit`` successful replies. Resumed answers never reach the controller (the runner schedules
+only what the journal lacks), so journal hits are neutral.
 
-What inspect lacks, added here:
+What inspect lacks, added here (issue 18 item 4, issue 27 item 2):
 
-- header pacing: ``retry-after`` holds every new start that long; ``x-ratelimit-limit-requests``,
-  ``x-ratelimit-remaining-requests`` and ``x-ratelimit-reset-requests`` give the server's refill
-  rate (``(limit - remaining) / reset``), and once few requests remain, starts are spaced at
-  ``pace_share`` of that rate instead of waiting for 429s. Values that make no sense (Azure's
-  -1, a reset of zero or of days) are ignored: the controller then works from 429s alone;
-- a latency signal for servers that queue instead of refusing: each round's median latency is
-  compared to the unloaded baseline (the lowest per-round 10th percentile seen); over
-  ``latency_factor`` times it the limit stops growing, and if throughput did not grow either
-  (against the best of the last rounds) it is multiplied by ``decrease`` (each round measures
-  the limit set before it, so no time cooldown).
+- header pacing: a 429's ``retry-after`` holds every new start that long (a rate limit is
+  shared); ``x-ratelimit-limit-requests``, ``-remaining-requests`` and ``-reset-requests`` give
+  the server's refill rate (``(limit - remaining) / reset``), and once few requests remain,
+  starts are spaced at ``pace_share`` of that rate instead of waiting for 429s. Values that make
+  no sense (Azure's -1, a reset of zero or of days) are ignored. Remaining without a reset
+  (LiteLLM's proxy) is counted down by each start, and starts stop before it runs out;
+- a limiter that gives no hint (a 429 without a usable ``Retry-After``; ``Retry-After: 0`` and
+  garbage are no hint): starts stop, and one probe at a time (1 s after, then gaps doubling up
+  to ``probe_gap_max_s``) tests whether its window has reset; the chat client's retries wait at
+  the same gate (:meth:`AdaptiveController.acquire`). When a probe passes, what the window
+  allowed over its length is the limiter's rate: starts are paced at it from then on, creeping
+  up 5 % a round (a window that also counted the wait understates a bucket's rate);
+- a 5xx's ``Retry-After`` is waited by the request that got it, the others carry on. A 5xx
+  cuts the limit only when its share grows with the limit, or when fewer in flight answered as
+  much: a gateway failing a steady share whatever the load is not overloaded;
+- a latency signal for servers that queue instead of refusing, told apart from the client's
+  own delays (a busy client's threads wait for CPU, which no cut relieves): each limit's rounds
+  are remembered (median latency, throughput, 5xx share, as moving averages). Latency counts
+  as queueing only when it exceeds the next lower limit's by more than half the limits' ratio
+  would (a queue makes it grow in proportion; with no lower limit measured yet, against
+  ``latency_factor`` times the unloaded baseline). Queueing stops growth, and cuts the limit by
+  ``decrease`` unless a lower limit answered clearly less (then it holds) or a higher one
+  answered clearly more (then it grows back): throughput is what a cut must not lose.
 
 Everything takes a clock (``time.monotonic`` by default) so tests drive it deterministically.
 """
@@ -415,8 +428,11 @@ class AdaptiveController:
                          default=None)
         fewer_as_good = below is not None and (
             others[below].throughput >= 0.9 * level.throughput)
+        # Throughput of a round with 5xx is noisy (each waits out its Retry-After): fewer in
+        # flight count as answering as much only once this limit has two rounds.
+        settled = level.rounds >= 2
         if current.errors and (self._errors_track_load(level, others)
-                               or (fewer_as_good and level.error_share > 0.1)):
+                               or (fewer_as_good and settled and level.error_share > 0.1)):
             # Errors that grow with the load, or a share of them while fewer in flight answered
             # as much: the server is past what it can take.
             self._error_backoffs += 1
@@ -455,11 +471,17 @@ class AdaptiveController:
         another limit (none measured yet: any share over 10 % counts, so the next round tries
         fewer and tells). A gateway failing a steady share of requests whatever the load is not
         overloaded: cutting the limit would only lose throughput."""
+        below = [v for k, v in others.items() if v.attempts >= 20 and v is not level]
         if not others:
             return level.error_share > 0.1
-        lowest = min(v.error_share for v in others.values())
-        noise = 2 * math.sqrt(max(lowest * (1 - lowest), 0.01) / max(1, level.attempts))
-        return level.error_share > lowest + max(0.1, noise)
+        if not below:
+            return False  # not measured well enough elsewhere to tell
+        # Against the lowest share measured well enough (each estimate is noisy: the margin
+        # is two standard errors of the difference, 0.15 at least).
+        lowest = min(below, key=lambda v: v.error_share)
+        p = max(lowest.error_share, 0.05)
+        noise = 2 * math.sqrt(p * (1 - p) * (1 / max(1, level.attempts) + 1 / lowest.attempts))
+        return level.error_share > lowest.error_share + max(0.15, noise)
 
     def _grow(self, now: float, reason: str) -> None:
         if self._limit >= self.cap:
