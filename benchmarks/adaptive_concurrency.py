@@ -74,7 +74,7 @@ def drive(server: PacedServer, requests: int, cap: int, adaptive: bool = True) -
     with ChatClient(server.base_url, timeout_s=60, max_connections=cap) as chat:
         if controller is not None:
             chat.observer = controller.observe
-            chat.retry_gate = controller.acquire
+            chat.retry_wait = controller.wait_to_retry
 
         def task() -> Callable[[], None]:
             def call() -> None:

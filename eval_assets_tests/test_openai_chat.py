@@ -310,16 +310,30 @@ def test_a_hintless_429_backs_off_long_enough_to_span_a_minute_window() -> None:
     assert backoff_delay(4, RetryPolicy(jitter=0), random.Random(0)) == 8.0
 
 
-def test_the_retry_gate_holds_each_retry_until_it_opens(server: OpenAICompatibleServer) -> None:
-    server.push(HttpError(503), Reply("yes"))
+def test_a_retry_wait_hook_waits_out_each_retry(server: OpenAICompatibleServer) -> None:
+    # A run's controller waits each retry itself (and may hold it longer): what it waited is
+    # the call's waited_s.
+    server.push(HttpError(503, {"Retry-After": "0.2"}), Reply("yes"))
     asked: list[float] = []
 
-    def gate() -> float:  # opens 0.4 s after it is first asked
-        asked.append(time.monotonic())
-        return max(0.0, asked[0] + 0.4 - time.monotonic())
+    def wait(seconds: float) -> float:
+        asked.append(seconds)
+        time.sleep(seconds + 0.2)
+        return seconds + 0.2
 
-    with client_for(server, policy=RetryPolicy(backoff_base_s=0.01)) as client:
-        client.retry_gate = gate
+    with client_for(server) as client:
+        client.retry_wait = wait
         result = client.complete(REQUEST)
-    assert result.ok and result.attempts == 2 and len(asked) >= 2
-    assert len(server.requests) == 2 and result.waited_s >= 0.39
+    assert result.ok and result.attempts == 2 and asked == [0.2]
+    assert len(server.requests) == 2 and result.waited_s == pytest.approx(0.4)
+
+
+def test_a_retry_at_the_servers_retry_after_counts_half(server: OpenAICompatibleServer) -> None:
+    # max_retries=2: four retries the server scheduled fit, a fifth failure ends the call.
+    server.push(*[HttpError(503, {"Retry-After": "0.01"})] * 4, Reply("yes"))
+    assert complete(server, policy=RetryPolicy(max_retries=2)).attempts == 5
+    server.push(*[HttpError(503)] * 3)  # no hint: each counts whole
+    assert complete(server, policy=RetryPolicy(max_retries=2, backoff_base_s=0.01)).attempts == 3
+    server.push(*[HttpError(503, {"Retry-After": "0.01"})] * 5, Reply("never asked"))
+    failed = complete(server, policy=RetryPolicy(max_retries=2))
+    assert failed.error_category is not None and failed.attempts == 5

@@ -19,10 +19,11 @@ What inspect lacks, added here (issue 18 item 4, issue 27 item 2):
 - a limiter that gives no hint (a 429 without a usable ``Retry-After``; ``Retry-After: 0`` and
   garbage are no hint): starts stop, and one probe at a time (1 s after, then gaps doubling up
   to ``probe_gap_max_s``) tests whether its window has reset; the chat client's retries wait at
-  the same gate (:meth:`AdaptiveController.acquire`). When a probe passes, what the window
+  the same gate (:meth:`AdaptiveController.wait_to_retry`). When a probe passes, what the window
   allowed over its length is the limiter's rate: starts are paced at it from then on, creeping
   up 5 % a round (a window that also counted the wait understates a bucket's rate);
-- a 5xx's ``Retry-After`` is waited by the request that got it, the others carry on. A 5xx
+- a 5xx's ``Retry-After`` is waited by the request that got it, the others carry on, and a
+  request only waiting to retry does not count against the limit (:attr:`slots`). A 5xx
   cuts the limit only when its share grows with the limit, or when fewer in flight answered as
   much: a gateway failing a steady share whatever the load is not overloaded;
 - a latency signal for servers that queue instead of refusing, told apart from the client's
@@ -216,6 +217,7 @@ class AdaptiveController:
         # without a reset time (LiteLLM's proxy): at none left, starts stop before any 429.
         self._allowance: int | None = None
         self._in_flight = 0
+        self._waiting = 0
         self._changes = [LimitChange(t_s=0.0, limit=self.limit, reason="start")]
 
     @property
@@ -258,9 +260,33 @@ class AdaptiveController:
         with self._lock:
             self._take(self._clock())
 
+    @property
+    def slots(self) -> int:
+        """Requests the scheduler may hold now: the limit, plus those only waiting to retry
+        (a request waiting out a 5xx's ``Retry-After`` loads no server; the others carry on)."""
+        with self._lock:
+            return min(self.cap, self.limit + self._waiting)
+
+    def wait_to_retry(self, seconds: float) -> float:
+        """Wait ``seconds`` (a retry's backoff or ``Retry-After``), then until :meth:`acquire`
+        lets the retry go; the seconds waited. The chat client's
+        :attr:`~eval_assets.openai_chat.ChatClient.retry_wait`."""
+        with self._lock:
+            self._waiting += 1
+        try:
+            time.sleep(seconds)
+            waited = seconds
+            while (delay := self.acquire()) > 0:
+                time.sleep(delay)
+                waited += delay
+            return waited
+        finally:
+            with self._lock:
+                self._waiting -= 1
+
     def acquire(self) -> float:
         """0 when a request may go now (its turn is taken), else the seconds to wait before
-        asking again: the chat client's :attr:`~eval_assets.openai_chat.ChatClient.retry_gate`."""
+        asking again (the scheduler's gate, and the retries' in :meth:`wait_to_retry`)."""
         with self._lock:
             if self._ignored:
                 return 0.0
@@ -544,5 +570,5 @@ def controller_for(client: Any, max_concurrency: int | None = None,
         max_concurrency = endpoint.max_concurrency if explicit else DEFAULT_ADAPTIVE_CAP
     controller = AdaptiveController(max_concurrency, settings)
     chat.observer = controller.observe
-    chat.retry_gate = controller.acquire
+    chat.retry_wait = controller.wait_to_retry
     return controller

@@ -256,7 +256,7 @@ def _drive(server: object, n: int, cap: int) -> tuple[AdaptiveController, list[f
     policy = RetryPolicy(max_retries=20, backoff_base_s=0.05, backoff_max_s=0.5)
     with ChatClient(server.base_url, policy=policy) as chat:  # type: ignore[attr-defined]
         chat.observer = ctl.observe
-        chat.retry_gate = ctl.acquire
+        chat.retry_wait = ctl.wait_to_retry
 
         def call() -> None:
             result = chat.complete(request)
