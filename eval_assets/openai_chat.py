@@ -9,15 +9,16 @@ and in both cases what it cost (tokens the server reported, seconds, attempts).
 
 Retries (:class:`RetryPolicy`): connection errors, timeouts and HTTP 408, 409, 425, 429 and 5xx are
 tried again, up to ``max_retries`` times (a retry at a positive ``Retry-After`` counts half); any
-other status, and a 200 that is not a chat completion, fail at once. Between tries the client waits what the server's ``Retry-After`` asks (seconds or an
-HTTP date, or ``retry-after-ms``), else an exponential backoff whose jitter comes from a generator
-seeded by the request itself (or the caller's ``jitter_key``): no global random state, and the same
-request waits the same. ``Retry-After: 0`` (or a past date) is no hint: the backoff applies. A 429
-without a hint waits a backoff growing fourfold, jitter added (the defaults: 81 s or more over the
-four retries, past a minute's rate-limit window). A run's adaptive controller may hold each retry
-further (:attr:`ChatClient.retry_wait`). A wait of ``announce_wait_s`` or more is logged as a
-warning with its length. A ``Retry-After`` beyond ``retry_after_max_s`` is not shortened: the
-call fails at once as ``retry_after_too_long``, naming the wait asked for.
+other status, and a 200 that is not a chat completion, fail at once. Between tries the client waits
+what the server's ``Retry-After`` asks (seconds or an HTTP date, or ``retry-after-ms``), else an
+exponential backoff whose jitter comes from a generator seeded by the request itself (or the
+caller's ``jitter_key``): no global random state, and the same request waits the same.
+``Retry-After: 0`` (or a past date) is no hint: the backoff applies. A 429 without a hint waits a
+backoff growing fourfold, jitter added (the defaults: 81 s or more over the four retries, past a
+minute's rate-limit window). A run's adaptive controller may hold each retry further
+(:attr:`ChatClient.retry_wait`). A wait of ``announce_wait_s`` or more is logged as a warning with
+its length. A ``Retry-After`` beyond ``retry_after_max_s`` is not shortened: the call fails at once
+as ``retry_after_too_long``, naming the wait asked for.
 
 Replies are read in chunks up to a cap (:func:`default_reply_limits`, or the caller's
 ``max_reply_bytes`` / ``max_reply_chars``): a body or message over it is a ``reply_too_large``
