@@ -247,8 +247,12 @@ class AdaptiveController:
             self._probe_busy_until = now + self.settings.probe_timeout_s
             self._probe_taken_at = now
         elif self._paced and self._rate:
-            self._next_start = max(now, self._next_start) + 1.0 / (
-                self.settings.pace_share * self._rate)
+            interval = 1.0 / (self.settings.pace_share * self._rate)
+            # A start made late (a busy client's scheduler thread wakes late) is made up by the
+            # next ones, up to two intervals late: else every late wake-up is rate lost. Later
+            # than that the requests were not there to start: the schedule restarts now.
+            late = now - self._next_start
+            self._next_start = (self._next_start if late < 2 * interval else now) + interval
 
     def start_delay(self) -> float:
         """Seconds before the next request may start (0: now)."""

@@ -112,6 +112,12 @@ def test_headers_pace_starts_at_the_server_rate() -> None:
     clock.now += 0.1
     assert ctl.start_delay() == 0.0
     assert ctl.history().paced_by_headers
+    # A start 0.05 s late (a busy client's thread woke late) is made up by the next one...
+    clock.now += 0.05
+    assert ctl.acquire() == 0.0 and abs(ctl.start_delay() - 0.05) < 1e-9
+    # ...but after an idle second the schedule restarts instead of bursting.
+    clock.now += 1.0
+    assert ctl.acquire() == 0.0 and abs(ctl.start_delay() - 0.1) < 1e-9
 
 
 def test_latency_rising_with_flat_throughput_backs_off() -> None:
@@ -233,8 +239,8 @@ def test_a_silent_limiter_is_probed_one_request_at_a_time_and_its_rate_learnt() 
     history = ctl.history()
     assert history.rate_limit_blocks == 1 and history.learned_rate_per_s is not None
     assert abs(history.learned_rate_per_s - 30 / 66.0) < 0.01
-    assert ctl.acquire() == 0.0  # paced at that rate from now on
-    assert abs(ctl.acquire() - 1 / (0.95 * 30 / 66.0)) < 0.01
+    assert ctl.acquire() == 0.0  # paced at that rate from the probe on
+    assert abs(ctl.acquire() - (1 / (0.95 * 30 / 66.0) - 0.05)) < 0.01
 
 
 def test_remaining_requests_without_a_reset_stop_starts_before_any_429() -> None:
