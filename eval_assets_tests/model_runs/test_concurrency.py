@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import random
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -210,6 +212,16 @@ def test_a_5xx_retry_after_waits_alone_but_a_429_one_holds_every_start() -> None
     assert ctl.start_delay() == 0.0 and ctl.limit == 8  # the others carry on
     ctl.observe(429, 0.1, {"retry-after": "2"})
     assert ctl.start_delay() == 2.0
+
+
+def test_a_request_waiting_to_retry_frees_its_slot_meanwhile() -> None:
+    ctl = AdaptiveController(8, ControllerSettings(initial=2))
+    waiter = threading.Thread(target=ctl.wait_to_retry, args=(0.3,))
+    waiter.start()
+    time.sleep(0.1)
+    assert ctl.slots == 3  # the limit, plus the one waiting out its Retry-After
+    waiter.join()
+    assert ctl.slots == 2
 
 
 def test_a_silent_limiter_is_probed_one_request_at_a_time_and_its_rate_learnt() -> None:
