@@ -212,6 +212,7 @@ class AdaptiveController:
         self._window_start = self._t0
         self._window_successes = 0
         self._learned_rate: float | None = None
+        self._learned_paces = False
         self._blocks = 0
         # Starts the limiter still allows, from x-ratelimit-remaining-requests when it comes
         # without a reset time (LiteLLM's proxy): at none left, starts stop before any 429.
@@ -360,7 +361,7 @@ class AdaptiveController:
             self._rate = rate if self._rate is None else 0.7 * self._rate + 0.3 * rate
         # Each request in flight will spend one of what remains: pace once they could use it up.
         by_headers = self._rate is not None and remaining <= self.limit
-        self._paced = by_headers or self._learned_rate is not None
+        self._paced = by_headers or self._learned_paces
         self._pacing_used |= by_headers
 
     def _retry_episode(self, status: int | None, headers: Mapping[str, str], now: float) -> None:
@@ -394,9 +395,15 @@ class AdaptiveController:
         if self._window_successes >= 2 and window > 0:
             rate = self._window_successes / window
             # The latest window's rate replaces an earlier one: pacing at that one was too fast.
-            self._learned_rate = self._rate = rate
-            self._paced = True
-            self._next_start = sent
+            self._learned_rate = rate
+            # A limiter that says what remains (the probe's reply just did) is followed by that
+            # count instead: pacing at a rate learnt from a short first window would be slower
+            # than the window allows.
+            self._learned_paces = self._allowance is None or self._allowance <= 0
+            if self._learned_paces:
+                self._rate = rate
+                self._paced = True
+                self._next_start = sent
             self._record(sent, "rate_learned")
         self._blocked_since = None
         self._probe_busy_until = -math.inf
@@ -489,7 +496,7 @@ class AdaptiveController:
         if current.backed_off:
             return  # like inspect: a round that saw a retry or a cut does not grow
         self._grow(now, "increase")
-        if self._learned_rate is not None and self._blocked_since is None:
+        if self._learned_paces and self._learned_rate is not None and self._blocked_since is None:
             # The learnt rate counts the window's wait too (a bucket that refills all the time
             # allows more): creep up as the limit does; overrunning costs one block, which
             # learns the rate again over the long window since.

@@ -265,6 +265,13 @@ def test_remaining_requests_without_a_reset_stop_starts_before_any_429() -> None
                             "x-ratelimit-remaining-requests": "4"})
     assert ctl.acquire() == 0.0 and ctl.acquire() == 0.0  # two of the four, two in hand
     assert ctl.acquire() == pytest.approx(1.0) and ctl.history().rate_limit_blocks == 1
+    clock.now += 1.0
+    assert ctl.acquire() == 0.0  # the probe
+    clock.now += 0.05
+    ctl.observe(200, 0.05, {"x-ratelimit-limit-requests": "60",
+                            "x-ratelimit-remaining-requests": "59"})
+    # A new window: what remains is followed, not the slow rate learnt from the first one.
+    assert all(ctl.acquire() == 0.0 for _ in range(20))
 
 
 def _drive(server: object, n: int, cap: int) -> tuple[AdaptiveController, list[float]]:
