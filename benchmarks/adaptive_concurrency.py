@@ -3,7 +3,7 @@
 
     python benchmarks/adaptive_concurrency.py                  # quiet, then beside 2 CPU hogs
     python benchmarks/adaptive_concurrency.py --hogs 8 --scale 0.5
-    python benchmarks/adaptive_concurrency.py --smoke          # tiny sizes, runs end to end only
+    python benchmarks/adaptive_concurrency.py --smoke          # tiny sizes, quiet only, no target
 
 Each scenario runs the runner's scheduler with an :class:`AdaptiveController` watching one
 :class:`ChatClient` with the default retry policy (as ``vqa run`` does with no concurrency flag
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from eval_assets.model_runs.concurrency import AdaptiveController
 from eval_assets.model_runs.runner import _schedule
-from eval_assets.openai_chat import ChatClient
+from eval_assets.openai_chat import ChatClient, RetryPolicy
 from eval_assets_tests.fakes.paced_servers import (
     FixedLatencyServer,
     FlakySlotServer,
@@ -67,11 +67,15 @@ class Drive:
         return f"limit {history.final_limit} (max {history.max_limit}){rate}"
 
 
+POLICY = RetryPolicy()
+"""The retry policy of every call: the default (the smoke mode's backoffs are shorter)."""
+
+
 def drive(server: PacedServer, requests: int, cap: int, adaptive: bool = True) -> Drive:
     """Send ``requests`` calls through the scheduler, adaptive under ``cap`` or ``cap`` fixed."""
     controller = AdaptiveController(cap) if adaptive else None
     answered = gave_up = 0
-    with ChatClient(server.base_url, timeout_s=60, max_connections=cap) as chat:
+    with ChatClient(server.base_url, timeout_s=60, max_connections=cap, policy=POLICY) as chat:
         if controller is not None:
             chat.observer = controller.observe
             chat.retry_wait = controller.wait_to_retry
@@ -112,7 +116,7 @@ def hogs(count: int) -> Iterator[None]:
             proc.join(timeout=5)
 
 
-def run_mode(mode: str, scale: float, quiet: bool) -> bool:
+def run_mode(mode: str, scale: float, quiet: bool, fixed_levels: tuple[int, ...] = FIXED) -> bool:
     """Every scenario once; True when each met its target."""
     ok = True
 
@@ -125,7 +129,7 @@ def run_mode(mode: str, scale: float, quiet: bool) -> bool:
     ideal = slots / service
     n = max(20, int(300 * scale))
     fixed: dict[int, float] = {}
-    for concurrency in FIXED:
+    for concurrency in fixed_levels:
         with SlotServer(slots=slots, service_s=service) as srv:
             drive(srv, n, concurrency, adaptive=False)
         fixed[concurrency] = srv.answers_per_s()
@@ -185,18 +189,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes; judge no target")
     parser.add_argument("--scale", type=float, default=1.0, help="share of the full sizes")
     parser.add_argument("--hogs", type=int, default=None,
-                        help="CPU-bound processes beside the client in busy mode (default 2, "
-                        "1 in smoke mode; 0: no busy mode)")
+                        help="CPU-bound processes beside the client in busy mode (default 2; "
+                        "0: no busy mode, the smoke mode's default)")
     parser.add_argument("--only", choices=("quiet", "busy"), help="run one mode")
     args = parser.parse_args(argv)
+    global POLICY
     scale = 0.05 if args.smoke else args.scale
-    count = args.hogs if args.hogs is not None else (1 if args.smoke else 2)
+    if args.smoke:
+        POLICY = RetryPolicy(backoff_base_s=0.05, backoff_max_s=0.5)
+    count = args.hogs if args.hogs is not None else (0 if args.smoke else 2)
+    # The smoke mode only shows that every scenario runs: one fixed level beside the adaptive.
+    levels = (4,) if args.smoke else FIXED
     ok = True
     if args.only != "busy":
-        ok &= run_mode("quiet", scale, quiet=True)
+        ok &= run_mode("quiet", scale, quiet=True, fixed_levels=levels)
     if args.only != "quiet" and count > 0:
         with hogs(count):
-            ok &= run_mode(f"busy, {count} hogs", scale, quiet=False)
+            ok &= run_mode(f"busy, {count} hogs", scale, quiet=False, fixed_levels=levels)
     if args.smoke:
         return 0
     print("all targets met" if ok else "a target was missed")

@@ -56,6 +56,7 @@ DEFAULT_ADAPTIVE_CAP = 64
 """Most requests in flight when the endpoint names no ``max_concurrency`` of its own."""
 
 _MAX_RESET_S = 3600.0  # a reset further away than this is not a pacing hint
+_PROBE_POLL_S = 0.1  # how often a request waiting on a probe's outcome asks again
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,11 @@ class AdaptiveController:
             # The window allows no more: stop before a 429 says so.
             self._block(now)
         if self._blocked_since is not None:
-            gate = max(gate, self._probe_at, self._probe_busy_until)
+            if self._probe_busy_until > now:
+                # A probe is out: its reply may open the gate any moment, so ask again soon
+                # rather than sleep out its timeout.
+                return min(_PROBE_POLL_S, max(gate, self._probe_busy_until) - now)
+            gate = max(gate, self._probe_at)
         elif self._paced:
             gate = max(gate, self._next_start)
         return max(0.0, gate - now)
@@ -324,8 +329,11 @@ class AdaptiveController:
             self._in_flight = max(0, min(self._in_flight - 1, self.cap))
             self._pace(headers, now)
             # Only the attempt that took the probe's turn tests the limiter; one sent before
-            # the block (its thread late to start) says nothing of the window.
-            probe = self._blocked_since is not None and sent >= self._probe_taken_at
+            # the block (its thread late to start) says nothing of the window. The client
+            # times attempts with another clock: 50 ms of slack, else a probe sent at once
+            # could read as sent before its turn and hold the gate for probe_timeout_s.
+            probe = (self._blocked_since is not None
+                     and sent >= self._probe_taken_at - 0.05)
             if status is not None and 200 <= status < 300:
                 if probe:
                     self._unblock(sent)
