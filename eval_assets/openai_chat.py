@@ -8,13 +8,17 @@ the models under test (:class:`eval_assets.model_runs.client.OpenAIVLMClient`), 
 and in both cases what it cost (tokens the server reported, seconds, attempts).
 
 Retries (:class:`RetryPolicy`): connection errors, timeouts and HTTP 408, 409, 425, 429 and 5xx are
-tried again, up to ``max_retries`` times; any other status, and a 200 that is not a chat completion,
-fail at once. Between tries the client waits what the server's ``Retry-After`` asks (seconds or an
-HTTP date, or ``retry-after-ms``), else an exponential backoff whose jitter comes from a generator
-seeded by the request itself (or the caller's ``jitter_key``): no global random state, and the same
-request waits the same. A wait of ``announce_wait_s`` or more is logged as a warning with its
-length. A ``Retry-After`` beyond ``retry_after_max_s`` is not shortened: the call fails at once as
-``retry_after_too_long``, naming the wait asked for.
+tried again, up to ``max_retries`` times (a retry at a positive ``Retry-After`` counts half); any
+other status, and a 200 that is not a chat completion, fail at once. Between tries the client waits
+what the server's ``Retry-After`` asks (seconds or an HTTP date, or ``retry-after-ms``), else an
+exponential backoff whose jitter comes from a generator seeded by the request itself (or the
+caller's ``jitter_key``): no global random state, and the same request waits the same.
+``Retry-After: 0`` (or a past date) is no hint: the backoff applies. A 429 without a hint waits a
+backoff growing fourfold, jitter added (the defaults: 81 s or more over the four retries, past a
+minute's rate-limit window). A run's adaptive controller may hold each retry further
+(:attr:`ChatClient.retry_wait`). A wait of ``announce_wait_s`` or more is logged as a warning with
+its length. A ``Retry-After`` beyond ``retry_after_max_s`` is not shortened: the call fails at once
+as ``retry_after_too_long``, naming the wait asked for.
 
 Replies are read in chunks up to a cap (:func:`default_reply_limits`, or the caller's
 ``max_reply_bytes`` / ``max_reply_chars``): a body or message over it is a ``reply_too_large``
@@ -136,12 +140,21 @@ class RetryPolicy:
                 raise ValueError(f"{name} is {getattr(self, name)}; it must be 0 or more")
 
 
-def backoff_delay(retry: int, policy: RetryPolicy, rng: random.Random) -> float:
+def backoff_delay(retry: int, policy: RetryPolicy, rng: random.Random,
+                  rate_limited: bool = False) -> float:
     """Seconds before retry ``retry`` (1-based) when the server named no wait.
 
     ``backoff_base_s * 2**(retry - 1)``, at most ``backoff_max_s``, less a random share of up to
     ``jitter`` of it, so workers that failed together do not come back together.
+
+    ``rate_limited``: a 429 without a usable ``Retry-After``. A rate limiter's window (commonly a
+    minute) must pass before a retry can succeed, so the wait grows fourfold per retry and the
+    jitter is added, not taken off: with the defaults the four retries come 1, 5, 21 and 81 s
+    (nominal) after the refusal, so the last one falls past a 60 s window whatever the draw.
     """
+    if rate_limited:
+        nominal = min(policy.backoff_max_s, policy.backoff_base_s * 4 ** max(0, retry - 1))
+        return nominal * (1.0 + policy.jitter * rng.random())
     nominal = min(policy.backoff_max_s, policy.backoff_base_s * 2 ** max(0, retry - 1))
     return nominal * (1.0 - policy.jitter * rng.random())
 
@@ -285,6 +298,11 @@ class ChatClient:
         self._api_key = api_key or ""
         # Set by a run's adaptive concurrency controller; the client's own behaviour is the same.
         self.observer: AttemptObserver | None = None
+        # Also set by the controller: waits out each retry's wait itself (given the seconds the
+        # call asks, returns the seconds waited), so that it knows which requests are only
+        # waiting, and holds the retry further where it spaces requests at a learnt or announced
+        # rate or lets one probe at a time test a rate limiter that gave no hint.
+        self.retry_wait: Callable[[float], float] | None = None
         self._seen = threading.local()
         httpx = _httpx()
         self._httpx = httpx
@@ -340,6 +358,7 @@ class ChatClient:
         where = f"{self.base_url}" + (f" [{label}]" if label else "")
         start = time.perf_counter()
         attempts, waited = 0, 0.0
+        spent = 0.0  # of max_retries: a retry the server scheduled costs half (see below)
         while True:
             attempts += 1
             t0 = time.perf_counter()
@@ -352,9 +371,17 @@ class ChatClient:
             if attempt.category is None:
                 return self._result(attempt, cost)
             log.debug("%s: attempt %d failed: %s", where, attempts, self._redact(attempt.message))
-            if not attempt.retryable or attempts > policy.max_retries:
+            hinted = attempt.retry_after_s is not None and attempt.retry_after_s > 0
+            if not attempt.retryable or spent + (0.5 if hinted else 1.0) > policy.max_retries:
                 return self._result(attempt, cost)
-            if attempt.retry_after_s is not None:
+            # A retry at the wait the server named costs half a retry: the server said when it
+            # can answer, so the call follows it twice as far (a gateway failing 30 % of
+            # requests with Retry-After then fails one call in 50,000 with the defaults, not
+            # one in 400).
+            spent += 0.5 if hinted else 1.0
+            # Retry-After: 0 (or a date already past) is no hint: retrying at once is the storm
+            # the server is refusing, so it gets the backoff like a missing or garbled header.
+            if attempt.retry_after_s is not None and attempt.retry_after_s > 0:
                 wait, why = attempt.retry_after_s, "Retry-After"
                 if wait > policy.retry_after_max_s:
                     message = (f"the server asked to wait {_seconds(wait)} before retrying "
@@ -364,13 +391,17 @@ class ChatClient:
                     return self._result(attempt, cost, error_category="retry_after_too_long",
                                         error_message=_truncate(message, 2 * _MAX_ERROR_CHARS))
             else:
-                wait, why = backoff_delay(attempts, policy, rng), "backoff"
+                wait, why = backoff_delay(attempts, policy, rng,
+                                          rate_limited=attempt.status_code == 429), "backoff"
             level = logging.WARNING if wait >= policy.announce_wait_s else logging.DEBUG
             log.log(level, "%s: %s; waiting %s (%s) before retry %d of %d", where,
                     self._redact(attempt.message), _seconds(wait), why, attempts,
                     policy.max_retries)
-            time.sleep(wait)
-            waited += wait
+            if self.retry_wait is not None:
+                waited += self.retry_wait(wait)
+            else:
+                time.sleep(wait)
+                waited += wait
 
     def _result(self, attempt: _Attempt, cost: Mapping[str, Any], **changes: Any) -> ChatResult:
         fields: dict[str, Any] = {

@@ -285,3 +285,56 @@ def test_importing_the_callers_loads_no_http_library() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("value", ["0", "soon", "-3"])
+def test_retry_after_0_or_garbage_is_no_hint_and_gets_the_backoff(
+        server: OpenAICompatibleServer, value: str) -> None:
+    # A retry at once is the storm the server refuses: the 429's own backoff applies instead.
+    server.push(HttpError(429, {"Retry-After": value}), Reply("yes"))
+    policy = RetryPolicy(max_retries=2, backoff_base_s=0.3, jitter=0)
+    result = complete(server, policy=policy)
+    assert result.ok and result.attempts == 2
+    assert 0.3 <= result.waited_s < 0.35 and len(server.requests) == 2
+
+
+def test_a_hintless_429_backs_off_long_enough_to_span_a_minute_window() -> None:
+    # The defaults: four retries whose waits grow fourfold, the jitter added on top, so the last
+    # retry comes at least 81 s after the refusal (1 + 4 + 16 + 60) whatever the draw.
+    policy = RetryPolicy()
+    for seed in range(20):
+        rng = random.Random(seed)
+        waits = [backoff_delay(retry, policy, rng, rate_limited=True)
+                 for retry in range(1, policy.max_retries + 1)]
+        assert sum(waits) >= 81.0 and all(w <= 1.5 * policy.backoff_max_s for w in waits)
+    # Other failures keep the doubling backoff, less its jitter.
+    assert backoff_delay(4, RetryPolicy(jitter=0), random.Random(0)) == 8.0
+
+
+def test_a_retry_wait_hook_waits_out_each_retry(server: OpenAICompatibleServer) -> None:
+    # A run's controller waits each retry itself (and may hold it longer): what it waited is
+    # the call's waited_s.
+    server.push(HttpError(503, {"Retry-After": "0.2"}), Reply("yes"))
+    asked: list[float] = []
+
+    def wait(seconds: float) -> float:
+        asked.append(seconds)
+        time.sleep(seconds + 0.2)
+        return seconds + 0.2
+
+    with client_for(server) as client:
+        client.retry_wait = wait
+        result = client.complete(REQUEST)
+    assert result.ok and result.attempts == 2 and asked == [0.2]
+    assert len(server.requests) == 2 and result.waited_s == pytest.approx(0.4)
+
+
+def test_a_retry_at_the_servers_retry_after_counts_half(server: OpenAICompatibleServer) -> None:
+    # max_retries=2: four retries the server scheduled fit, a fifth failure ends the call.
+    server.push(*[HttpError(503, {"Retry-After": "0.01"})] * 4, Reply("yes"))
+    assert complete(server, policy=RetryPolicy(max_retries=2)).attempts == 5
+    server.push(*[HttpError(503)] * 3)  # no hint: each counts whole
+    assert complete(server, policy=RetryPolicy(max_retries=2, backoff_base_s=0.01)).attempts == 3
+    server.push(*[HttpError(503, {"Retry-After": "0.01"})] * 5, Reply("never asked"))
+    failed = complete(server, policy=RetryPolicy(max_retries=2))
+    assert failed.error_category is not None and failed.attempts == 5

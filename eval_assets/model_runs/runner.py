@@ -222,16 +222,18 @@ def _schedule(tasks: Iterator[Callable[[], None]], max_concurrency: int,
     try:
         for task in tasks:
             while True:
-                limit = max_concurrency if controller is None else controller.limit
+                limit = max_concurrency if controller is None else controller.slots
                 if len(in_flight) >= limit:
-                    settle(None)
+                    # A controller's slots also grow when a request starts waiting to retry:
+                    # look again every 0.1 s, not only when one finishes.
+                    settle(None if controller is None else 0.1)
                     continue
-                delay = 0.0 if controller is None else controller.start_delay()
+                # acquire() takes the turn when it answers 0 (a paced slot, or the probe of a
+                # rate limiter that stopped starts).
+                delay = 0.0 if controller is None else controller.acquire()
                 if delay <= 0:
                     break
                 settle(delay)
-            if controller is not None:
-                controller.started()
             in_flight.add(pool.submit(task))
         while in_flight:
             settle(None)

@@ -45,15 +45,19 @@ def concurrency_section(histories: Mapping[str, ConcurrencyHistory]) -> str:
     if not histories:
         return ""
     headers = [("run", False), ("cap", True), ("final", True), ("max", True),
-               ("retry episodes", True), ("latency back-offs", True), ("paced by headers", False),
+               ("retry episodes", True), ("latency back-offs", True), ("5xx back-offs", True),
+               ("paced by headers", False), ("rate-limit stops", True), ("learnt rate", True),
                ("unloaded latency", True), ("limit over the run", False)]
     rows = [[esc(label), str(h.cap), str(h.final_limit), str(h.max_limit),
-             str(h.retry_episodes), str(h.latency_backoffs),
-             "yes" if h.paced_by_headers else "no",
+             str(h.retry_episodes), str(h.latency_backoffs), str(h.error_backoffs),
+             "yes" if h.paced_by_headers else "no", str(h.rate_limit_blocks),
+             f"{h.learned_rate_per_s:.2f}/s" if h.learned_rate_per_s is not None else NA,
              f"{h.baseline_latency_s:.3f} s" if h.baseline_latency_s is not None else NA,
              esc(_path(h))] for label, h in sorted(histories.items())]
-    lead = ("Requests in flight per HTTP model: slow start, ×0.8 per retry episode (429/5xx) or "
-            "when latency rose over its unloaded level with flat throughput, growth per round "
-            "otherwise; rate-limit headers pace starts when present. Resumed answers do not "
+    lead = ("Requests in flight per HTTP model: slow start, ×0.8 per retry episode (429 or no "
+            "reply), for 5xx only when their share grew with the limit, and when latency grew "
+            "with the limit while fewer in flight answered as much; growth per round otherwise. "
+            "Rate-limit headers pace starts when present; a 429 without a hint stops starts "
+            "until a probe passes, and the rate learnt then paces them. Resumed answers do not "
             "count.")
     return section("concurrency", "Concurrency", lead, table(headers, rows))

@@ -12,7 +12,8 @@ class LimitChange(BaseModel):
 
     t_s: float
     limit: int
-    reason: str = Field(description="start, slow_start, increase, retry_episode, latency")
+    reason: str = Field(description="start, slow_start, increase, throughput, retry_episode, "
+                        "latency, server_errors, rate_learned")
 
 
 class ConcurrencyHistory(BaseModel):
@@ -26,5 +27,11 @@ class ConcurrencyHistory(BaseModel):
     retry_episodes: int
     latency_backoffs: int
     paced_by_headers: bool
+    error_backoffs: int = Field(0, description="cuts for 5xx whose share grew with the limit")
+    learned_rate_per_s: float | None = Field(
+        None, description="the rate a limiter without pacing headers was found to allow, at "
+        "which starts were then paced")
+    rate_limit_blocks: int = Field(
+        0, description="times a 429 without Retry-After stopped starts until a probe passed")
     baseline_latency_s: float | None
     changes: list[LimitChange]

@@ -6,9 +6,15 @@
 - :class:`SlotServer`: ``slots`` requests are served at once, each taking ``service_s``; the rest
   wait their turn, never refused (LM Studio, vLLM under load).
 - :class:`FixedLatencyServer`: every request answered after ``latency_s``, no limit.
+- :class:`FlakySlotServer`: a :class:`SlotServer` that answers a share of requests at once with
+  a 5xx and ``Retry-After`` (a gateway failing whatever the load).
+
+A :class:`TokenBucketServer` can also refuse the ways careless limiters do: ``Retry-After: 0``,
+a garbled ``Retry-After``, or no header at all.
 
 Each answers ``POST /v1/chat/completions`` with the content ``"A"`` and counts what it did
-(``served``, ``refused``, and each reply's latency as the server saw it).
+(``served``, ``refused``, ``failed``), and logs each reply (:attr:`PacedServer.log`: when it was
+sent, its status, and the seconds it waited for a slot), the figures a benchmark reads.
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ class PacedServer:
         self.lock = threading.Lock()
         self.served = 0
         self.refused = 0
+        self.failed = 0
+        self.log: list[tuple[float, int, float]] = []
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -51,8 +59,11 @@ class PacedServer:
                 length = int(self.headers.get("content-length") or 0)
                 self.rfile.read(length)
                 status, headers = owner.handle()
+                with owner.lock:
+                    owner.log.append((time.monotonic(), status, owner.waited()))
                 body = _REPLY if status == 200 else json.dumps(
-                    {"error": {"message": "rate limited", "type": "rate_limit"}}).encode()
+                    {"error": {"message": "rate limited" if status == 429 else "unavailable",
+                               "type": "rate_limit" if status == 429 else "server"}}).encode()
                 self.send_response(status)
                 for key, value in {**headers, "content-type": "application/json",
                                    "content-length": str(len(body))}.items():
@@ -75,6 +86,22 @@ class PacedServer:
         """The status and headers of one request (after any wait)."""
         raise NotImplementedError
 
+    def waited(self) -> float:
+        """Seconds the request just handled (this thread's) waited for a slot; 0 here."""
+        return 0.0
+
+    def answers_per_s(self) -> float:
+        """200s per second, from the first request the server saw to its last 200."""
+        with self.lock:
+            served = [t for t, status, _ in self.log if status == 200]
+            first = self.log[0][0] if self.log else 0.0
+        return len(served) / (served[-1] - first) if len(served) > 1 else 0.0
+
+    def share(self, status: int) -> float:
+        """The share of replies with ``status``."""
+        with self.lock:
+            return sum(s == status for _, s, _ in self.log) / max(1, len(self.log))
+
     def __enter__(self) -> PacedServer:
         self._thread.start()
         return self
@@ -88,9 +115,14 @@ class TokenBucketServer(PacedServer):
     """``rate`` requests/s with bursts of ``burst``; 429 with pacing headers above it."""
 
     def __init__(self, rate: float, burst: int, latency_s: float = 0.05,
-                 headers: bool = True) -> None:
+                 headers: bool = True, retry_after: str = "exact") -> None:
+        """``retry_after``: ``"exact"`` (the wait, in ``retry-after`` and ``retry-after-ms``),
+        ``"zero"`` (``Retry-After: 0``), ``"garbage"`` (``Retry-After: soon``) or ``"none"``."""
         super().__init__()
+        if retry_after not in ("exact", "zero", "garbage", "none"):
+            raise ValueError(f"retry_after is {retry_after!r}; use exact, zero, garbage or none")
         self.rate, self.burst, self.latency_s, self.headers = rate, burst, latency_s, headers
+        self.retry_after = retry_after
         self._tokens = float(burst)
         self._stamp = time.monotonic()
 
@@ -113,8 +145,11 @@ class TokenBucketServer(PacedServer):
                        "x-ratelimit-reset-requests": f"{(self.burst - tokens) / self.rate:.3f}s"}
         if not allowed:
             wait = (1 - tokens) / self.rate
-            headers.update({"retry-after": str(math.ceil(wait)),
-                            "retry-after-ms": str(max(1, round(wait * 1000)))})
+            if self.retry_after == "exact":
+                headers.update({"retry-after": str(math.ceil(wait)),
+                                "retry-after-ms": str(max(1, round(wait * 1000)))})
+            elif self.retry_after != "none":
+                headers["retry-after"] = "0" if self.retry_after == "zero" else "soon"
             return 429, headers
         time.sleep(self.latency_s)
         return 200, headers
@@ -127,13 +162,46 @@ class SlotServer(PacedServer):
         super().__init__()
         self.slots, self.service_s = slots, service_s
         self._free = threading.Semaphore(slots)
+        self._waits = threading.local()
 
     def handle(self) -> tuple[int, dict[str, str]]:
+        arrived = time.monotonic()
         with self._free:
+            self._waits.value = time.monotonic() - arrived
             time.sleep(self.service_s)
         with self.lock:
             self.served += 1
         return 200, {}
+
+    def waited(self) -> float:
+        """Seconds this thread's request queued for a slot."""
+        return float(getattr(self._waits, "value", 0.0))
+
+
+class FlakySlotServer(SlotServer):
+    """A :class:`SlotServer` answering every ``1 / error_share``-th request (spread evenly,
+    whatever the load) at once with ``status`` and ``Retry-After: retry_after``."""
+
+    def __init__(self, slots: int, service_s: float, error_share: float = 0.3,
+                 status: int = 503, retry_after: str = "2") -> None:
+        super().__init__(slots, service_s)
+        if not 0 <= error_share < 1:
+            raise ValueError(f"error_share is {error_share}; it must be in [0, 1)")
+        self.error_share, self.status, self.retry_after = error_share, status, retry_after
+        self._arrivals = 0
+
+    def handle(self) -> tuple[int, dict[str, str]]:
+        with self.lock:
+            self._arrivals += 1
+            # Bresenham: the k-th arrival fails when the running count of failures due steps up.
+            fail = (math.floor(self._arrivals * self.error_share)
+                    > math.floor((self._arrivals - 1) * self.error_share))
+            if fail:
+                self.failed += 1
+        if fail:
+            self._waits.value = 0.0
+            return self.status, {"retry-after": self.retry_after}
+        return super().handle()
 
 
 class FixedLatencyServer(PacedServer):

@@ -82,3 +82,45 @@ def test_vqa_run_through_litellm_proxy_completes_under_its_rpm_limit(
     print(f"LiteLLM gateway: {probes} probes, {CASES} answers, {answers['attempts']} requests, "
           f"{refused} answered 429, {end - start:.1f} s from second {start % 60:.0f} of a "
           f"minute, over {windows} of the proxy's minute windows at {RPM} requests each")
+
+
+DEFAULT_RPM = 60
+DEFAULT_CASES = 100
+
+
+def test_vqa_run_through_litellm_proxy_with_default_settings_answers_every_case(
+        tmp_path: Path, litellm_python: Path) -> None:  # noqa: F811
+    """The models entry names only the endpoint: adaptive concurrency and the default retry
+    policy must get 100 cases through a 60 rpm limit whose 429s carry no ``Retry-After``, with
+    few refusals (the controller stops on the proxy's ``x-ratelimit-remaining-requests``, probes
+    one request at a time until the minute resets, then paces at the rate it learnt)."""
+    dataset = make_dataset(tmp_path / "ds", n_frames=DEFAULT_CASES // 2, cases_per_frame=2)
+    exe = Path(sys.executable).parent / "eval-assets"
+    port = free_port()
+    upstream = f"http://127.0.0.1:{port}/v1"
+    with served([str(exe), "serve", "--model", "random", "--port", str(port)],
+                upstream + "/models", tmp_path / "serve.log", env={"PYTHONUNBUFFERED": "1"}), \
+            litellm_gateway(litellm_python, tmp_path / "proxy", upstream, "random",
+                            rpm=DEFAULT_RPM) as gateway:
+        models = tmp_path / "models.yaml"
+        models.write_text(json.dumps({"models": [{
+            "name": "gateway", "base_url": gateway.base_url, "model": gateway.model}]}))
+        start = time.time()
+        proc = subprocess.run([str(exe), "vqa", "run", str(dataset.root), "--model", "gateway",
+                               "--models-file", str(models), "--output", str(tmp_path / "run"),
+                               "--no-describe"], capture_output=True, text=True, timeout=400,
+                              check=False)
+        elapsed = time.time() - start
+        statuses = proxy_statuses(gateway.log)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f"{DEFAULT_CASES}/{DEFAULT_CASES} cases answered" in proc.stdout
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["answers"]["success"] == DEFAULT_CASES and summary["answers"]["failed"] == 0
+    replies = sum(statuses.values())
+    refused = statuses.get(429, 0)
+    assert refused <= 0.10 * replies, statuses
+    history = summary["concurrency"]
+    print(f"LiteLLM gateway at {DEFAULT_RPM} rpm, default settings: {DEFAULT_CASES} answers, "
+          f"{replies} replies, {refused} answered 429 ({refused / replies:.1%}), "
+          f"{elapsed:.1f} s from second {start % 60:.0f} of a minute; "
+          f"{history['rate_limit_blocks']} stops, learnt {history['learned_rate_per_s']}/s")

@@ -21,7 +21,8 @@ def _summary(history: ConcurrencyHistory | None) -> str:
 def test_histories_are_loaded_and_shown_and_absent_ones_add_nothing(tmp_path: Path) -> None:
     history = ConcurrencyHistory(
         cap=64, final_limit=5, max_limit=8, retry_episodes=2, latency_backoffs=1,
-        paced_by_headers=True, baseline_latency_s=0.1,
+        paced_by_headers=True, baseline_latency_s=0.1, learned_rate_per_s=0.84,
+        rate_limit_blocks=1,
         changes=[LimitChange(t_s=0, limit=16, reason="start"),
                  LimitChange(t_s=1, limit=5, reason="retry_episode")])
     for name, value in (("http", history), ("local", None)):
@@ -32,4 +33,5 @@ def test_histories_are_loaded_and_shown_and_absent_ones_add_nothing(tmp_path: Pa
     assert loaded == {"http": history}
     html = concurrency_section(loaded)
     assert 'id="concurrency"' in html and "16 → 5" in html and "<td>yes</td>" in html
+    assert "0.84/s" in html
     assert concurrency_section({}) == ""
