@@ -14,12 +14,13 @@ the old ids, and old answers would be scored against new labels without a word. 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from eval_assets.atomic import write_text_atomic
 from eval_assets.errors import InputError
-from eval_assets.hashing import bytes_sha256, file_digest
+from eval_assets.hashing import canonical_json, file_digest, text_sha256
 from eval_assets.jsonio import read_model
 from eval_assets.layout import (
     RUN_ANSWERS,
@@ -45,14 +46,27 @@ class StaleInputsError(InputError):
     or gathered with; the message says which and what to materialize first."""
 
 
+# How long a call took says nothing of what was answered, and differs between two runs of the
+# same answers: left out, so equal answers give equal results, byte for byte.
+_TIMING_FIELDS = ("latency_s", "wall_s")
+
+
 def predictions_fingerprint(run_dir: Path) -> str:
-    """SHA-256 over the names and bytes of a run folder's standing records (those present)."""
-    parts: list[bytes] = []
+    """SHA-256 over a run folder's standing records (those present): per file its name, then
+    each record as canonical JSON without its timings."""
+    parts: list[str] = []
     for name in _RUN_FILES:
         path = Path(run_dir) / name
-        if path.is_file():
-            parts += [name.encode("utf-8") + b"\0", file_digest(path)]
-    return bytes_sha256(b"".join(parts))
+        if not path.is_file():
+            continue
+        parts.append(name)
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                record = json.loads(line)
+                for field in _TIMING_FIELDS:
+                    record.pop(field, None)
+                parts.append(canonical_json(record))
+    return text_sha256("\n".join(parts))
 
 
 def overrides_fingerprint(overrides_file: Path | None) -> str | None:
