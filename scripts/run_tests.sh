@@ -50,4 +50,5 @@ EVAL_ASSETS_LITELLM_PYTHON=$(bash scripts/reference/litellm_venv.sh)
 export EVAL_ASSETS_DIMOS_PYTHON EVAL_ASSETS_LITELLM_PYTHON EVAL_ASSETS_REQUIRE_REFERENCE=1
 checks
 .venv/bin/dagster definitions validate -w workspace.yaml
-exec .venv/bin/pytest "$@"
+# The slowest tests are printed at the end: the whole suite is held to 15 minutes.
+exec .venv/bin/pytest --durations=25 "$@"
