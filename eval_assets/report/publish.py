@@ -123,17 +123,20 @@ def dataset_fingerprints(layout: StorageLayout, recordings: Iterable[str]) -> di
 
 
 def changed_inputs(layout: StorageLayout, results: Sequence[CellScores],
-                   labels_dir: Path | None) -> dict[tuple[str, str], str]:
+                   labels_dir: Path | None,
+                   on_disk: Mapping[str, str]) -> dict[tuple[str, str], str]:
     """The cells whose results were computed from other inputs than the current dataset,
     answers and (with ``labels_dir``) label overrides, each with its reason: their numbers are
-    not published until they are recomputed (:mod:`eval_assets.scoring.provenance`)."""
+    not published until they are recomputed (:mod:`eval_assets.scoring.provenance`).
+    ``on_disk``: each recording's published dataset fingerprint (:func:`dataset_fingerprints`)."""
     stale: dict[tuple[str, str], str] = {}
     for r in results:
-        dataset = layout.dataset_dir(r.recording)
-        if dataset_fingerprint(dataset) is None:
+        if r.recording not in on_disk:
             continue  # no dataset at all: build_coverage says so by the fingerprint
         overrides = overrides_file_for(labels_dir, r.recording) if labels_dir else None
-        current = current_inputs(dataset, layout.predictions_dir(r.recording, r.model), overrides)
+        current = current_inputs(layout.dataset_dir(r.recording),
+                                 layout.predictions_dir(r.recording, r.model), overrides,
+                                 dataset_sha256=on_disk[r.recording])
         if labels_dir is None and r.inputs is not None:
             current = current.model_copy(update={"overrides_sha256": r.inputs.overrides_sha256})
         reason = stale_reason(r.inputs, current)
@@ -152,10 +155,12 @@ def report_coverage(layout: StorageLayout, results: Sequence[CellScores], *,
     those in ``results``); ``current_fingerprints`` default to the published datasets'. Cells in
     ``stale_cells``, and those whose inputs changed since they were scored
     (:func:`changed_inputs`), are stale."""
+    # Each recording's dataset is hashed once here, for the coverage and for every model's cell.
+    on_disk = dataset_fingerprints(
+        layout, {*(recordings or ()), *(r.recording for r in results)})
     if current_fingerprints is None:
-        current_fingerprints = dataset_fingerprints(
-            layout, recordings if recordings is not None else {r.recording for r in results})
-    stale = changed_inputs(layout, results, labels_dir)
+        current_fingerprints = on_disk
+    stale = changed_inputs(layout, results, labels_dir, on_disk)
     for cell in stale_cells:
         stale.setdefault(cell, "marked stale by the caller")
     return build_coverage(results, recordings, models, current_fingerprints, stale)

@@ -99,10 +99,12 @@ def check_answers_match(dataset_dir: Path, run_dir: Path, where: str) -> None:
             f"since); scoring them would match answers to other images by case id. Fix: {fix}")
 
 
-def current_inputs(dataset_dir: Path, run_dir: Path,
-                   overrides_file: Path | None) -> ScoredInputs:
-    """The inputs as they are now; ``overrides_file`` None for a metric that reads no gold."""
-    dataset = dataset_fingerprint(dataset_dir)
+def current_inputs(dataset_dir: Path, run_dir: Path, overrides_file: Path | None, *,
+                   dataset_sha256: str | None = None) -> ScoredInputs:
+    """The inputs as they are now; ``overrides_file`` None for a metric that reads no gold.
+    ``dataset_sha256``: the dataset's fingerprint when the caller already took it (one per
+    recording, however many models), else it is taken here."""
+    dataset = dataset_sha256 or dataset_fingerprint(dataset_dir)
     if dataset is None:
         raise StaleInputsError(f"{dataset_dir}: no published dataset; materialize the "
                                "recording's vqa_dataset first")
