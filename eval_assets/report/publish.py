@@ -198,7 +198,7 @@ def numeric_case_rows(results: Sequence[CellScores]) -> list[NumericCaseRow]:
             continue
         rows += [NumericCaseRow(model=cell.model, case_id=f"{cell.recording}/{r.case_id}",
                                 family=r.family, target=r.target, prediction=r.predicted,
-                                unit=r.unit,
+                                unit=r.unit, score=r.mra,
                                 camera_distance_m=(r.target if r.family == "camera_distance_m"
                                                    else None))
                  for r in scores.rows]

@@ -29,7 +29,7 @@ from eval_assets.layout import TRACKS_FILE as TRACKS_FILE
 from eval_assets.schemas.vqa import NonEmptyString, distinct_choices
 
 AnswerType = Literal["choice", "number"]
-Unit = Literal["cm", "m", "m2"]
+Unit = Literal["cm", "m", "m2", "deg"]
 
 # family -> (answer type, unit or None). The one table of the spatial families.
 SPATIAL_FAMILIES: dict[str, tuple[AnswerType, Unit | None]] = {
