@@ -21,6 +21,8 @@ read as another number. So:
   (``2,5``, ``0,500``); with both marks the last one is the decimal mark (``1.500,5``,
   ``1,500.5``); groupings that fit neither (``1,2,3``, ``1.2.3``) are unparseable.
   Scientific notation (``1.5e2``, ``1.5 × 10^2``) reads.
+- An uncertainty is no second value: ``2 ± 0.5 m`` and ``1.2 m, give or take 10 cm`` are 2 m
+  and 1.2 m.
 - Where the reply marks its answer (``\\boxed{…}``, then ``final answer``, then ``answer:`` /
   ``the answer is``, then ``**bold**``), only the quantities in the first marked sentence of the
   most explicit kind count. Otherwise every quantity of the reply does.
@@ -109,7 +111,7 @@ def _normalise(reply: str) -> str:
     text = re.sub(rf"[{_THIN_SPACES}]", " ", text)
     text = re.sub(r"10([⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)",
                   lambda m: "10^" + m.group(1).translate(_SUPERSCRIPT), text)
-    # "2 ± 0.5 m" is 2 m: the uncertainty is not a second value.
+    # "2 ± 0.5 m" is 2 m: the uncertainty is not a second value, and its unit is the value's.
     return re.sub(r"(?<=\d)\s*(?:±|\+/-|\+-)\s*(?:\d+(?:[.,]\d+)*|\.\d+)", "", text)
 
 
@@ -232,6 +234,9 @@ def _direction_sign(word: str) -> int:
 
 _NUMBER = re.compile(r"(?<![\d.,])(?:\d+(?:[.,]\d+)*|\.\d+)")
 _EXPONENT = re.compile(r"[eE]([-+]?\d+)")
+# "1.2 m ± 0.1 m", "(+/- 0.1 m)", "give or take 10 cm": the number after it is no value.
+_UNCERTAINTY_BEFORE = re.compile(r"(?:±|\+/-|\+-|\bgive\s+or\s+take)[ \t]*(?:about[ \t]+)?$",
+                                 re.I)
 _TIMES_TEN = re.compile(r"[ \t]*(?:[x×*·])[ \t]*10[ \t]*(?:\^|\*\*)[ \t]*\{?([-+]?\d+)\}?")
 
 
@@ -280,6 +285,15 @@ class _Asked:
     magnitude: bool
 
 
+# How far before a number its context words are looked for: they sit right before it, and a
+# window keeps a long reply linear (searching every prefix for "...$" is quadratic).
+_CONTEXT = 80
+
+
+def _context_before(text: str, pos: int) -> str:
+    return text[max(0, pos - _CONTEXT):pos]
+
+
 @dataclass(frozen=True)
 class _Number:
     start: int  # its sign included
@@ -291,8 +305,10 @@ class _Number:
 
 def _number_at(text: str, match: re.Match[str]) -> _Number | None:
     """The number ``match`` starts, with its sign and exponent; None where it is glued to what
-    comes before ("x2", "A4", "$3", "1/2", "10^2", "10:30")."""
+    comes before ("x2", "A4", "$3", "1/2", "10^2", "10:30") or is an uncertainty ("± 0.1 m")."""
     start = match.start()
+    if _UNCERTAINTY_BEFORE.search(_context_before(text, start)):
+        return None
     signed = (start > 0 and text[start - 1] in "+-"
               and (start == 1 or not (text[start - 2].isalnum() or text[start - 2] in ")]}_")))
     if signed:
@@ -326,7 +342,7 @@ def _not_a_quantity(text: str, number: _Number, unit: _Unit | None, asked: _Aske
         return "other" if other else None
     if re.compile(r"[:/^]\d|[A-Za-z]").match(text, pos):
         return "other"  # "10:30", "1/2", "2^3", "2nd", "3D", "2x"
-    before = text[:number.start]
+    before = _context_before(text, number.start)
     if (not before[before.rfind("\n") + 1:].strip(" \t>*-")
             and re.compile(r"[.)][ \t]").match(text, pos)):
         return "other"  # a list marker "1. " / "2) "
@@ -369,7 +385,7 @@ def _candidates(text: str, asked: _Asked) -> tuple[list[_Candidate], list[tuple[
             candidate.value = wrap_degrees((value % 12) * 30.0)
         elif unit is not None:
             candidate.value = value * WRITTEN_UNITS[unit.name][1] / asked.size
-        if _BOUND_BEFORE.search(text[:number.start]):
+        if _BOUND_BEFORE.search(_context_before(text, number.start)):
             candidate.problem = "a bound, not a value"
         if asked.dimension == "angle" and candidate.value is not None:
             _orient(text, candidate, asked, directions)
@@ -385,7 +401,7 @@ def _orient(text: str, candidate: _Candidate, asked: _Asked,
         candidate.value = abs(candidate.value)
         return
     after = _DIRECTION_AFTER.match(text, candidate.end)
-    before = _DIRECTION_BEFORE.search(text[:candidate.start])
+    before = _DIRECTION_BEFORE.search(_context_before(text, candidate.start))
     found = after or before
     if found is None:
         return

@@ -58,6 +58,9 @@ TABLE: list[tuple[str, str | None, float | None]] = [
     ("1.5 × 10^2 cm", "m", 1.5),
     ("−0.5 m", "m", -0.5),  # Unicode minus: a (wrong) negative distance, as written
     ("2 ± 0.5 m", "m", 2.0),
+    ("1.2 m +/- 0.1 m", "m", 1.2),
+    ("approximately 4.2 m (±0.3 m)", "m", 4.2),
+    ("It is 1.2 m, give or take 10 cm", "m", 1.2),
     ("$2\\,\\text{m}$", "m", 2.0),
     ("5e-1 m", "m", 0.5),
     ("1.5 meters, or about 5 feet", "m", 1.5),  # one distance in two units
