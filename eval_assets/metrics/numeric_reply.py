@@ -468,6 +468,28 @@ def _marked_tiers(text: str) -> list[list[tuple[int, int]]]:
     return [boxed, final, answer, bold]
 
 
+# Words a bold span may hold beside its value and still mark the answer ("**about 2 m**",
+# "**Distance: 2 m**", "**45° left**"); "**Chair 2**" names an object and marks nothing.
+_BOLD_WORDS = _FUNCTION_WORDS | frozenset({
+    "answer", "final", "distance", "angle", "direction", "displacement", "length", "path",
+    "estimate", "estimated", "the", "it", "its", "ca", "degrees"})
+
+
+def _bold_values(text: str, spans: list[tuple[int, int]], candidates: list[_Candidate]
+                 ) -> list[tuple[int, int]]:
+    """The bold spans that hold a value and nothing but words about it."""
+    out = []
+    for a, b in spans:
+        rest = list(text[a:b])
+        for c in candidates:
+            low, high = max(c.start, a), min(c.end, b)
+            if low < high:
+                rest[low - a:high - a] = [" "] * (high - low)
+        if all(w.lower() in _BOLD_WORDS for w in re.findall(r"[A-Za-z]+", "".join(rest))):
+            out.append((a, b))
+    return out
+
+
 # "1.5 m (5 ft)": the same quantity in two units agrees only to the rounding of the conversion.
 _CONVERSION_TOLERANCE = 0.05
 
@@ -507,7 +529,8 @@ def read_numeric_reply(reply: str | None, unit: str | None, *,
         return Unparseable("empty reply")
     text = _normalise(reply)
     candidates, directions = _candidates(text, asked)
-    for tier in _marked_tiers(text):
+    boxed, final, answer, bold = _marked_tiers(text)
+    for tier in (boxed, final, answer, _bold_values(text, bold, candidates)):
         marked = [c for c in candidates if any(a <= c.start < b for a, b in tier)]
         if marked:
             return _decide(marked)

@@ -84,6 +84,9 @@ TABLE: list[tuple[str, str | None, float | None]] = [
     ("Answer: 2 m. Frame 3 shows it at 1.4 m", "m", 2.0),
     ("Maybe 1 m or 3 m; the final answer is 2 m.", "m", 2.0),
     ("It is 1.5 m wide and **2 m** away", "m", 2.0),
+    ("**Chair 2** is 3 m from the camera", "m", X),  # the bold names an object: 2, 3 unmarked
+    ("**Chair 2** is **about 3 m** away", "m", 3.0),
+    ("It is **2.5 m away**", "cm", 250.0),
     ("**Answer:** 2 m (the table is 3 m away)", "m", X),  # the marked sentence hedges
     ("**Answer:** 2 m. The table is 3 m away.", "m", 2.0),
     ("I estimate 1 m, 2 m ... \\boxed{2.5}", "m", 2.5),
