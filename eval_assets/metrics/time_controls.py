@@ -64,8 +64,10 @@ Answer = str | float
 def read_reply(kind: AnswerKind, reply: str | None,
                choices: list[str] | None) -> tuple[Literal["failed_call", "parse_failure"] | None,
                                                    Answer | None]:
-    """A reply's answer: the one choice it names, or its number (distances in metres, counts and
-    angles as written); the failure when there is none."""
+    """A reply's answer: the one choice it names, or its number (distances in metres, counts as
+    written, angles as a magnitude: the one angle family the controls score, ``turn_angle_deg``,
+    asks "by how many degrees", so "-90" and "90 degrees" are the same answer); the failure when
+    there is none."""
     if reply is None:
         return "failed_call", None
     if kind == "choice":

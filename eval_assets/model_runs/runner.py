@@ -305,9 +305,9 @@ def run_model(
         raise ValueError(f"max_concurrency is {max_concurrency}; it must be at least 1")
     check_share(time_control_share)  # refused before any call, not after the answers
     # The time controls this run asks: like FlipEval's, their calls are not budgeted or batched.
-    timing: list[Control] = [control for control, on in (("time_flip", time_flips),
-                                                          ("repeat_frames", repeat_frames))
-                             if on and batch is None and budget_usd is None]
+    switches: dict[Control, bool] = {"time_flip": time_flips, "repeat_frames": repeat_frames}
+    timing = [control for control in CONTROLS
+              if switches[control] and batch is None and budget_usd is None]
     dataset_dir = Path(dataset_dir).resolve()
     out_dir = Path(out_dir)
     cases = load_public_cases(dataset_dir)

@@ -8,7 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from eval_assets.cli import app
 from eval_assets.model_runs.client import open_model
 from eval_assets.model_runs.prompts import image_data_url
 from eval_assets.model_runs.runner import run_model
@@ -153,3 +155,21 @@ def test_the_local_random_model_journals_the_re_asks_and_reuses_them(tmp_path: P
     flipped = journalled["time_flips"]
     route = next(r for r in flipped if "route" in r["case_id"])
     assert route["choice"] in route["choices"]  # the random model picks a shown choice
+
+
+def test_vqa_run_asks_the_time_controls_only_when_switched_on(tmp_path: Path) -> None:
+    dataset = make_spatial_dataset(tmp_path / "ds", rows=ROWS)
+    cli = CliRunner()
+    base = ["vqa", "run", str(dataset.root), "--model", "random", "--no-describe"]
+    plain = cli.invoke(app, [*base, "--output", str(tmp_path / "plain")])
+    assert plain.exit_code == 0, plain.output
+    assert not (tmp_path / "plain" / "time_flips.jsonl").exists()
+    args = [*base, "--output", str(tmp_path / "timed"), "--time-flip", "--repeat-frames"]
+    timed = cli.invoke(app, args)
+    assert timed.exit_code == 0, timed.output
+    calls = len(dataset.cases) + len(dataset.spatial) + len(FLIPPED) + len(REPEATED)
+    assert f"{calls} calls made" in timed.output
+    assert len(read_jsonl(tmp_path / "timed" / "time_flips.jsonl")) == len(FLIPPED)
+    assert len(read_jsonl(tmp_path / "timed" / "repeat_frames.jsonl")) == len(REPEATED)
+    bad = cli.invoke(app, [*args, "--time-control-share", "1.5"])
+    assert bad.exit_code != 0 and "time-control-share" in bad.output
