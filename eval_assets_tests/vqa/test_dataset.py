@@ -61,6 +61,7 @@ def test_layout_answers_and_privacy(stages: tuple[Path, Path, Path], tmp_path: P
     # dimOS's layout: an image per selected frame, answered or not; our extras in the audit.
     assert files == [
         "assets/frame-000000.png", "assets/frame-000001.png", "assets/frame-000002.png",
+        "audit/bias.json", "audit/bias.jsonl",
         *[f"audit/frame-00000{i}/{n}" for i in (0, 1, 2)
           for n in ("cases.json", "evidence.json", "frame.json", "ground_truth.json",
                     "labels.json")],
