@@ -137,15 +137,16 @@ def _case(i: int, family: str, frame: int, answer: str = "yes") -> BiasCase:
 
 def test_no_score_where_no_fold_can_hold_out_or_the_family_was_never_trained_on() -> None:
     one_frame = [_case(i, "presence", frame=3) for i in range(6)]
-    result = score_cases(one_frame, BiasConfig())
+    small = BiasConfig(trees=20)
+    result = score_cases(one_frame, small)
     assert set(result.scores.values()) == {None} and result.folds == {"choice": None}
     # A family of one case is scored by no one: the forest never saw its answers.
     mixed = [_case(i, "presence", frame=i, answer="yes" if i % 2 else "no") for i in range(10)]
     mixed.append(_case(10, "lonely", frame=4))
-    result = score_cases(mixed, BiasConfig())
+    result = score_cases(mixed, small)
     assert result.scores["c10"] is None
     assert all(result.scores[f"c{i}"] is not None for i in range(10))
-    audit = audit_cases(mixed, BiasConfig())
+    audit = audit_cases(mixed, small)
     lonely = audit.summary.families["lonely"]
     assert (lonely.n, lonely.n_scored, lonely.mean_bias_score, lonely.flagged_share) == \
         (1, 0, None, None)
