@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from eval_assets.scoring.blind import BLIND
 from eval_assets.scoring.chair import CHAIR
 from eval_assets.scoring.circular import CIRCULAR
 from eval_assets.scoring.flip import FLIP
@@ -26,6 +27,6 @@ from eval_assets.scoring.vqa import VQA
 
 # In leaderboard column order and report section order.
 METRICS: tuple[MetricSpec[Any], ...] = (VQA, CIRCULAR, FLIP, POPE, MCQ, JUDGE, VISION, CHAIR,
-                                        NUMERIC, SPATIAL, TIME_FLIP, REPEAT_FRAMES)
+                                        NUMERIC, SPATIAL, TIME_FLIP, REPEAT_FRAMES, BLIND)
 
 __all__ = ["METRICS", "MetricSpec"]
