@@ -70,6 +70,12 @@ RUN_ROTATIONS_JOURNAL = "rotations.journal.jsonl"
 # FlipEval: left/right cases asked again about the mirrored image (eval_assets.model_runs.flips).
 RUN_FLIPS = "flips.jsonl"
 RUN_FLIPS_JOURNAL = "flips.journal.jsonl"
+# TimeFlip and RepeatFrames: multi-frame cases asked again with their frames reversed, or each
+# shown twice (eval_assets.model_runs.time_controls).
+RUN_TIME_FLIPS = "time_flips.jsonl"
+RUN_TIME_FLIPS_JOURNAL = "time_flips.journal.jsonl"
+RUN_REPEAT_FRAMES = "repeat_frames.jsonl"
+RUN_REPEAT_FRAMES_JOURNAL = "repeat_frames.journal.jsonl"
 RUN_LOCK = ".run.lock"
 # mcq_avlm and description_judge: an AVLM inference folder, in AVLM's own names so that AVLM's
 # tools read it: the rows scored, then each scorer's outputs in its sub-folder.

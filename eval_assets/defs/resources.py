@@ -175,6 +175,11 @@ class VLMClientResource(ConfigurableResource):
     ``rotations`` (CircularEval, on by default for the report) also asks every case with its
     choices rotated: a case of k choices costs k calls instead of one. ``flips`` (FlipEval, on
     by default) also asks every left/right case about its mirrored image: one more call each.
+    ``time_flips`` (TimeFlip) and ``repeat_frames`` (RepeatFrames), on by default, ask each
+    multi-frame spatial case of their families again with its frames reversed, or each shown
+    twice: one more call each, for the share ``time_control_share`` of the cases (1: all; the
+    draw is by case id, so the same cases every time). Like FlipEval they are not asked by a
+    budgeted or batched run.
     """
 
     base_url: str = ""
@@ -194,6 +199,9 @@ class VLMClientResource(ConfigurableResource):
     max_reply_chars: int = 0
     rotations: bool = True
     flips: bool = True
+    time_flips: bool = True
+    repeat_frames: bool = True
+    time_control_share: float = 1.0
 
     # A key pasted as the name fails here, kept out of the event log (see QuestionAuthorResource).
     model_config = ConfigDict(hide_input_in_errors=True)

@@ -94,6 +94,18 @@ def vqa_run_command(
         False, "--flip/--no-flip",
         help="Also ask every left/right case about its image mirrored (FlipEval; flips.jsonl): "
              "one more call per such case."),
+    time_flip: bool = typer.Option(
+        False, "--time-flip/--no-time-flip",
+        help="Also ask every multi-frame case of a TimeFlip family with its frames reversed "
+             "(time_flips.jsonl): one more call per such case."),
+    repeat_frames: bool = typer.Option(
+        False, "--repeat-frames/--no-repeat-frames",
+        help="Also ask every multi-frame case of a RepeatFrames family with each frame shown "
+             "twice (repeat_frames.jsonl): one more call per such case."),
+    time_control_share: float = typer.Option(
+        1.0, min=0.0, max=1.0,
+        help="With --time-flip or --repeat-frames: the share of their cases asked (drawn by "
+             "case id, the same cases every run; 1: all)."),
     models_file: Path | None = typer.Option(None, help="Models file (default data/models.yaml)."),
     budget_usd: float | None = typer.Option(
         None, help="Stop before this invocation could spend more (USD; needs the model's price "
@@ -142,6 +154,8 @@ def vqa_run_command(
                 timeout_s=endpoint.timeout_s, wait_s=batch_wait_s) if batch else None
             result = run_model(dataset, client, out, batch=batcher,
                                describe=describe, rotations=circular, flips=flip,
+                               time_flips=time_flip, repeat_frames=repeat_frames,
+                               time_control_share=time_control_share,
                                price=spec.price,
                                budget_usd=budget_usd if budget_usd is not None
                                else spec.budget_usd)

@@ -27,9 +27,13 @@ from eval_assets.layout import RUN_DESCRIPTIONS_JOURNAL as RUN_DESCRIPTIONS_JOUR
 from eval_assets.layout import RUN_FLIPS as RUN_FLIPS
 from eval_assets.layout import RUN_FLIPS_JOURNAL as RUN_FLIPS_JOURNAL
 from eval_assets.layout import RUN_LOCK as RUN_LOCK
+from eval_assets.layout import RUN_REPEAT_FRAMES as RUN_REPEAT_FRAMES
+from eval_assets.layout import RUN_REPEAT_FRAMES_JOURNAL as RUN_REPEAT_FRAMES_JOURNAL
 from eval_assets.layout import RUN_ROTATIONS as RUN_ROTATIONS
 from eval_assets.layout import RUN_ROTATIONS_JOURNAL as RUN_ROTATIONS_JOURNAL
 from eval_assets.layout import RUN_SUMMARY as RUN_SUMMARY
+from eval_assets.layout import RUN_TIME_FLIPS as RUN_TIME_FLIPS
+from eval_assets.layout import RUN_TIME_FLIPS_JOURNAL as RUN_TIME_FLIPS_JOURNAL
 
 # Failure categories of answers and descriptions, and the token counts, are those of the one chat
 # client (eval_assets.openai_chat), defined with its call result.
@@ -184,6 +188,25 @@ class FlipRecord(_CallRecord):
     choices: list[str] = Field(min_length=2, description="the choices in the order shown")
     choice: str | None = None
     extraction_tier: str | None = None
+
+
+class TimeControlRecord(_CallRecord):
+    """A model's answer to a multi-frame case asked again with its frames changed in time:
+    reversed (``time_flip``, TimeFlip) or each shown twice in a row (``repeat_frames``).
+
+    The request is built from public fields only (:mod:`eval_assets.model_runs.time_controls`),
+    like the spatial case's own; ``images`` and ``choices`` are what the model was shown, so the
+    scorer can tell a record of another dataset's case from one of this case.
+    """
+
+    kind: Literal["time_control"] = "time_control"
+    control: Literal["time_flip", "repeat_frames"]
+    case_id: str
+    images: list[str] = Field(min_length=1, description="the frames in the order shown")
+    choices: list[str] | None = Field(default=None, description="the choices in the order shown")
+    choice: str | None = None
+    extraction_tier: str | None = None
+    spatial: SpatialAsked
 
 
 def rotate_choices(choices: list[str], rotation: int) -> list[str]:
