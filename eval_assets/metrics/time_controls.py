@@ -73,10 +73,11 @@ def read_reply(kind: AnswerKind, reply: str | None,
     if kind == "choice":
         chosen = match_choice(reply, choices or []).choice
         return ("parse_failure", None) if chosen is None else (None, chosen)
-    parsed = parse_numeric_reply(reply, "m" if kind == "length" else None)
+    unit = "m" if kind == "length" else "deg" if kind == "angle" else None
+    parsed = parse_numeric_reply(reply, unit, magnitude=kind == "angle")
     if parsed is None:
         return "parse_failure", None
-    return None, abs(parsed.value) if kind == "angle" else parsed.value
+    return None, parsed.value
 
 
 class TimeCase(BaseModel):

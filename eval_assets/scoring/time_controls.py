@@ -207,7 +207,7 @@ TIME_FLIP_METHODS = (
 )
 _FLIP_COUNTS = {"time_flip_n", "time_flip_not_asked"}
 TIME_FLIP: MetricSpec[TimeReport] = MetricSpec(
-    name="time_flip", description=__doc__ or "", file="time_flip.json", version="1",
+    name="time_flip", description=__doc__ or "", file="time_flip.json", version="2",
     # Scored against the spatial labels, which label overrides never touch (as spatial_accuracy):
     # an override is no input of it.
     result_model=TimeReport, score=_flip_score,
@@ -271,7 +271,7 @@ REPEAT_METHODS = (
 )
 _REPEAT_COUNTS = {"repeat_frames_n_compared", "repeat_frames_n", "repeat_frames_not_asked"}
 REPEAT_FRAMES: MetricSpec[TimeReport] = MetricSpec(
-    name="repeat_frames", description=__doc__ or "", file="repeat_frames.json", version="1",
+    name="repeat_frames", description=__doc__ or "", file="repeat_frames.json", version="2",
     result_model=TimeReport, score=_repeat_score,
     metadata=_repeat_metadata, methods=REPEAT_METHODS, pool=_repeat_pool, label="RepeatFrames",
     columns=tuple(Column(c, integer=c in _REPEAT_COUNTS) for c in (

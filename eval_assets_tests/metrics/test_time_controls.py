@@ -12,6 +12,7 @@ from eval_assets.metrics.time_controls import (
     ZERO_TAU_M,
     TimeCase,
     numeric_right,
+    read_reply,
     time_eval,
 )
 from eval_assets.time_controls import AnswerKind, Control, transform_of
@@ -106,3 +107,13 @@ def test_repeat_frames_reports_the_share_whose_answer_changed() -> None:
     assert o.consistent == 3 and o.variant_accuracy == pytest.approx(3 / 5)
     assert report.by_family["object_count_across_frames"].changed == pytest.approx(0.5)
     assert report.rows[3].variant == "parse_failure" and report.rows[3].agree is None
+
+
+def test_replies_are_read_in_the_familys_unit() -> None:
+    # Angles in degrees as a magnitude (turn_angle_deg asks "by how many degrees").
+    assert read_reply("angle", "It turned left by about 80 degrees", None) == (None, 80.0)
+    assert read_reply("angle", "-90", None) == (None, 90.0)
+    assert read_reply("length", "150 cm", None) == (None, 1.5)
+    # A hedge is no answer, never its first number.
+    assert read_reply("length", "2 or 3 m", None) == ("parse_failure", None)
+    assert read_reply("count", "3 chairs", None) == (None, 3.0)
