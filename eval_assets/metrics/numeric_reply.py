@@ -24,8 +24,10 @@ read as another number. So:
 - An uncertainty is no second value: ``2 ± 0.5 m`` and ``1.2 m, give or take 10 cm`` are 2 m
   and 1.2 m.
 - Where the reply marks its answer (``\\boxed{…}``, then ``final answer``, then ``answer:`` /
-  ``the answer is``, then ``**bold**``), only the quantities in the first marked sentence of the
-  most explicit kind count. Otherwise every quantity of the reply does.
+  ``the answer is``, then ``**bold**``), only the quantities in the sentences (spans) so marked,
+  of the most explicit kind that has any, count; a bold span marks only when it holds a value
+  and words about it (``**about 2 m**``, not ``**Chair 2**``). Otherwise every quantity of the
+  reply does.
 - The quantities that count must all give one value (``2 m (200 cm)``; in two different units
   within 5%, the rounding of a conversion: ``1.5 m (5 ft)`` is 1.5 m, the first written);
   several values (``2 or 3 m``, ``between 2 and 3 m``, ``2-3 m``, ``2 x 3 m``) or a bound
