@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eval_assets.atomic import write_bytes_atomic, write_text_atomic
+from eval_assets.family_spec import family_names
 from eval_assets.jsonio import dumps_json
 from eval_assets.metrics.circular import CircularGroupStats
 from eval_assets.metrics.headline import FamilyScore, family_mean
@@ -58,7 +59,6 @@ from eval_assets.report.coverage import (
     check_results,
 )
 from eval_assets.schemas.results import CellScores
-from eval_assets.schemas.vqa import FAMILY_NAMES
 from eval_assets.scoring import METRICS
 from eval_assets.scoring.circular import (
     CIRCULAR,
@@ -167,7 +167,7 @@ METHODS: dict[str, Any] = {
 }
 
 # Fixed column order: the row's identity, then each metric's columns in METRICS order; the
-# per-family columns follow, families in FAMILY_NAMES order.
+# per-family columns follow, families in declaration order (eval_assets.family_spec).
 IDENTITY_COLUMNS: tuple[str, ...] = ("recording", "model", "case_set", "comparable")
 BASE_COLUMNS: tuple[str, ...] = IDENTITY_COLUMNS + tuple(
     c.name for spec in METRICS for c in spec.columns) + tuple(c.name for c in HEADLINE_COLUMNS)
@@ -308,7 +308,7 @@ def _none_if_nan(value: float) -> float | None:
 
 def _ordered_families(results: Sequence[CellScores]) -> list[str]:
     seen = {f for r in results for f in report_of(r).by_family}
-    known = [f for f in FAMILY_NAMES if f in seen]
+    known = [f for f in family_names("dimos") if f in seen]
     return known + sorted(seen - set(known))
 
 

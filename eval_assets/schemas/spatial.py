@@ -18,7 +18,7 @@ across frames into world-frame objects.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -31,17 +31,26 @@ from eval_assets.schemas.vqa import NonEmptyString, distinct_choices
 AnswerType = Literal["choice", "number"]
 Unit = Literal["cm", "m", "m2", "deg"]
 
-# family -> (answer type, unit or None). The one table of the spatial families.
-SPATIAL_FAMILIES: dict[str, tuple[AnswerType, Unit | None]] = {
-    "object_size_cm": ("number", "cm"),
-    "pair_distance_m": ("number", "m"),
-    "camera_distance_m": ("number", "m"),
-    "room_area_m2": ("number", "m2"),
-    "appearance_order": ("choice", None),
-    "object_count_across_frames": ("number", None),
-    "relative_direction": ("choice", None),
-}
-SPATIAL_FAMILY_NAMES: tuple[str, ...] = tuple(SPATIAL_FAMILIES)
+
+
+def spatial_families() -> dict[str, tuple[AnswerType, Unit | None]]:
+    """Every declared spatial family (:mod:`eval_assets.family_spec`, ``file="spatial"``) ->
+    (answer type, unit or None), in declaration order."""
+    from eval_assets.family_spec import families
+
+    return {s.name: (s.answer_type, cast("Unit | None", s.unit)) for s in families("spatial")}
+
+
+def __getattr__(name: str) -> Any:
+    """``SPATIAL_FAMILIES`` (:func:`spatial_families`) and ``SPATIAL_FAMILY_NAMES`` (its keys),
+    read from the declarations when asked (they import this module, so it cannot import them)."""
+    if name == "SPATIAL_FAMILIES":
+        return spatial_families()
+    if name == "SPATIAL_FAMILY_NAMES":
+        return tuple(spatial_families())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 RELATIVE_DIRECTIONS: tuple[str, ...] = ("front-left", "front-right", "back-left", "back-right")
 
 
@@ -109,8 +118,9 @@ class SpatialLabel(BaseModel):
     @field_validator("family")
     @classmethod
     def _known_family(cls, family: str) -> str:
-        if family not in SPATIAL_FAMILIES:
-            raise ValueError(f"family {family!r} is not one of {SPATIAL_FAMILY_NAMES}")
+        known = tuple(spatial_families())
+        if family not in known:
+            raise ValueError(f"family {family!r} is not one of {known}")
         return family
 
     @model_validator(mode="after")

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
 
 from eval_assets.jsonio import dumps_json
 
@@ -29,24 +36,32 @@ from eval_assets.layout import DATASET_LABELS as DATASET_LABELS
 from eval_assets.layout import PROPOSALS_FILE as PROPOSALS_FILE
 from eval_assets.layout import PROPOSALS_SUMMARY as PROPOSALS_SUMMARY
 
-FamilyName = Literal[
-    "presence",
-    "horizontal_direction",
-    "object_count",
-    "image_coverage",
-    "largest_visible_area",
-    "object_distance",
-    "closest_object",
-]
-FAMILY_NAMES: tuple[str, ...] = (
-    "presence",
-    "horizontal_direction",
-    "object_count",
-    "image_coverage",
-    "largest_visible_area",
-    "object_distance",
-    "closest_object",
-)
+
+def check_family(name: str) -> str:
+    """``name`` when it is a declared single-image family (published in dimOS's files), else a
+    ValueError naming the families (:mod:`eval_assets.family_spec` holds the declarations)."""
+    from eval_assets.family_spec import family_names
+
+    known = family_names("dimos")
+    if name not in known:
+        raise ValueError(f"family {name!r} is not one of {known}")
+    return name
+
+
+# A single-image family's name, validated against the declarations (the registry, not a
+# Literal: a family declared in one module is known everywhere).
+FamilyName = Annotated[str, AfterValidator(check_family)]
+
+
+def __getattr__(name: str) -> Any:
+    """``FAMILY_NAMES``: the declared single-image families in dimOS's order, read from the
+    registry when asked (the declarations import this module, so it cannot import them)."""
+    if name == "FAMILY_NAMES":
+        from eval_assets.family_spec import family_names
+
+        return family_names("dimos")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Why a proposal did not become a case. Kept as plain strings so the audit is readable as JSON.
 REJECTION_REASONS: tuple[str, ...] = (

@@ -25,12 +25,13 @@ import hashlib
 import itertools
 from collections.abc import Iterator, Sequence
 
+from eval_assets.family_spec import families
 from eval_assets.schemas.spatial import (
     RELATIVE_DIRECTIONS,
-    SPATIAL_FAMILIES,
     ObjectTrack,
     SpatialCase,
     SpatialLabel,
+    spatial_families,
 )
 from eval_assets.schemas.vqa import asset_relpath
 from eval_assets.vqa.families import slug
@@ -56,7 +57,7 @@ REFERENCES_PER_OBJECT = 4
 def _case(family: str, names: Sequence[str], frames: Sequence[int], question: str,
           answer: str, evidence: dict[str, object], tracks: Sequence[ObjectTrack],
           choices: Sequence[str] | None = None, reference: int | None = None) -> Item:
-    answer_type, unit = SPATIAL_FAMILIES[family]
+    answer_type, unit = spatial_families()[family]
     frames = sorted(frames)
     case_id = f"spatial-{family}-{slug(names)}-" + "-".join(f"{f:06d}" for f in frames)
     case = SpatialCase(id=case_id, images=[asset_relpath(f) for f in frames], question=question,
@@ -71,12 +72,12 @@ def _case(family: str, names: Sequence[str], frames: Sequence[int], question: st
     return case, label
 
 
-def _capped(items: Iterator[Item]) -> Iterator[Item]:
+def _capped(items: Iterator[Item], cap: int = MAX_CASES_PER_FAMILY) -> Iterator[Item]:
     asked = 0
     for item in items:
         if isinstance(item, SpatialRejection):
             yield item
-        elif asked < MAX_CASES_PER_FAMILY:
+        elif asked < cap:
             asked += 1
             yield item
 
@@ -272,16 +273,8 @@ def _directions(index: TrackIndex, t: ObjectTrack) -> Iterator[Item]:
                     [t], choices=RELATIVE_DIRECTIONS, reference=ref)
 
 
-FAMILY_GENERATORS = {
-    "object_size_cm": object_size_cm,
-    "pair_distance_m": pair_distance_m,
-    "camera_distance_m": camera_distance_m,
-    "appearance_order": appearance_order,
-    "object_count_across_frames": object_count_across_frames,
-    "relative_direction": relative_direction,
-}
-
-
 def spatial_items(index: TrackIndex) -> list[Item]:
-    """Every family's cases (capped) and rejections, family by family, in a fixed order."""
-    return [item for generator in FAMILY_GENERATORS.values() for item in _capped(generator(index))]
+    """Every declared spatial family's cases (capped) and rejections, family by family, in
+    declaration order (:mod:`eval_assets.vqa.spatial.declared`)."""
+    return [item for spec in families("spatial") if spec.rule is not None
+            for item in _capped(spec.rule(index), spec.cap or MAX_CASES_PER_FAMILY)]
