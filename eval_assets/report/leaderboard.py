@@ -36,8 +36,9 @@ import pyarrow.parquet as pq
 
 from eval_assets.atomic import write_bytes_atomic, write_text_atomic
 from eval_assets.jsonio import dumps_json
+from eval_assets.metrics.chance_adjusted import chance_adjusted_from_rates
 from eval_assets.metrics.circular import CircularGroupStats
-from eval_assets.metrics.headline import FamilyScore, family_mean
+from eval_assets.metrics.headline import MIN_FAMILY_N, FamilyScore, family_mean
 from eval_assets.metrics.stats import (
     ALPHA,
     BOOTSTRAP_REPLICATES,
@@ -145,12 +146,21 @@ METHODS: dict[str, Any] = {
                                      "divided by the frame design effect of the paired "
                                      "difference",
     "family_mean": "the headline: the unweighted mean of the row's family accuracies over the "
-                   "families with cases (each family weighs the same, as VSI-Bench's overall; "
-                   "n_families counts them), beside the pooled accuracy (vqa_accuracy, each "
+                   f"families with at least {MIN_FAMILY_N} cases (each family weighs the same, "
+                   "as VSI-Bench's overall; n_families counts them; families with fewer cases "
+                   "are shown but left out, n_families_left_out counts them; null when no "
+                   "family has that many), beside the pooled accuracy (vqa_accuracy, each "
                    "case weighs the same). Its 95% interval is mean +- z * se clipped to [0, 1], "
-                   "se = sqrt(sum of se_f^2) / n_families, se_f = half the width of the "
-                   "family's frame-clustered Wilson interval / z (families treated as "
-                   "independent); models are ranked on it, ties by pooled accuracy, then name",
+                   "se = sqrt(sum of se_f^2) / n_families, se_f = the larger side of the "
+                   "family's 95% interval (frame-clustered Wilson for accuracy) around its "
+                   "score / z (families treated as independent); models are ranked on it, "
+                   "ties by pooled accuracy, then name",
+    "caa": "chance-adjusted accuracy (SITE, arXiv 2505.05456; VLMEvalKit spatial_bench "
+           "compute_caa_score): (sum X_i - sum 1/n_i) / (N - sum 1/n_i) over the row's N choice "
+           "cases with n_i choices, = (accuracy - chance) / (1 - chance) with the row's chance "
+           "column; 0 is a uniform guess, 1 all right, below 0 worse than guessing; null (not "
+           "0) without cases. caa: over the row's single-image cases; {family}__caa: per "
+           "family",
     "baselines": "per family on the common cases: frequency = always the family's most "
                  "common gold answer (ties by text; the median for numeric families, scored "
                  "by MRA), from the labels alone; blind = the best model served by a local "
@@ -171,7 +181,7 @@ METHODS: dict[str, Any] = {
 IDENTITY_COLUMNS: tuple[str, ...] = ("recording", "model", "case_set", "comparable")
 BASE_COLUMNS: tuple[str, ...] = IDENTITY_COLUMNS + tuple(
     c.name for spec in METRICS for c in spec.columns) + tuple(c.name for c in HEADLINE_COLUMNS)
-FAMILY_STATS: tuple[str, ...] = ("accuracy", "n", "ci_low", "ci_high", "chance")
+FAMILY_STATS: tuple[str, ...] = ("accuracy", "n", "ci_low", "ci_high", "chance", "caa")
 _INT_COLUMNS = {c.name for spec in METRICS for c in (*spec.columns, *HEADLINE_COLUMNS)
                 if c.integer and not c.nullable}
 # Nullable counts (pandas Int64): null in 'common' rows, or when nothing was measured.
@@ -220,6 +230,7 @@ class PooledVqa:
         self.chance = math.fsum(c * n for c, n in weighted) / total if total else math.nan
         if chance is not None:
             self.chance = chance
+        self.caa = _nan_if_none(chance_adjusted_from_rates(self.accuracy, self.chance))
 
 
 def pool_vqa(groups: Iterable[VqaGroupStats], rows: Sequence[VqaRowResult],
@@ -274,6 +285,7 @@ def _row(recording: str, model: str, case_set: str, comparable: bool, overall: P
         **circular_columns(circular[0]),
         **_per_cell_columns(group),
         **_headline_columns(by_family, pooled_spatial_families(cells)),
+        "caa": overall.caa,
     }
     for family in families:
         stats = by_family.get(family)
@@ -296,10 +308,15 @@ def _headline_columns(by_family: dict[str, PooledVqa],
                                       ci_high=_none_if_nan(s.ci_high), n=s.n)
                           for f, s in by_family.items()), *spatial])
     if mean is None:
+        # No family reaches the minimum n: every family with cases is left out.
+        left_out = sum(1 for s in by_family.values() if s.n > 0) + sum(
+            1 for s in spatial if s.n > 0 and s.score is not None)
         return {"family_mean": math.nan, "family_mean_ci_low": math.nan,
-                "family_mean_ci_high": math.nan, "n_families": 0}
+                "family_mean_ci_high": math.nan, "n_families": 0,
+                "n_families_left_out": left_out}
     return {"family_mean": mean.mean, "family_mean_ci_low": _nan_if_none(mean.ci_low),
-            "family_mean_ci_high": _nan_if_none(mean.ci_high), "n_families": mean.n_families}
+            "family_mean_ci_high": _nan_if_none(mean.ci_high), "n_families": mean.n_families,
+            "n_families_left_out": len(mean.left_out)}
 
 
 def _none_if_nan(value: float) -> float | None:
@@ -451,6 +468,8 @@ def ranking(df: pd.DataFrame) -> dict[str, Any]:
                    "family_mean_ci_low": _json_value(r.family_mean_ci_low),
                    "family_mean_ci_high": _json_value(r.family_mean_ci_high),
                    "n_families": _json_value(r.n_families),
+                   "n_families_left_out": _json_value(r.n_families_left_out),
+                   "caa": _json_value(r.caa),
                    "vqa_accuracy": _json_value(r.vqa_accuracy),
                    "vqa_ci_low": _json_value(r.vqa_ci_low),
                    "vqa_ci_high": _json_value(r.vqa_ci_high)}

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from eval_assets.metrics.headline import MIN_FAMILY_N
 from eval_assets.metrics.stats import MIN_RELIABLE_N, PairedComparison
 from eval_assets.report.coverage import Coverage, short_sha
 from eval_assets.report.leaderboard import (
@@ -85,12 +86,20 @@ def _family_ns(pooled: pd.DataFrame, families: Sequence[str]) -> str:
     parts = []
     for family in families:
         n = int(first[family_column(family, "n")])
-        if n > 0:
-            parts.append(f"{esc(family.replace('_', ' '))} {n:,}{flag(n)}")
+        if n >= MIN_FAMILY_N:
+            parts.append(f"{esc(family.replace('_', ' '))} {n:,}")
+        elif n > 0:
+            parts.append(f"{esc(family.replace('_', ' '))} {n:,}{flag(n)} "
+                         '<span class="flag">not in the mean</span>')
     if not parts:
         return ""
     return ('<p class="summary" id="headline-families"><b>Families (n common cases):</b> '
             + " · ".join(parts) + "</p>")
+
+
+def _caa(value: Any) -> str:
+    """Chance-adjusted accuracy in points: 0 a uniform guess, 100 all right."""
+    return NA if missing(value) else f"{float(value) * 100:+.1f}"
 
 
 HEADLINE_LEAD = (
@@ -99,13 +108,21 @@ HEADLINE_LEAD = (
     "<b>Mean over families</b> (the headline, as VSI-Bench's overall): each question "
     "family's accuracy, then their unweighted mean, so every family weighs the same however "
     "many cases it has; its interval combines the families' intervals (treated as "
-    "independent). The spatial families (questions across frames; numeric answers scored by "
+    "independent; each family's larger interval side). A family with fewer than "
+    f"{MIN_FAMILY_N} cases is shown but <b>left out of the mean</b>: every family weighs "
+    "the same, so a family of 3 cases would move the headline by a coin flip (two copies of "
+    "one random guesser with different seeds scored 10 points apart before this rule); with "
+    "no family that large the mean is n/a and the pooled accuracy ranks. "
+    "The spatial families (questions across frames; numeric answers scored by "
     "mean relative accuracy) join the mean from each model's own answers to them, which the "
     "common cases do not restrict; their n are in the Spatial and Numeric sections, and "
     "<i>Families</i> counts every family in the mean. "
     "<b>Pooled accuracy</b> beside it: correct / n over dimOS's single-image cases, where the "
     "largest family weighs most. Both count parse failures and failed calls as wrong. "
-    "Models are ranked on the mean over families. ")
+    "Models are ranked on the mean over families. <b>Chance-adjusted (CAA)</b>: SITE's "
+    "(correct &minus; &Sigma; 1/n<sub>i</sub>) / (N &minus; &Sigma; 1/n<sub>i</sub>) over the "
+    "cases, n<sub>i</sub> the number of choices, in points: 0 is a uniform guess, 100 all "
+    "right, below 0 worse than guessing; raw accuracy over-credits yes/no questions. ")
 
 
 def headline_section(leaderboard: pd.DataFrame, coverage: Coverage) -> str:
@@ -124,7 +141,7 @@ def headline_section(leaderboard: pd.DataFrame, coverage: Coverage) -> str:
                ("Families", True), ("Pooled accuracy [95% CI]", False), ("", False),
                ("n (common)", True), ("Frames", True), ("Design effect", True),
                ("Correct", True), ("Parse failures", True), ("Failed calls", True),
-               ("Chance", True), ("Over chance", True)]
+               ("Chance", True), ("Over chance", True), ("Chance-adjusted (CAA), pts", True)]
     rows, classes = [], []
     for rank, r in enumerate(pooled.itertuples(index=False), start=1):
         lift = (r.vqa_accuracy - r.chance) if not missing(r.vqa_accuracy) else math.nan
@@ -137,6 +154,7 @@ def headline_section(leaderboard: pd.DataFrame, coverage: Coverage) -> str:
             meter(r.vqa_accuracy, r.vqa_ci_low, r.vqa_ci_high, r.chance, r.n_cases),
             count(r.n_cases), count(r.n_frames), _deff(r.design_effect), count(r.correct),
             count(r.parse_failures), count(r.failed_calls), pct(r.chance), lift_s,
+            _caa(r.caa),
         ])
         classes.append("lown" if low_n(r.n_cases) else "")
     n = int(pooled["n_cases"].iloc[0])
@@ -268,15 +286,19 @@ def families_section(leaderboard: pd.DataFrame) -> str:
             if n == 0:
                 cells.append(NA)
                 continue
+            caa = sel.get(family_column(family, "caa"))
             cell = (acc_cell(sel[family_column(family, "accuracy")],
                               sel[family_column(family, "ci_low")],
                               sel[family_column(family, "ci_high")], n)
-                    + f' <span class="ci">n={n}</span>')
+                    + f' <span class="ci">n={n}</span>'
+                    + ("" if missing(caa) else f' <span class="ci">CAA {_caa(caa)}</span>'))
             cells.append(f'<span class="lown">{cell}</span>' if low_n(n) else cell)
         rows.append(cells)
     lead = ("The common cases (those every ranked model answered), pooled over recordings. "
             "Dashed marks in the chart are each family's chance level; "
             "a family near chance is one the models have not learned from the image. "
+            "CAA: chance-adjusted accuracy in points (0: a uniform guess), comparable "
+            "across families with different numbers of choices. "
             f"{INTERVAL_NOTE} Families with fewer than {MIN_RELIABLE_N} cases are faded, "
             f"hatched and marked n&lt;{MIN_RELIABLE_N}: read them as anecdotes.")
     body = chart(charts().family_chart, leaderboard,
