@@ -46,6 +46,7 @@ from eval_assets.metrics.stats import (
     MIN_RELIABLE_N,
     POWER,
     PairedComparison,
+    adjust_comparisons,
     clustered_wilson,
     paired_comparison,
 )
@@ -138,7 +139,14 @@ METHODS: dict[str, Any] = {
                          "cases as independent); difference in accuracy (a - b) with a 95% "
                          f"paired cluster-bootstrap percentile interval ({BOOTSTRAP_REPLICATES} "
                          f"replicates resampling frames, SplitMix64 seed {BOOTSTRAP_SEED}); "
-                         "significant when McNemar p < alpha and the interval excludes 0",
+                         "significant when the Holm-adjusted McNemar p (mcnemar_p_adjusted) "
+                         "< alpha and the interval excludes 0",
+    "many_comparisons": "the comparison table of one leaderboard is every pair of models "
+                        "overall (paired_comparisons) and per question family "
+                        "(family_comparisons): its McNemar p-values are adjusted together by "
+                        "Holm's step-down method (family-wise error rate), n_tests of them; "
+                        "verdicts use the adjusted p, the raw p is kept beside it (mcnemar_p). "
+                        "Checked against statsmodels.stats.multitest.multipletests",
     "minimum_detectable_difference": f"Connor (1987) McNemar sample-size formula solved for the "
                                      f"difference at alpha {ALPHA} two-sided and power {POWER}, "
                                      "with the observed discordance rate (or the least "
@@ -490,13 +498,18 @@ def _json_value(value: Any) -> Any:
 
 
 def paired_comparisons(results: Sequence[CellScores], *,
-                       coverage: Coverage | None = None) -> list[PairedComparison]:
-    """Every pair of models (a < b by name), compared on the cases both have rows for.
+                       coverage: Coverage | None = None,
+                       by_family: bool = True) -> list[PairedComparison]:
+    """Every pair of models (a < b by name), compared on the cases both have rows for: overall,
+    then (``by_family``) per question family, all Holm-adjusted as one table.
 
     Only usable results count (``coverage``, default: all). Cases are matched by (recording,
     dataset, case id) across all recordings; a case counts as correct only when its status is
     "correct", so parse failures and failed calls are wrong, as in accuracy. Frames (recording,
-    frame_index) are the clusters.
+    frame_index) are the clusters. The overall comparisons come first (``family`` None, pairs in
+    order), then each pair's families (in ``FAMILY_NAMES`` order, then by name) with a common
+    case. McNemar's p of every comparison returned is adjusted over all of them
+    (:func:`eval_assets.metrics.stats.adjust_comparisons`, Holm), which decides ``significant``.
     """
     if coverage is not None:
         results = [r for r in results if coverage.usable(r)]
@@ -506,16 +519,29 @@ def paired_comparisons(results: Sequence[CellScores], *,
         for row in report_of(r).rows:
             rows[case_key(r, row)] = row
     models = sorted(by_model)
-    out = []
+    overall: list[PairedComparison] = []
+    families: list[PairedComparison] = []
+    order = {f: i for i, f in enumerate(FAMILY_NAMES)}
     for i, a in enumerate(models):
         for b in models[i + 1:]:
             common = sorted(set(by_model[a]) & set(by_model[b]))
             rows_a = [by_model[a][k] for k in common]
             rows_b = [by_model[b][k] for k in common]
-            out.append(paired_comparison(
-                a, b, frame_keys(rows_a), [x.status == "correct" for x in rows_a],
-                [x.status == "correct" for x in rows_b]))
-    return out
+            overall.append(_compare(a, b, rows_a, rows_b, None))
+            if not by_family:
+                continue
+            for family in sorted({x.family for x in rows_a},
+                                 key=lambda f: (order.get(f, len(order)), f)):
+                pick = [j for j, x in enumerate(rows_a) if x.family == family]
+                families.append(_compare(a, b, [rows_a[j] for j in pick],
+                                         [rows_b[j] for j in pick], family))
+    return adjust_comparisons([*overall, *families], method="holm")
+
+
+def _compare(a: str, b: str, rows_a: Sequence[VqaRowResult], rows_b: Sequence[VqaRowResult],
+             family: str | None) -> PairedComparison:
+    return paired_comparison(a, b, frame_keys(rows_a), [x.status == "correct" for x in rows_a],
+                             [x.status == "correct" for x in rows_b], family=family)
 
 
 def leaderboard_json(df: pd.DataFrame, comparisons: Sequence[PairedComparison] = (),
@@ -523,7 +549,8 @@ def leaderboard_json(df: pd.DataFrame, comparisons: Sequence[PairedComparison] =
                      baselines: Sequence[FamilyBaselines] = ()) -> str:
     """The leaderboard as indented JSON: format, methods, the ranking (on the common cases), the
     coverage matrix and its summary (null without ``coverage``), rows (NaN -> null, columns in
-    table order), the paired comparisons and the per-family baselines."""
+    table order), the paired comparisons (overall ones under ``paired_comparisons``, per-family
+    ones under ``family_comparisons``) and the per-family baselines."""
     records = [
         {column: _json_value(value) for column, value in zip(df.columns, row, strict=True)}
         for row in df.itertuples(index=False, name=None)
@@ -537,8 +564,11 @@ def leaderboard_json(df: pd.DataFrame, comparisons: Sequence[PairedComparison] =
         "ranking": ranking(df),
         "coverage": cover,
         "rows": records,
-        "paired_comparisons": [c.model_dump(mode="json") for c in comparisons],
+        "paired_comparisons": [c.model_dump(mode="json") for c in comparisons
+                               if c.family is None],
         "baselines": [b.model_dump(mode="json") for b in baselines],
+        "family_comparisons": [c.model_dump(mode="json") for c in comparisons
+                               if c.family is not None],
     }
     return dumps_json(document, ensure_ascii=False, allow_nan=False)
 

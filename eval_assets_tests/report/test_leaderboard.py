@@ -186,12 +186,17 @@ def test_mcq_is_not_reported_for_choice_text_prompts() -> None:
 
 def test_paired_comparisons_use_common_cases_only() -> None:
     results = two_recordings()
-    (pair,) = paired_comparisons(results)
-    assert (pair.model_a, pair.model_b) == ("m0", "m1")
+    pair, presence = paired_comparisons(results)
+    assert (pair.model_a, pair.model_b, pair.family) == ("m0", "m1", None)
     # m0 only answered a1 and a2 on rec-a; both models got both right.
     assert (pair.n_common, pair.n_frames, pair.both_correct, pair.a_only, pair.b_only) == (
         2, 2, 2, 0, 0)
     assert (pair.difference, pair.mcnemar_p, pair.significant) == (0.0, 1.0, False)
+    # Both common cases are presence questions: one family comparison, adjusted with it.
+    assert (presence.family, presence.n_common) == ("presence", 2)
+    assert (pair.p_adjustment, pair.n_tests, pair.mcnemar_p_adjusted) == ("holm", 2, 1.0)
+    assert paired_comparisons(results, by_family=False) == [
+        pair.model_copy(update={"n_tests": 1})]
     assert paired_comparisons(results[:1]) == []
 
 
@@ -218,7 +223,7 @@ def test_written_files_are_byte_identical_and_round_trip(tmp_path) -> None:
     pd.testing.assert_frame_equal(pd.read_parquet(paths[0][0]), df)
     document = json.loads(paths[0][1].read_text())
     assert list(document) == ["format", "methods", "ranking", "coverage", "rows",
-                              "paired_comparisons", "baselines"]
+                              "paired_comparisons", "baselines", "family_comparisons"]
     assert document["format"] == LEADERBOARD_FORMAT
     assert "cluster-robust" in document["methods"]["interval"]
     assert "McNemar" in document["methods"]["paired_comparison"]
@@ -238,6 +243,9 @@ def test_written_files_are_byte_identical_and_round_trip(tmp_path) -> None:
     assert list(records[0]) == list(df.columns)
     (pair,) = document["paired_comparisons"]
     assert (pair["model_a"], pair["model_b"], pair["n_common"]) == ("m0", "m1", 2)
+    assert (pair["mcnemar_p"], pair["mcnemar_p_adjusted"], pair["n_tests"]) == (1.0, 1.0, 2)
+    (family,) = document["family_comparisons"]
+    assert (family["family"], family["p_adjustment"]) == ("presence", "holm")
     assert pair["difference_ci_low"] == 0.0 and pair["better"] is None
     assert sorted(p.name for p in (tmp_path / "0").iterdir()) == [
         "leaderboard.json", "leaderboard.parquet"]  # no temp files left behind
