@@ -16,8 +16,15 @@ machinery of :mod:`eval_assets.metrics.stats`:
 p < 0.05 *and* the clustered interval excludes 0) *and* its size is at least the MDD. The second
 condition keeps an underpowered comparison (few common cases, few frames) from raising an alarm on
 a change it could not reliably see: such a comparison is reported, not flagged.
+
+**Many comparisons** (:func:`adjust_drift`): a night compares every family of every recording of
+every model, so a few raw p-values fall under 0.05 by chance every night. The p-values of one
+night's comparisons are adjusted together by Benjamini-Hochberg (false discovery rate;
+:mod:`eval_assets.metrics.multitest`), and "significant" in the flag rule uses the adjusted p
+(``mcnemar_p_adjusted``; the raw ``mcnemar_p`` stays beside it). Until a comparison is adjusted
+(a lone :func:`compare_nights`), its raw p decides. The MDD stays the single-test one.
 ``benchmarks/drift_alarms.py`` measures the rule's false-alarm rate (same model twice) and its
-detection rate (a true 10-point drop).
+detection rate (a true 10-point drop), raw and adjusted.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from typing import NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from eval_assets.metrics.multitest import Adjustment, adjust_p
 from eval_assets.metrics.stats import (
     ALPHA,
     BOOTSTRAP_REPLICATES,
@@ -41,6 +49,8 @@ __all__ = [
     "ALL_FAMILIES",
     "DriftCase",
     "NightDrift",
+    "adjust_by_night",
+    "adjust_drift",
     "compare_nights",
     "drift_flagged",
     "model_drift",
@@ -85,8 +95,17 @@ class NightDrift(BaseModel):
     mdd: float | None = Field(
         description="minimum detectable difference (alpha 0.05, power 0.8); None: nothing up "
                     "to 100 points is detectable on these cases")
-    significant: bool = Field(description="McNemar p < alpha and the interval excludes 0")
+    significant: bool = Field(
+        description="McNemar p < alpha and the interval excludes 0; p is mcnemar_p_adjusted "
+                    "once adjusted, else mcnemar_p")
     flagged: bool = Field(description="significant and |difference| >= mdd")
+    mcnemar_p_adjusted: float | None = Field(
+        default=None, description="McNemar p adjusted over the night's comparisons "
+                                  "(p_adjustment); None: not adjusted, or no common case")
+    p_adjustment: Adjustment | None = Field(
+        default=None, description="fdr_bh (Benjamini-Hochberg) or holm; None: raw p decides")
+    n_tests: int | None = Field(default=None,
+                                description="comparisons the p-value was adjusted over")
 
 
 def drift_flagged(comparison: PairedComparison) -> bool:
@@ -162,3 +181,46 @@ def model_drift(model: str, nights: Mapping[str, Mapping[CaseId, DriftCase]], *,
                                       night_after, _of_family(after, family), alpha=alpha,
                                       power=power, replicates=replicates, seed=seed))
     return out
+
+
+def _flag(d: NightDrift, p_value: float | None, alpha: float) -> tuple[bool, bool]:
+    """(significant, flagged) of ``d`` decided on ``p_value`` by the flag rule."""
+    excludes_zero = (d.ci_low is not None and d.ci_high is not None
+                     and (d.ci_low > 0 or d.ci_high < 0))
+    significant = p_value is not None and p_value < alpha and excludes_zero
+    flagged = (significant and d.difference is not None and d.mdd is not None
+               and abs(d.difference) >= d.mdd)
+    return significant, flagged
+
+
+def adjust_drift(drift: Sequence[NightDrift], *, method: Adjustment = "fdr_bh",
+                 alpha: float = ALPHA) -> list[NightDrift]:
+    """``drift`` with McNemar's p adjusted over all of its comparisons as one set of tests.
+
+    ``significant`` and ``flagged`` are decided again on the adjusted p (the interval and the
+    MDD conditions unchanged). A comparison without a common case is no test: adjusted p None,
+    not counted in ``n_tests``, never flagged. Order is kept.
+    """
+    tested = [i for i, d in enumerate(drift) if d.n_common > 0]
+    adjusted = dict(zip(tested, adjust_p([drift[i].mcnemar_p for i in tested], method),
+                        strict=True))
+    out = []
+    for i, d in enumerate(drift):
+        significant, flagged = _flag(d, adjusted.get(i), alpha)
+        out.append(d.model_copy(update={
+            "mcnemar_p_adjusted": adjusted.get(i), "p_adjustment": method,
+            "n_tests": len(tested), "significant": significant, "flagged": flagged}))
+    return out
+
+
+def adjust_by_night(drift: Sequence[NightDrift], *, method: Adjustment = "fdr_bh",
+                    alpha: float = ALPHA) -> list[NightDrift]:
+    """:func:`adjust_drift` within each night (``night_after``): every model and family
+    compared that night is one set of tests. Order is kept."""
+    out: list[NightDrift | None] = [None] * len(drift)
+    for night in sorted({d.night_after for d in drift}):
+        idx = [i for i, d in enumerate(drift) if d.night_after == night]
+        for i, d in zip(idx, adjust_drift([drift[i] for i in idx], method=method, alpha=alpha),
+                        strict=True):
+            out[i] = d
+    return [d for d in out if d is not None]

@@ -9,6 +9,8 @@ import pytest
 from eval_assets.metrics.drift import (
     ALL_FAMILIES,
     DriftCase,
+    adjust_by_night,
+    adjust_drift,
     compare_nights,
     drift_flagged,
     model_drift,
@@ -124,3 +126,50 @@ def test_a_case_that_changes_family_is_an_error() -> None:
     with pytest.raises(ValueError, match="keep its content"):
         compare_nights("m", ALL_FAMILIES, "n1", night([True]),
                        "n2", night([True], family_of=lambda i: "counting"))
+
+
+def _drop(right_before: int, right_after: int, family: str = ALL_FAMILIES, n: int = 400):
+    """A comparison of one case per frame: the first ``right_before`` / ``right_after`` cases
+    right on each night."""
+    before = night([i < right_before for i in range(n)], per_frame=1)
+    after = night([i < right_after for i in range(n)], per_frame=1)
+    return compare_nights("m", family, "n1", before, "n2", after)
+
+
+def test_benjamini_hochberg_over_a_night_matches_statsmodels_and_decides_the_flag() -> None:
+    multipletests = pytest.importorskip("statsmodels.stats.multitest").multipletests
+    real = _drop(300, 276)  # 24 right -> wrong, none back: McNemar p = 2^-23
+    borderline = _drop(300, 289, family="presence")  # 11 discordant: p = 2^-10 = 0.00098
+    nulls = [_drop(300, 300, family=f"f{i}") for i in range(30)]
+    assert borderline.flagged and real.flagged  # alone, the raw p decides
+    drift = [real, borderline, *nulls]
+    adjusted = adjust_drift(drift)
+    expected = multipletests([d.mcnemar_p for d in drift], method="fdr_bh")[1]
+    assert [d.mcnemar_p_adjusted for d in adjusted] == pytest.approx(list(expected), abs=1e-12)
+    assert {(d.p_adjustment, d.n_tests) for d in adjusted} == {("fdr_bh", 32)}
+    # BH: p(2) * 32 / 2 = 0.0156 < 0.05 keeps the borderline one flagged; the raw p stays
+    # beside the adjusted one.
+    assert adjusted[1].mcnemar_p == borderline.mcnemar_p
+    assert adjusted[1].mcnemar_p_adjusted == pytest.approx(2**-10 * 32 / 2)
+    assert adjusted[0].flagged and adjusted[1].flagged
+    assert not any(d.flagged for d in adjusted[2:])
+
+
+def test_a_raw_p_below_005_that_bh_lifts_does_not_flag() -> None:
+    weak = _drop(300, 290, family="presence", n=1000)  # 10 discordant: p = 2^-9 = 0.002
+    assert weak.mcnemar_p < 0.05 and weak.flagged  # flagged on its raw p
+    alone = adjust_drift([weak])[0]
+    assert alone.mcnemar_p_adjusted == pytest.approx(weak.mcnemar_p)
+    crowd = adjust_drift([weak, *(_drop(300, 300, family=f"f{i}", n=1000) for i in range(40))])
+    assert crowd[0].mcnemar_p_adjusted == pytest.approx(41 * weak.mcnemar_p)  # > 0.05
+    assert not crowd[0].significant and not crowd[0].flagged
+
+
+def test_adjustment_groups_by_night_and_skips_comparisons_without_cases() -> None:
+    empty = compare_nights("m", "presence", "n1", {}, "n2", {})
+    real = _drop(300, 276)
+    later = real.model_copy(update={"night_before": "n2", "night_after": "n3"})
+    out = adjust_by_night([real, empty, later])
+    assert [d.night_after for d in out] == ["n2", "n2", "n3"]
+    assert out[1].mcnemar_p_adjusted is None and not out[1].flagged
+    assert out[0].n_tests == 1 and out[2].n_tests == 1  # one test on each night
