@@ -17,11 +17,12 @@ night misses several of its questions), so the noise is clustered by frame as in
 - **Drop**: the second night's logits are shifted so that the expected accuracy is exactly
   ``--drop`` (default 10 points) lower. Detection: the overall comparison flags a drop.
 
-Each world is one recording and one model, so the night's set of tests (families x recordings x
-models) is its overall comparison and its families: their p-values are Benjamini-Hochberg
-adjusted together (:func:`eval_assets.metrics.drift.adjust_drift`), as the nightly check and the
-report do. The rates are printed with the raw p deciding (the rule before the adjustment) and
-with the adjusted p (the rule in force).
+Each world is one recording and one model, so the night's sets of tests are its families
+(families x recordings x models) and its overall comparison (recordings x models, here one):
+their p-values are Benjamini-Hochberg adjusted set by set
+(:func:`eval_assets.metrics.drift.adjust_night`), as the nightly check and the report do. The
+rates are printed with the raw p deciding (the rule before the adjustment) and with the adjusted
+p (the rule in force).
 
 Prints each rate with its n and a 95% Wilson interval. Exits non-zero when the adjusted any-flag
 false alarm rate exceeds ``--max-false-alarms`` (1%) or the adjusted detection rate is under
@@ -42,7 +43,7 @@ from eval_assets.metrics.drift import (
     ALL_FAMILIES,
     DriftCase,
     NightDrift,
-    adjust_drift,
+    adjust_night,
     model_drift,
 )
 from eval_assets.metrics.stats import wilson_interval
@@ -154,7 +155,7 @@ def main() -> int:
         same_raw, dropped_raw = simulate(args.seed * 1_000_003 + sim, args.frames,
                                          args.per_frame, args.families, args.drop)
         for rule, same, dropped in (("raw", same_raw, dropped_raw),
-                                    ("BH", adjust_drift(same_raw), adjust_drift(dropped_raw))):
+                                    ("BH", adjust_night(same_raw), adjust_night(dropped_raw))):
             c = counts[rule]
             overall = next(d for d in same if d.family == ALL_FAMILIES)
             c["aa_overall"] += overall.flagged

@@ -93,7 +93,8 @@ def parse_failure_rate_below_bound(context: AssetCheckExecutionContext, storage:
                                "McNemar p < 0.05 after Benjamini-Hochberg adjustment over the "
                                "night's families x recordings x models, the frame-clustered "
                                "bootstrap interval excludes 0 and the change is at least the "
-                               "minimum detectable difference.")
+                               "minimum detectable difference at the level the adjustment "
+                               "tested at.")
 def nightly_drift(context: AssetCheckExecutionContext,
                   storage: ProjectStorage) -> AssetCheckResult:
     """The run's night (its night tag; else the latest kept night) against the previous night.

@@ -44,6 +44,15 @@ def _verdict(d: NightDrift) -> str:
     return '<span class="verdict-no">no real change</span>'
 
 
+def _mdd(d: NightDrift) -> str:
+    """The MDD the flag used, its level and the single-test MDD on hover."""
+    if d.mdd is None:
+        return NA
+    single = NA if d.mdd_unadjusted is None else f"{d.mdd_unadjusted * 100:.1f}"
+    return (f'<span title="at level {d.mdd_alpha:.4g}; at 0.05 alone: {single}">'
+            f"{d.mdd * 100:.1f}</span>")
+
+
 def _adjusted(d: NightDrift) -> str:
     return NA if d.mcnemar_p_adjusted is None else p_text(d.mcnemar_p_adjusted)
 
@@ -58,7 +67,7 @@ def _row(d: NightDrift) -> list[str]:
     return [f'<span class="model">{esc(d.model)}</span>', esc(d.family), nights,
             f"{count(d.n_common)} / {count(d.n_frames)}",
             f"{pct(d.accuracy_before)} → {pct(d.accuracy_after)}", diff, p_text(d.mcnemar_p),
-            _adjusted(d), NA if d.mdd is None else f"{d.mdd * 100:.1f}", _verdict(d)]
+            _adjusted(d), _mdd(d), _verdict(d)]
 
 
 def drift_section(drift: Sequence[NightDrift]) -> str:
@@ -74,7 +83,9 @@ def drift_section(drift: Sequence[NightDrift]) -> str:
             "p adjusted for every model and family compared that night (Benjamini-Hochberg, false "
             "discovery rate): with many comparisons a night some raw p fall under 0.05 by "
             "chance. <b>MDD</b>: the smallest "
-            "true change these cases detect with 80% power at alpha 0.05. A change is "
+            "true change these cases detect with 80% power at the level the adjustment "
+            "tested at (0.05 &times; rejections / comparisons; the MDD at 0.05 on hover). "
+            "A change is "
             "<b>flagged</b> only when the BH p &lt; 0.05, the interval excludes 0 <i>and</i> the "
             "change is at least the MDD, so noise does not raise alarms. The nightly results' "
             "asset check <code>nightly_drift</code> applies the same rule per recording, "

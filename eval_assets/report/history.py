@@ -29,7 +29,7 @@ from eval_assets.metrics.drift import (
     DriftCase,
     NightDrift,
     adjust_by_night,
-    adjust_drift,
+    adjust_night,
     model_drift,
 )
 from eval_assets.metrics.stats import clustered_wilson
@@ -206,8 +206,9 @@ def night_drift(history: Sequence[NightResult], *, latest: int | None = None,
 def night_cell_drift(history: Sequence[NightResult], night: str
                      ) -> list[tuple[str, NightDrift]]:
     """Every (recording, model) cell that ran ``night`` against its previous night, overall and
-    per family, with the p-values of all of them (families x recordings x models) adjusted
-    together by Benjamini-Hochberg: the nightly drift check's set of tests.
+    per family, Benjamini-Hochberg adjusted over the night (:func:`adjust_night`: the family
+    comparisons of every recording and model as one set, the overall ones as another): the
+    nightly drift check's tests.
 
     Each item is (recording, comparison); sorted by recording, model, family. Kept nights after
     ``night`` are ignored (a backfill of an old night is judged as of that night).
@@ -218,5 +219,5 @@ def night_cell_drift(history: Sequence[NightResult], night: str
         mine = [h for h in upto if h.result.recording == recording]
         cells += [(recording, d) for d in night_drift(mine, latest=1, adjust=False)
                   if d.night_after == night]
-    adjusted = adjust_drift([d for _, d in cells])
+    adjusted = adjust_night([d for _, d in cells])
     return [(recording, d) for (recording, _), d in zip(cells, adjusted, strict=True)]

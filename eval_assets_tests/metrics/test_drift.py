@@ -11,6 +11,7 @@ from eval_assets.metrics.drift import (
     DriftCase,
     adjust_by_night,
     adjust_drift,
+    adjust_night,
     compare_nights,
     drift_flagged,
     model_drift,
@@ -147,11 +148,18 @@ def test_benjamini_hochberg_over_a_night_matches_statsmodels_and_decides_the_fla
     expected = multipletests([d.mcnemar_p for d in drift], method="fdr_bh")[1]
     assert [d.mcnemar_p_adjusted for d in adjusted] == pytest.approx(list(expected), abs=1e-12)
     assert {(d.p_adjustment, d.n_tests) for d in adjusted} == {("fdr_bh", 32)}
-    # BH: p(2) * 32 / 2 = 0.0156 < 0.05 keeps the borderline one flagged; the raw p stays
+    # BH: p(2) * 32 / 2 = 0.0156 < 0.05 keeps the borderline one significant; the raw p stays
     # beside the adjusted one.
     assert adjusted[1].mcnemar_p == borderline.mcnemar_p
     assert adjusted[1].mcnemar_p_adjusted == pytest.approx(2**-10 * 32 / 2)
-    assert adjusted[0].flagged and adjusted[1].flagged
+    assert adjusted[1].significant
+    # BH rejected 2 of 32, each at p <= 0.05 x 2 / 32: the MDD is the one at that level, and
+    # the borderline change (2.75 points) is below it, so it is not flagged; the real one is.
+    assert [d.mdd_alpha for d in adjusted] == pytest.approx([0.05 * 2 / 32] * 32)
+    assert adjusted[1].mdd_unadjusted == borderline.mdd
+    assert adjusted[1].mdd is not None and borderline.mdd is not None
+    assert borderline.mdd < 0.0275 < adjusted[1].mdd
+    assert adjusted[0].flagged and not adjusted[1].flagged
     assert not any(d.flagged for d in adjusted[2:])
 
 
@@ -163,6 +171,10 @@ def test_a_raw_p_below_005_that_bh_lifts_does_not_flag() -> None:
     crowd = adjust_drift([weak, *(_drop(300, 300, family=f"f{i}", n=1000) for i in range(40))])
     assert crowd[0].mcnemar_p_adjusted == pytest.approx(41 * weak.mcnemar_p)  # > 0.05
     assert not crowd[0].significant and not crowd[0].flagged
+    # Holm on the same set: no rejection, so the MDD is at 0.05 / 41.
+    holm = adjust_drift(crowd, method="holm")
+    assert holm[0].mcnemar_p_adjusted == pytest.approx(41 * weak.mcnemar_p)
+    assert holm[0].mdd_alpha == pytest.approx(0.05 / 41) and not holm[0].flagged
 
 
 def test_adjustment_groups_by_night_and_skips_comparisons_without_cases() -> None:
@@ -173,3 +185,17 @@ def test_adjustment_groups_by_night_and_skips_comparisons_without_cases() -> Non
     assert [d.night_after for d in out] == ["n2", "n2", "n3"]
     assert out[1].mcnemar_p_adjusted is None and not out[1].flagged
     assert out[0].n_tests == 1 and out[2].n_tests == 1  # one test on each night
+
+
+def test_a_night_adjusts_its_overall_and_its_family_comparisons_as_two_sets() -> None:
+    overall = _drop(300, 276)
+    families = [_drop(300, 289, family="presence"), *(_drop(300, 300, family=f"f{i}")
+                                                      for i in range(5))]
+    out = adjust_night([overall, *families])
+    assert [d.family for d in out] == [ALL_FAMILIES, "presence", *(f"f{i}" for i in range(5))]
+    assert out[0].n_tests == 1 and out[0].mcnemar_p_adjusted == overall.mcnemar_p
+    assert out[0].mdd == pytest.approx(overall.mdd) and out[0].flagged  # a set of one: as raw
+    assert {d.n_tests for d in out[1:]} == {6}
+    # The families' set: 0.00098 x 6 = 0.0059, BH rejects 1 of 6, so the MDD is at 0.05 / 6.
+    assert out[1].mcnemar_p_adjusted == pytest.approx(6 * 2**-10)
+    assert out[1].mdd_alpha == pytest.approx(0.05 / 6)

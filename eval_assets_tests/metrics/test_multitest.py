@@ -38,7 +38,7 @@ def test_matches_statsmodels_on_random_vectors(method: str) -> None:
         if trial % 4 == 0:  # McNemar p-values come in ties: round some
             p = np.round(p, 2)
         expected = multipletests(p, alpha=0.05, method=method)[1]
-        got = np.array(adjust_p(p.tolist(), method))  # type: ignore[arg-type]
+        got = np.array(adjust_p(p.tolist(), method), dtype=float)  # type: ignore[arg-type]
         assert np.max(np.abs(got - expected)) <= 1e-12, (trial, m)
 
 

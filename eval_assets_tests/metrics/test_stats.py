@@ -191,8 +191,8 @@ def test_paired_comparison_without_discordance_or_cases() -> None:
 def _a_better(a_only: int, b_only: int, both: int = 10, neither: int = 10, name: str = "a"):
     """A comparison with one case per frame: ``a_only`` cases only A got right, etc."""
     outcome = ([(1, 1)] * both + [(1, 0)] * a_only + [(0, 1)] * b_only + [(0, 0)] * neither)
-    return paired_comparison(name, "b", list(range(len(outcome))), [x for x, _ in outcome],
-                             [y for _, y in outcome])
+    return paired_comparison(name, "b", list(range(len(outcome))),
+                             [bool(x) for x, _ in outcome], [bool(y) for _, y in outcome])
 
 
 def test_the_verdict_uses_the_holm_adjusted_p() -> None:

@@ -86,18 +86,21 @@ def test_no_second_night_says_so(tmp_path: Path) -> None:
 
 def test_the_nights_comparisons_are_adjusted_together(tmp_path: Path) -> None:
     history = load_history(write_nights(tmp_path).history_dir())
-    # The report: each night's models x families (pooled over recordings) are one BH set.
+    # The report: each night's models x families (pooled over recordings) are one BH set, its
+    # overall comparisons (one per model) another.
     latest = [d for d in night_drift(history) if d.night_after == NIGHTS[2]]
-    assert {(d.p_adjustment, d.n_tests) for d in latest} == {("fdr_bh", 2 * 3)}
+    assert {(d.family == ALL_FAMILIES, d.p_adjustment, d.n_tests) for d in latest} == {
+        (True, "fdr_bh", 2), (False, "fdr_bh", 2 * 2)}
     assert all(d.mcnemar_p_adjusted is not None and d.mcnemar_p_adjusted >= d.mcnemar_p
                for d in latest)
     raw = [d for d in night_drift(history, adjust=False) if d.night_after == NIGHTS[2]]
     assert {d.p_adjustment for d in raw} == {None}
-    # The check: families x recordings x models of the night, 3 x 2 x 2 tests.
+    # The check: families x recordings x models of the night (2 x 2 x 2 tests), and the
+    # overall comparisons of recordings x models (2 x 2).
     cells = night_cell_drift(history, NIGHTS[2])
     assert sorted({(rec, d.model) for rec, d in cells}) == [
         ("rec1", "slipping"), ("rec1", "steady"), ("rec2", "slipping"), ("rec2", "steady")]
-    assert {d.n_tests for _, d in cells} == {12}
+    assert {(d.family == ALL_FAMILIES, d.n_tests) for _, d in cells} == {(True, 4), (False, 8)}
     assert {(rec, d.family) for rec, d in cells if d.flagged} == {
         (rec, family) for rec in ("rec1", "rec2") for family in (ALL_FAMILIES, "counting",
                                                                    "presence")}

@@ -10,8 +10,9 @@ def _pair(a_only: int, b_only: int, model_a: str = "a", family: str | None = Non
           ) -> PairedComparison:
     """One case per frame: 10 both right, ``a_only`` / ``b_only`` discordant, 10 neither."""
     outcome = [(1, 1)] * 10 + [(1, 0)] * a_only + [(0, 1)] * b_only + [(0, 0)] * 10
-    return paired_comparison(model_a, "b", list(range(len(outcome))), [x for x, _ in outcome],
-                             [y for _, y in outcome], family=family)
+    return paired_comparison(model_a, "b", list(range(len(outcome))),
+                             [bool(x) for x, _ in outcome], [bool(y) for _, y in outcome],
+                             family=family)
 
 
 def test_a_raw_p_below_005_that_holm_lifts_is_not_called_significant() -> None:
