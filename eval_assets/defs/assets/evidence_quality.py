@@ -10,6 +10,8 @@ No ``from __future__ import annotations`` here: Dagster 1.13 compares the ``cont
 with the class itself and rejects the string a postponed annotation leaves (dagster#26837).
 """
 
+from typing import Any
+
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from eval_assets.defs import keys
@@ -26,7 +28,7 @@ def _num(value: float | None, digits: int = 3) -> float | str:
     return "n/a" if value is None else round(value, digits)
 
 
-def headline(record: EvidenceQuality) -> dict[str, object]:
+def headline(record: EvidenceQuality) -> dict[str, Any]:
     """The record's figures as Dagster metadata values (plain numbers where measured)."""
     if record.status != "measured":
         return {"status": "no truth", "reason": record.reason or ""}

@@ -101,6 +101,30 @@ def _frames(label: SpatialLabel) -> list[int]:
     return list(label.frame_indices or [label.frame_index])  # type: ignore[list-item]
 
 
+def _needed_frames(label: SpatialLabel) -> list[int] | None:
+    """The frames whose truth the answer depends on (None: a direction without its reference
+    frame). Sizes and distances between objects need none, a direction only its reference
+    frame's camera."""
+    if label.family in ("object_size_cm", "pair_distance_m"):
+        return []
+    if label.family == "relative_direction":
+        return None if label.reference_frame is None else [label.reference_frame]
+    return _frames(label)
+
+
+def _order(objs: Sequence[Mapping[str, Any]], frames: Sequence[int], scene: _Scene) -> str:
+    """The objects' names in order of first visibility over ``frames`` (or why there is none)."""
+    first = {}
+    for o in objs:
+        shown = [f for f in frames if int(o["id"]) in scene.visible(f)]
+        if not shown:
+            return "(never visible)"
+        first[o["name"]] = shown[0]
+    if len(set(first.values())) < len(first):
+        return "(tie)"
+    return ", ".join(sorted(first, key=lambda n: first[n]))
+
+
 def _truth(label: SpatialLabel, scene: _Scene) -> tuple[str | None, str]:
     """The scene's answer to the label's question, or None and why it cannot tell."""
     family = label.family
@@ -110,10 +134,9 @@ def _truth(label: SpatialLabel, scene: _Scene) -> tuple[str | None, str]:
         if obj is None:
             return None, f"{why}: {detail}"
         objs.append(obj)
-    # Only the frames the answer depends on must have truth: sizes and distances between
-    # objects need none, the direction only its reference frame's camera.
-    needed = ([] if family in ("object_size_cm", "pair_distance_m") else
-              [label.reference_frame] if family == "relative_direction" else _frames(label))
+    needed = _needed_frames(label)
+    if needed is None:
+        return None, "no_reference_frame: the label names no reference frame"
     if any(f not in scene.frames for f in needed):
         return None, NOT_COVERED
     if family == "object_size_cm":
@@ -129,15 +152,7 @@ def _truth(label: SpatialLabel, scene: _Scene) -> tuple[str | None, str]:
             return None, "not_visible_in_truth"
         return f"{seen['surface_distance_m']:.4f}", ""
     if family == "appearance_order":
-        first = {}
-        for o in objs:
-            shown = [f for f in needed if int(o["id"]) in scene.visible(f)]
-            if not shown:
-                return "(never visible)", ""
-            first[o["name"]] = shown[0]
-        if len(set(first.values())) < len(first):
-            return "(tie)", ""
-        return ", ".join(sorted(first, key=lambda n: first[n])), ""
+        return _order(objs, needed, scene), ""
     if family == "object_count_across_frames":
         name = label.object_names[0]
         ids = {i for f in needed for i, o in scene.visible(f).items()
