@@ -98,11 +98,10 @@ def evidence_quality(recording: str, truth: SceneTruth,
             seen.update(i for i, px in frame.pixels.items() if px >= MIN_TRUTH_PIXELS)
             yield det, frame
 
-    detection = detection_quality(pairs(), names, frames_not_checked={})
+    detection = detection_quality(pairs(), names)
     # detection_quality consumed the generator: ``not_checked`` is complete only now.
     detection = detection.model_copy(
         update={"frames_not_checked": dict(sorted(not_checked.items()))})
-    scene_objects = {i: o for i, o in truth.objects.items()}
     return EvidenceQuality(
         recording=recording, status="measured",
         truth=TruthSource(generator=truth.generator,
@@ -110,7 +109,7 @@ def evidence_quality(recording: str, truth: SceneTruth,
                           truth_npz_sha256=truth.truth_npz_sha256,
                           truth_frames=len(truth.frame_indices)),
         detector=detector, detection=detection,
-        tracks=track_quality(tracks, scene_objects, seen),
+        tracks=track_quality(tracks, truth.objects, seen),
         families=[*dimos_families(labels, truth, dimos_rejected),
                   *spatial_families(spatial_labels, truth.scene, spatial_rejected)])
 

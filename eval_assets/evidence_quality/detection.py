@@ -82,13 +82,14 @@ def _ratio(num: int, den: int) -> float | None:
 
 
 def detection_quality(frames: Iterable[tuple[FrameDetectionMasks, FrameTruth]],
-                      object_names: dict[int, str], *, frames_not_checked: dict[str, int],
+                      object_names: dict[int, str], *,
+                      frames_not_checked: dict[str, int] | None = None,
                       iou_threshold: float = IOU_THRESHOLD,
                       min_truth_pixels: int = MIN_TRUTH_PIXELS) -> DetectionQuality:
     """Precision and recall per name, naming accuracy and mean mask IoU over ``frames``.
 
-    ``object_names`` maps each truth id to its name; ``frames_not_checked`` (reason → frames)
-    is carried into the record as given.
+    ``object_names`` maps each truth id to its name; ``frames_not_checked`` (reason → frames
+    left out by the caller) is carried into the record as given.
     """
     dets: Counter[str] = Counter()
     tp: Counter[str] = Counter()
@@ -131,7 +132,7 @@ def detection_quality(frames: Iterable[tuple[FrameDetectionMasks, FrameTruth]],
     wanted = sum(expected[n] for n in expected if n in queried)
     return DetectionQuality(
         iou_threshold=iou_threshold, min_truth_pixels=min_truth_pixels, frames_checked=checked,
-        frames_not_checked=dict(sorted(frames_not_checked.items())), detections=total,
+        frames_not_checked=dict(sorted((frames_not_checked or {}).items())), detections=total,
         matched=matched, correctly_named=named, naming_accuracy=_ratio(named, matched),
         mean_mask_iou=float(np.mean(every_iou)) if every_iou else None,
         precision=_ratio(sum(tp.values()), total), recall=_ratio(found, wanted),
