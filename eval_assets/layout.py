@@ -38,6 +38,8 @@ FRAMES_DIR = "frames"
 MASKS_DIR = "masks"
 # object_tracks: world-frame objects fused from detections, LiDAR and TF (schemas.spatial).
 TRACKS_FILE = "tracks.json"
+# evidence_quality: the detector's evidence and the gold answers against the recording's truth.
+EVIDENCE_QUALITY_FILE = "evidence_quality.json"
 # question_proposals.
 PROPOSALS_FILE = "proposals.jsonl"
 PROPOSALS_SUMMARY = "summary.json"
@@ -200,6 +202,10 @@ class StorageLayout:
     def rectified_frames_dir(self, recording: str) -> Path:
         """Rectified PNG frames and ``frames.parquet`` of one recording."""
         return self.asset_dir(names.RECTIFIED_FRAMES, recording)
+
+    def evidence_quality_dir(self, recording: str) -> Path:
+        """The evidence-quality record of one recording (``evidence_quality.json``)."""
+        return self.asset_dir(names.EVIDENCE_QUALITY, recording)
 
     def pointcloud_frames_dir(self, recording: str) -> Path:
         """Synchronised LiDAR clouds and ``pointcloud_frames.parquet`` of one recording."""
