@@ -104,7 +104,7 @@ def tau_pairs(by_model: dict[str, dict[str, float | None]]
     in the two, models compared). Only models with an accuracy in every template count."""
     models = sorted(m for m, acc in by_model.items()
                     if all(acc.get(t) is not None for t in TEMPLATE_NAMES))
-    out = []
+    out: list[tuple[str, str, float | None, int]] = []
     for a, b in combinations(TEMPLATE_NAMES, 2):
         xs = [float(by_model[m][a] or 0.0) for m in models]
         ys = [float(by_model[m][b] or 0.0) for m in models]

@@ -133,16 +133,19 @@ def _tau_notes(by_model: dict[str, list[TemplateRow]]) -> tuple[Note, ...]:
     return (Note("summary", tuple(parts)),)
 
 
+def _template_row(model: str, family: str, s: TemplateStats) -> tuple[Cell, ...]:
+    spread = (None if s.min_accuracy is None or s.max_accuracy is None
+              else s.max_accuracy - s.min_accuracy)
+    return (Text(model, "model"), Text(family, "b" if family == ALL else None), Int(s.n),
+            *(Pct(s.accuracy[t]) for t in TEMPLATE_NAMES), Pct(s.min_accuracy),
+            Pct(s.max_accuracy), Pct(spread))
+
+
 def _templates_table(cells: Sequence[CellScores]) -> ReportTable:
     by_model = _by_model(TEMPLATES, cells)
-    rows = tuple(
-        (Text(model, "model"), Text(family, "b" if family == ALL else None), Int(s.n),
-         *(Pct(s.accuracy[t]) for t in TEMPLATE_NAMES), Pct(s.min_accuracy),
-         Pct(s.max_accuracy),
-         Pct(None if s.min_accuracy is None or s.max_accuracy is None
-             else s.max_accuracy - s.min_accuracy))
-        for model, model_rows in by_model.items()
-        for family, group in _families(model_rows) for s in (template_stats(group),))
+    rows = tuple(_template_row(model, family, template_stats(group))
+                 for model, model_rows in by_model.items()
+                 for family, group in _families(model_rows))
     return ReportTable(
         anchor="prompt-templates", title="Sensitivity to the prompt (templates)",
         lead=TEMPLATES_LEAD, rows=rows, notes=_tau_notes(by_model) if by_model else (),

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 from scipy.stats import kendalltau
+from typer.testing import CliRunner
 
+from eval_assets.cli import app
 from eval_assets.metrics.prompt_controls import (
     RepeatRow,
     kendall_tau,
@@ -267,3 +269,22 @@ def test_local_models_answer_every_template_and_the_report_shows_spread_and_tau(
         assert set(spec.pool(cells)) == {c.name for c in spec.columns}
         assert "random1" in render_table(spec.section.build(cells))
         assert "Not measured" in render_table(spec.section.build([]))
+
+
+@pytest.mark.slow
+def test_vqa_run_asks_the_prompt_controls_only_when_switched_on(tmp_path: Path) -> None:
+    root, cases, _ = _dataset(tmp_path / "ds", n=2)
+    cli = CliRunner()
+    base = ["vqa", "run", str(root), "--model", "random", "--no-describe"]
+    plain = cli.invoke(app, [*base, "--output", str(tmp_path / "plain")])
+    assert plain.exit_code == 0, plain.output
+    assert not (tmp_path / "plain" / "templates.jsonl").exists()
+    args = [*base, "--output", str(tmp_path / "on"), "--templates", "--repeats", "3",
+            "--structured", "--prompt-control-cases", "1"]
+    on = cli.invoke(app, args)
+    assert on.exit_code == 0, on.output
+    # One case per family (two families): 2 templates + 3 repeats + 1 structured each.
+    assert f"{len(cases) + 2 * (2 + 3 + 1)} calls made" in on.output
+    assert len(read_jsonl(tmp_path / "on" / "repeats.jsonl")) == 6
+    bad = cli.invoke(app, [*args, "--repeat-temperature", "0"])
+    assert bad.exit_code != 0 and "repeat_temperature" in bad.output, bad.output
