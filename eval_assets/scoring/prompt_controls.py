@@ -107,7 +107,8 @@ def score_templates(inputs: ScoringInputs) -> TemplateReport | NotMeasured:
                              template=t, correct=None if asked.get(t) is None
                              else _right(asked[t], label.answer)) for t in TEMPLATE_NAMES]
     if not rows:
-        return NotMeasured(reason="no case asked in the other templates is labelled")
+        return NotMeasured(reason="no labelled case was asked in the other templates (none is "
+                                  "in dimOS's wording, or the dataset changed since the run)")
     families = sorted({r.family for r in rows})
     return TemplateReport(overall=template_stats(rows), rows=rows, by_family={
         f: template_stats(r for r in rows if r.family == f) for f in families})
