@@ -23,7 +23,7 @@ from eval_assets.metrics.prompt_controls import (
 from eval_assets.model_runs.client import open_model
 from eval_assets.model_runs.runner import run_model
 from eval_assets.prompt_controls import question_family, read_structured, selected, wording
-from eval_assets.report.metric_sections import render_table
+from eval_assets.report.metric_sections import metric_sections, render_table
 from eval_assets.schemas.predictions import ModelSpec
 from eval_assets.schemas.results import CellScores, NotMeasured, PredictionCounts
 from eval_assets.schemas.vqa import Case, Label
@@ -37,6 +37,7 @@ from eval_assets.scoring.prompt_controls import (
     score_templates,
 )
 from eval_assets.scoring.spec import ScoringInputs
+from eval_assets.scoring.vqa import VQA
 from eval_assets.vqa.families import QUESTIONS
 from eval_assets_tests.fakes.openai_server import (
     OpenAICompatibleServer,
@@ -251,7 +252,8 @@ def test_local_models_answer_every_template_and_the_report_shows_spread_and_tau(
         assert lettered and all(r["raw_response"] in "ABC" and r["choice"] in r["choices"]
                                 for r in lettered)
         inputs = _inputs(root, out, cases, labels, model=f"random{seed}")
-        scores = {TEMPLATES.name: score_templates(inputs), REPEATS.name: score_repeats(inputs),
+        scores = {VQA.name: VQA.score(inputs), TEMPLATES.name: score_templates(inputs),
+                  REPEATS.name: score_repeats(inputs),
                   STRUCTURED.name: score_structured(inputs)}
         assert not any(isinstance(v, NotMeasured) for v in scores.values())
         repeats = scores[REPEATS.name]
@@ -262,8 +264,11 @@ def test_local_models_answer_every_template_and_the_report_shows_spread_and_tau(
     pooled = TEMPLATES.pool(cells[:1])
     assert set(pooled) == {c.name for c in TEMPLATES.columns} and pooled["template_n"] == 8
     assert pooled["template_min_accuracy"] <= pooled["template_max_accuracy"]
-    html = render_table(TEMPLATES.section.build(cells))
+    # The report's metric sections (every METRICS section, as the report renders them).
+    sections = {anchor: html for anchor, _, html in metric_sections(cells)}
+    html = sections["prompt-templates"]
     assert "Kendall" in html and "record vs paraphrase" in html and "(3 models)" in html
+    assert all(f"random{seed}" in html for seed in (0, 1, 2)) and "Spread" in html
     for spec in (REPEATS, STRUCTURED):
         assert spec.section is not None and spec.pool is not None
         assert set(spec.pool(cells)) == {c.name for c in spec.columns}
