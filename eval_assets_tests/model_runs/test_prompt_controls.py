@@ -14,6 +14,7 @@ from scipy.stats import kendalltau
 from typer.testing import CliRunner
 
 from eval_assets.cli import app
+from eval_assets.local_models.random_choice import RandomChoiceModel
 from eval_assets.metrics.prompt_controls import (
     RepeatRow,
     kendall_tau,
@@ -27,6 +28,7 @@ from eval_assets.report.metric_sections import metric_sections, render_table
 from eval_assets.schemas.predictions import ModelSpec
 from eval_assets.schemas.results import CellScores, NotMeasured, PredictionCounts
 from eval_assets.schemas.vqa import Case, Label
+from eval_assets.schemas.vqa_prompt import lettered_text, parse_choices, parse_lettered
 from eval_assets.scoring.inputs import PrivateDataset, load_run
 from eval_assets.scoring.prompt_controls import (
     REPEATS,
@@ -106,6 +108,16 @@ def test_each_family_is_read_back_from_dimos_wording_and_asked_three_ways() -> N
     other = case.model_copy(update={"question": case.question + " [marker]"})
     assert question_family(other.question) is None and wording(other, "paraphrase") is None
     assert wording(other, "record") is not None
+
+
+def test_lettered_options_are_read_back_only_under_their_header() -> None:
+    text = lettered_text("Which?", DIRECTIONS)
+    assert parse_lettered(text) == [("A", "left"), ("B", "center"), ("C", "right")]
+    assert parse_choices(text) is None  # not mistaken for the record template
+    assert parse_lettered("Score it.\nA) good\nB) bad") is None  # a judge's lines: no header
+    reply = RandomChoiceModel(seed=3).complete(
+        [{"role": "user", "content": text}], max_tokens=8)
+    assert reply.text in {"A", "B", "C"}
 
 
 def test_the_subset_is_drawn_per_family_by_case_id(tmp_path: Path) -> None:
