@@ -507,7 +507,7 @@ def paired_comparisons(results: Sequence[CellScores], *,
     dataset, case id) across all recordings; a case counts as correct only when its status is
     "correct", so parse failures and failed calls are wrong, as in accuracy. Frames (recording,
     frame_index) are the clusters. The overall comparisons come first (``family`` None, pairs in
-    order), then each pair's families (in ``FAMILY_NAMES`` order, then by name) with a common
+    order), then each pair's families (in declaration order, then by name) with a common
     case. McNemar's p of every comparison returned is adjusted over all of them
     (:func:`eval_assets.metrics.stats.adjust_comparisons`, Holm), which decides ``significant``.
     """
@@ -521,7 +521,7 @@ def paired_comparisons(results: Sequence[CellScores], *,
     models = sorted(by_model)
     overall: list[PairedComparison] = []
     families: list[PairedComparison] = []
-    order = {f: i for i, f in enumerate(FAMILY_NAMES)}
+    order = {f: i for i, f in enumerate(family_names("dimos"))}
     for i, a in enumerate(models):
         for b in models[i + 1:]:
             common = sorted(set(by_model[a]) & set(by_model[b]))
