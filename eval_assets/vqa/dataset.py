@@ -76,7 +76,6 @@ from eval_assets.vqa.bias import (
     write_bias_audit,
 )
 from eval_assets.vqa.families import (
-    FAMILIES,
     Answered,
     DetectionEvidence,
     FrameEvidence,
@@ -86,6 +85,7 @@ from eval_assets.vqa.families import (
     check_shape,
     id_names,
     normalize_name,
+    rule_of,
 )
 from eval_assets.vqa.spatial import SpatialSet, write_spatial
 
@@ -209,7 +209,8 @@ def answer_frame(inputs: FrameInputs, proposals: Sequence[Proposal]) -> FrameRes
         if shape is not None:
             reject(p, shape.reason, shape.detail)
             continue
-        family = FAMILIES[p.family]
+        family = rule_of(p.family)
+        assert family is not None  # check_shape rejected any other name
         names = tuple(normalize_name(n) for n in p.object_names)
         sorted_names = id_names(family, names)
         if (p.family, sorted_names) in seen_questions:
