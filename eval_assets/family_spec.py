@@ -71,7 +71,9 @@ class FamilySpec:
     family's cases per recording (None: the spatial default). ``zero_rule``: a distance whose
     truth may be 0, scored by OSI-Bench's zero rule; ``magnitude``: an angle asked as a size, a
     reply's sign or direction is not part of the answer. ``time``: None when the time controls
-    never ask it.
+    never ask it. ``paraphrase``: the same question in other words (``{name}`` as in
+    ``question``), which the prompt-template control asks beside the record wording
+    (:mod:`eval_assets.prompt_controls`); None: not asked in another wording.
     """
 
     name: str
@@ -86,6 +88,7 @@ class FamilySpec:
     zero_rule: bool = False
     magnitude: bool = False
     time: TimeControl | None = None
+    paraphrase: str | None = None
 
     def __post_init__(self) -> None:
         if self.answer_type == "choice" and self.unit is not None:

@@ -25,6 +25,7 @@ from eval_assets.family_spec import (
     register,
 )
 from eval_assets.metrics.headline import family_mean
+from eval_assets.prompt_controls import wording
 from eval_assets.report.baselines import family_baselines
 from eval_assets.schemas import spatial as spatial_schema
 from eval_assets.schemas import vqa as vqa_schema
@@ -82,7 +83,8 @@ class BoxWidth:
 
 
 BOX_WIDTH = FamilySpec("box_width", "dimos", "Is the visible {name} narrow or wide?", "choice",
-                       frozenset({"detections"}), BoxWidth(), WIDTHS)
+                       frozenset({"detections"}), BoxWidth(), WIDTHS,
+                       paraphrase="Would you call the {name} you see narrow or wide?")
 
 
 def _height_cases(index: TrackIndex) -> Iterator[tuple[SpatialCase, SpatialLabel]]:
@@ -144,12 +146,19 @@ def test_a_declared_single_image_family_reaches_schemas_rules_and_authors() -> N
         assert "box_width" in AuthorConfig().families
         proposed = VocabularyAuthor(["chair"]).propose(None, 0)
         assert [p.object_names for p in proposed if p.family == "box_width"] == [["chair"]]
+        # The prompt-template control reads the family and its paraphrase back.
+        case = vqa_schema.Case(id="frame-000001-chair-box_width", image="assets/frame-000001.png",
+                               question=answered.question, choices=list(WIDTHS))
+        paraphrased = wording(case, "paraphrase")
+        assert paraphrased is not None
+        assert paraphrased.text.startswith("Would you call the chair you see narrow or wide?")
     # Forgotten once unregistered: the schema's error names the families, the rule rejects.
     with pytest.raises(ValidationError, match="'box_width' is not one of"):
         names.validate_python("box_width")
     gone = decide("box_width", ["chair"], ev)
     assert isinstance(gone, Rejected) and gone.reason == "unknown_family"
     assert "box_width" not in vqa_schema.FAMILY_NAMES
+    assert wording(case, "paraphrase") is None
 
 
 @pytest.mark.slow

@@ -449,25 +449,33 @@ def _question(name: str) -> str:
 # The seven families' declarations (eval_assets.family_spec), in dimOS's order.
 FRAME_FAMILIES: tuple[FamilySpec, ...] = tuple(register(spec) for spec in (
     FamilySpec("presence", "dimos", "Does the image contain any {name}?", "choice",
-               frozenset({"detections"}), Presence(), PRESENCE_CHOICES),
+               frozenset({"detections"}), Presence(), PRESENCE_CHOICES,
+               paraphrase="Is at least one {name} visible anywhere in this image?"),
     FamilySpec("horizontal_direction", "dimos",
                "Which horizontal region contains the visible {name}?", "choice",
-               frozenset({"detections"}), HorizontalDirection(), DIRECTION_CHOICES),
+               frozenset({"detections"}), HorizontalDirection(), DIRECTION_CHOICES,
+               paraphrase="Looking at the image from left to right, in which part is the "
+                          "{name}?"),
     FamilySpec("object_count", "dimos", "How many instances of {name} are visible in the image?",
-               "choice", frozenset({"detections"}), ObjectCount(), COUNT_CHOICES),
+               "choice", frozenset({"detections"}), ObjectCount(), COUNT_CHOICES,
+               paraphrase="Count the {name} you can see in this image. How many are there?"),
     # Choices: one of the two COVERAGE_SCHEMES, whichever separates the case better.
     FamilySpec("image_coverage", "dimos",
                "Approximately what percentage of the image is occupied by the visible {name}?",
-               "choice", frozenset({"detections", "masks"}), ImageCoverage()),
+               "choice", frozenset({"detections", "masks"}), ImageCoverage(),
+               paraphrase="Roughly what share of the image area does the {name} take up?"),
     # Choices: the references asked about.
     FamilySpec("largest_visible_area", "dimos",
                "Which object occupies the largest visible area in the image?", "choice",
-               frozenset({"detections", "masks"}), LargestVisibleArea()),
+               frozenset({"detections", "masks"}), LargestVisibleArea(),
+               paraphrase="Which object takes up the most area in this image?"),
     FamilySpec("object_distance", "dimos",
                "Approximately how far is the visible {name} from the camera?", "choice",
-               frozenset({"detections", "masks", "lidar"}), ObjectDistance(), DISTANCE_CHOICES),
+               frozenset({"detections", "masks", "lidar"}), ObjectDistance(), DISTANCE_CHOICES,
+               paraphrase="Roughly what is the distance from the camera to the {name}?"),
     FamilySpec("closest_object", "dimos", "Which object is closest to the camera?", "choice",
-               frozenset({"detections", "masks", "lidar"}), ClosestObject()),
+               frozenset({"detections", "masks", "lidar"}), ClosestObject(),
+               paraphrase="Which object is nearest to the camera?"),
 ))
 # The built-in rules and questions by family name (a family declared later, e.g. by a test, is
 # read from the registry: see :func:`rule_of`).
