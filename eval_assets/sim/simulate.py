@@ -76,7 +76,7 @@ _STATIC_TF_PERIOD_S = 0.2
 _JPEG_QUALITY = 90
 _DECIMALS = 6
 _FOV_Y_DEG = 60.0
-_NEAR, _FAR = 0.05, 30.0
+_NEAR, _FAR = 0.1, 30.0
 _LIDAR_RANGE_M = 25.0
 _HUSKY_RADIUS_M = 0.61  # half-diagonal of its 1.01 × 0.69 m footprint
 _CLEARANCE_M = 0.15  # between the husky's footprint and an object's, along the whole path
@@ -242,15 +242,51 @@ class SimWorld:
                 np.random.SeedSequence([config.seed, 7])))
             self.husky = p.loadURDF("husky/husky.urdf", [0.0, 0.0, 0.0],
                                     physicsClientId=self.client)
+            self._build_lidar_world()
         except BaseException:
             self.close()
             raise
 
     def close(self) -> None:
-        """Disconnect (idempotent)."""
-        if self.client >= 0:
-            self.p.disconnect(physicsClientId=self.client)
-            self.client = -1
+        """Disconnect both sessions (idempotent)."""
+        for name in ("client", "lidar_client"):
+            client = getattr(self, name, -1)
+            if client >= 0:
+                self.p.disconnect(physicsClientId=client)
+                setattr(self, name, -1)
+
+    def _build_lidar_world(self) -> None:
+        """A second session the LiDAR's rays are cast in: every object as its VISUAL meshes
+        (static concave triangle meshes at their settled poses), the floor and the husky.
+
+        Rays test collision shapes, and those are not what the camera sees: the table's is its
+        top only (rays went between its legs to the floor behind, 1 m too far), the teddy's a
+        convex decomposition. Casting against the visual meshes keeps the two sensors of one
+        world consistent (LiDAR points inside an object's mask lie on that object).
+        """
+        p, c = self.p, self.client
+        self.lidar_client = lc = p.connect(p.DIRECT)
+        p.setAdditionalSearchPath(str(self.data_dir), physicsClientId=lc)
+        self.lidar_floor = p.loadURDF("plane.urdf", physicsClientId=lc)
+        for obj in self.objects:
+            com_pos, com_orn = p.getBasePositionAndOrientation(obj.body, physicsClientId=c)
+            inertial_pos, inertial_orn = p.getDynamicsInfo(obj.body, -1, physicsClientId=c)[3:5]
+            link_pos, link_orn = p.multiplyTransforms(
+                com_pos, com_orn, *p.invertTransform(inertial_pos, inertial_orn))
+            for shape in p.getVisualShapeData(obj.body, physicsClientId=c):
+                scale, mesh, local_pos, local_orn = shape[3:7]
+                pos, orn = p.multiplyTransforms(link_pos, link_orn, local_pos, local_orn)
+                collision = p.createCollisionShape(
+                    p.GEOM_MESH, fileName=mesh.decode(), meshScale=scale,
+                    flags=p.GEOM_FORCE_CONCAVE_TRIMESH, physicsClientId=lc)
+                p.createMultiBody(0, collision, basePosition=pos, baseOrientation=orn,
+                                  physicsClientId=lc)
+        for i, body in enumerate(self.distractor_bodies):
+            pos, orn = p.getBasePositionAndOrientation(body, physicsClientId=c)
+            entry = DISTRACTORS[i % len(DISTRACTORS)]
+            p.loadURDF(entry.urdf, pos, orn, globalScaling=entry.global_scaling,
+                       useFixedBase=True, physicsClientId=lc)
+        self.lidar_husky = p.loadURDF("husky/husky.urdf", [0.0, 0.0, 0.0], physicsClientId=lc)
 
     def _load(self, entry: CatalogEntry, xy: tuple[float, float], yaw: float) -> int:
         p = self.p
@@ -359,10 +395,11 @@ class SimWorld:
         m = self.path.world_from_base(t)
         x, y, yaw = self.path.pose2d(t)
         orn = self.p.getQuaternionFromEuler([0.0, 0.0, yaw])
-        self.p.resetBasePositionAndOrientation(self.husky, [x, y, 0.0], orn,
-                                               physicsClientId=self.client)
+        for client, husky in ((self.client, self.husky), (self.lidar_client, self.lidar_husky)):
+            self.p.resetBasePositionAndOrientation(husky, [x, y, 0.0], orn,
+                                                   physicsClientId=client)
         # Ray tests use the broadphase's boxes: refresh them after the teleport.
-        self.p.performCollisionDetection(physicsClientId=self.client)
+        self.p.performCollisionDetection(physicsClientId=self.lidar_client)
         return m
 
     def render(self, camera: PinholeCamera, world_from_camera: np.ndarray,
@@ -398,17 +435,17 @@ class SimWorld:
         for k in range(0, len(dirs_w), MAX_RAYS_PER_CALL):
             results = p.rayTestBatch(starts[k:k + MAX_RAYS_PER_CALL].tolist(),
                                      ends[k:k + MAX_RAYS_PER_CALL].tolist(),
-                                     physicsClientId=self.client)
+                                     physicsClientId=self.lidar_client)
             hit_ids.extend(r[0] for r in results)
             fractions.extend(r[2] for r in results)
         body = np.asarray(hit_ids)
         frac = np.asarray(fractions)
-        keep = (body >= 0) & (body != self.husky)
+        keep = (body >= 0) & (body != self.lidar_husky)
         ranges = frac[keep] * _LIDAR_RANGE_M
         local = directions[keep] * ranges[:, None]
         # Intensity: a fixed reflectivity per hit kind (floor dim, objects bright), like a
         # real scanner's returns differ by surface.
-        intensity = np.where(body[keep] == self.floor, 20.0, 120.0)
+        intensity = np.where(body[keep] == self.lidar_floor, 20.0, 120.0)
         return np.column_stack([local, intensity]).astype(np.float32)
 
 
