@@ -12,7 +12,9 @@
   ``center_world``, per-frame ``camera_from_world`` and visible objects with pixels, boxes and
   distances) plus, per object, what recomputes it with PyBullet alone: ``urdf`` (inside
   ``pybullet_data``), ``global_scaling``, ``base_position``, ``base_orientation`` (x, y, z, w;
-  the centre-of-mass frame once settled). ``size`` is the visual mesh's extents in that frame;
+  the centre-of-mass frame once settled: rebuild with ``loadURDF(urdf, globalScaling=...)`` then
+  ``resetBasePositionAndOrientation(body, base_position, base_orientation)``, as ``loadURDF``'s
+  own position is the URDF link frame's). ``size`` is the visual mesh's extents in that frame;
   ``center_world`` the centre of that box in the world.
 * ``OUT.truth.npz`` — ``id_maps`` (uint8, frames × H × W, object id per pixel from the
   segmentation buffer, 255 for none: floor, husky, distractors) and ``frame_index``.
