@@ -7,9 +7,9 @@ Strategies are chosen by name through :class:`PerceptionConfig` (the Dagster res
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypeVar
 
 from eval_assets.env_names import check_env_var_name
@@ -58,9 +58,9 @@ class PerceptionConfig:
     ``grabcut`` | ``edgetam`` | ``truth``. ``truth`` reads the engine's truth beside a simulated
     or synthesized recording (:mod:`~eval_assets.perception.truth_evidence`): it needs the
     recording's path when built and refuses a recording without truth files; the ``truth``
-    segmenter only with the ``truth`` detector (it segments the truth's own boxes). The Moondream key is read from the environment variable named by
-    ``moondream_api_key_env`` (never stored in config). An empty ``vocabulary`` means
-    :func:`default_vocabulary`.
+    segmenter only with the ``truth`` detector (it segments the truth's own boxes). The
+    Moondream key is read from the environment variable named by ``moondream_api_key_env``
+    (never stored in config). An empty ``vocabulary`` means :func:`default_vocabulary`.
     """
 
     detector: str = "color"

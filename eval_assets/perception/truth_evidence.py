@@ -175,7 +175,7 @@ class TruthSegmenter:
         """The mask of the object whose box is ``box_xyxy``; among several, the one with the
         most pixels inside it; an empty mask when no object has pixels there."""
         ids = self.source.ids(image)
-        x0, y0, x1, y1 = (int(round(v)) for v in box_xyxy)
+        x0, y0, x1, y1 = (round(v) for v in box_xyxy)
         inside = ids[max(y0, 0):max(y1, 0), max(x0, 0):max(x1, 0)]
         counts = np.bincount(inside.ravel(), minlength=256)
         counts[NONE_ID] = 0

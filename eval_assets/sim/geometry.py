@@ -3,7 +3,8 @@
 Two facts cost time before (see ``specs/simulator.md``): ``p.getAABB`` is the collision shape
 (padded, world-axis-aligned, the table's only 5 cm high), so sizes are read from the visual
 meshes; and ``getVisualShapeData`` frames are relative to the URDF link frame, while
-``getBasePositionAndOrientation`` reports the centre-of-mass frame: link = ``T_com · inv(T_inertial)``.
+``getBasePositionAndOrientation`` reports the centre-of-mass frame:
+link = ``T_com · inv(T_inertial)``.
 """
 
 from __future__ import annotations

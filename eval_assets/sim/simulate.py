@@ -195,9 +195,9 @@ def check_config(out_db: Path, config: SimConfig) -> None:
 
 @contextmanager
 def quiet_stdout() -> Iterator[None]:
-    """Silence file descriptors 1 and 2 for the block: PyBullet's C++ prints its build time at import
-    and a warning per URDF link without inertia (the husky has six) straight to it, which would
-    bury the command's own output."""
+    """Silence file descriptors 1 and 2 for the block: PyBullet's C++ prints its build time at
+    import and a warning per URDF link without inertia (the husky has six) straight to them,
+    which would bury the command's own output."""
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
@@ -433,7 +433,8 @@ class SimWorld:
         dirs_w = directions @ world_from_lidar[:3, :3].T
         starts = np.broadcast_to(origin, dirs_w.shape)
         ends = origin + dirs_w * _LIDAR_RANGE_M
-        hit_ids, fractions = [], []
+        hit_ids: list[int] = []
+        fractions: list[float] = []
         for k in range(0, len(dirs_w), MAX_RAYS_PER_CALL):
             results = p.rayTestBatch(starts[k:k + MAX_RAYS_PER_CALL].tolist(),
                                      ends[k:k + MAX_RAYS_PER_CALL].tolist(),

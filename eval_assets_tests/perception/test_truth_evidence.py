@@ -53,7 +53,7 @@ def test_truth_evidence_is_exactly_the_truth(recordings: dict[str, Path], kind: 
     scene = json.loads(db.with_suffix(".scene.json").read_text())
     with np.load(db.with_suffix(".truth.npz")) as npz:
         id_maps = npz["id_maps"]
-    names = sorted({o["name"] for o in scene["objects"]}) + ["unicorn"]
+    names = [*sorted({o["name"] for o in scene["objects"]}), "unicorn"]
     frames = _rectified(db, tmp_path / "frames")
     stored = build_detections(tmp_path / "frames", frames, tmp_path / "dets", names,
                               TRUTH.build_detector(db), TRUTH.build_segmenter(db))
@@ -117,7 +117,7 @@ def test_a_frame_without_a_truth_map_names_the_fix(tmp_path: Path) -> None:
     segmenter = TRUTH.build_segmenter(db)
     assert isinstance(segmenter, TruthSegmenter)
     segmenter.bind_frame(frames[2])
-    with pytest.raises(TruthFrameError, match="no truth map for frame 1.*--truth-every 1"):
+    with pytest.raises(TruthFrameError, match=r"no truth map for frame 1.*--truth-every 1"):
         segmenter.bind_frame(frames[1])
 
 

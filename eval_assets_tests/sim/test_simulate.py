@@ -1,4 +1,5 @@
-"""Simulated recordings: the file, its truth recomputed with PyBullet alone, determinism, bad input."""
+"""Simulated recordings: the file, its truth recomputed with PyBullet alone, determinism, bad
+input."""
 
 from __future__ import annotations
 
@@ -95,10 +96,10 @@ def test_truth_files_have_the_synthesizers_format(simulated: Path) -> None:
 def _pybullet_box(p: Any, client: int, obj: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """Size and world centre of ``obj``'s visual meshes, from its record and PyBullet only.
 
-    The URDF is loaded and its centre-of-mass frame put at the recorded pose
-    (``loadURDF``'s own position is the URDF link frame's, not the centre of mass'); each visual mesh is loaded again as a static
-    triangle mesh placed at its pose in the object's own (centre-of-mass) frame, so PyBullet's
-    own mesh loader and transforms give the box (its AABB of a triangle mesh is exact).
+    The URDF is loaded and its centre-of-mass frame put at the recorded pose (``loadURDF``'s own
+    position is the URDF link frame's, not the centre of mass'); each visual mesh is loaded again
+    as a static triangle mesh placed at its pose in the object's own (centre-of-mass) frame, so
+    PyBullet's own mesh loader and transforms give the box (its AABB of a triangle mesh is exact).
     """
     body = p.loadURDF(obj["urdf"], globalScaling=obj["global_scaling"], useFixedBase=True,
                       physicsClientId=client)
