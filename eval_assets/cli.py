@@ -218,6 +218,9 @@ def recording_simulate(
                                     "truth maps)."),
     lidar_rings: int = typer.Option(16, help="LiDAR rings (elevations from -15 to +15 deg)."),
     lidar_columns: int = typer.Option(1024, help="LiDAR rays per ring."),
+    lidar_fov_deg: str = typer.Option(
+        "-15,15", help="Lowest and highest ring elevation in degrees, e.g. -30,2 to spend the "
+        "rings on the floor and the objects rather than the empty sky."),
 ) -> None:
     """Simulate a PyBullet scene into OUT_DB plus OUT.scene.json and OUT.truth.npz.
 
@@ -229,10 +232,15 @@ def recording_simulate(
     from eval_assets.sim.simulate import SimConfig, simulate_recording
 
     chosen = tuple(n.strip() for n in names.split(",") if n.strip()) if names else ()
+    try:
+        low, high = (float(v) for v in lidar_fov_deg.split(","))
+    except ValueError:
+        raise InputError(f"--lidar-fov-deg {lidar_fov_deg!r} is not two numbers; pass the "
+                         "lowest and highest elevation, e.g. --lidar-fov-deg=-15,15") from None
     out = simulate_recording(out_db, SimConfig(
         seed=seed, frames=frames, resolution=resolution, objects=objects, names=chosen,
         path=path, distractors=distractors, lidar_rings=lidar_rings,
-        lidar_columns=lidar_columns))
+        lidar_columns=lidar_columns, lidar_fov_deg=(low, high)))
     for written in (out.db, out.scene_json, out.truth_npz):
         typer.echo(f"{written} ({written.stat().st_size} bytes)")
     typer.echo(f"simulated {out.frames} frames and {out.lidar_scans} LiDAR scans in "

@@ -217,6 +217,8 @@ def _nothing_written(folder: Path) -> None:
     (["--frames", "0"], "--frames must be at least 1"),
     (["--resolution", "320x240"], "--resolution '320x240' is not offered"),
     (["--path", "spiral"], "unknown --path 'spiral'"),
+    (["--lidar-fov-deg=20,10"], "elevations must satisfy -90 ≤ lowest ≤ highest ≤ 90"),
+    (["--lidar-fov-deg=low"], "is not two numbers; pass the lowest and highest"),
 ])
 def test_bad_options_exit_2_and_write_nothing(tmp_path: Path, args: list[str],
                                               expected: str) -> None:
