@@ -179,7 +179,8 @@ def check_config(out_db: Path, config: SimConfig) -> None:
     low, high = config.lidar_fov_deg
     if not -90.0 <= low <= high <= 90.0:
         raise SimConfigError(f"--lidar-fov-deg {low:g},{high:g}: elevations must satisfy "
-                             "-90 ≤ lowest ≤ highest ≤ 90, e.g. --lidar-fov-deg=-15,15")
+                             "-90 ≤ lowest ≤ highest ≤ 90. Fix: pass the lowest first, e.g. "
+                             "--lidar-fov-deg=-15,15")
     entries_for(list(config.names), config.objects)  # unknown names fail here
     folder = out_db.parent
     if not folder.is_dir():
