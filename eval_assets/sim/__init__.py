@@ -11,7 +11,7 @@ from eval_assets.lazy import lazy_exports
 
 _EXPORTS = {
     "CATALOG": "catalog", "SimConfigError": "catalog",
-    "SimConfig": "simulate", "SimOutputs": "simulate", "simulate_recording": "simulate",
+    "SimConfig": "world", "SimOutputs": "simulate", "simulate_recording": "simulate",
 }
 
 __all__ = sorted(_EXPORTS)
