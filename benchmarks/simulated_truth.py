@@ -43,7 +43,7 @@ def one_seed(work: Path, seed: int, frames: int, rings: int,
     generate_from_recording(db, out, list(range(frames)), AuthorConfig(vocabulary=list(CATALOG)),
                             models.build_detector(db), models.build_segmenter(db))
     labels = [SpatialLabel.model_validate_json(line) for line in
-              (out / AUDIT_SPATIAL_LABELS).read_text().splitlines() if line.strip()]
+              (out / "audit" / AUDIT_SPATIAL_LABELS).read_text().splitlines() if line.strip()]
     return check_labels(labels, json.loads(db.with_suffix(".scene.json").read_text()))
 
 
