@@ -203,7 +203,7 @@ def recording_synthesize(
 @guarded
 def recording_simulate(
     out_db: Path = typer.Argument(..., help="Recording to write (*.db); truth files go beside it."),
-    seed: int = typer.Option(0, help="Scene seed: which objects go where, their turn, how they "
+    seed: int = typer.Option(0, help="Scene seed: which objects go where, their heading, how they "
                              "settle. Same seed and options, same recording and truth."),
     frames: int = typer.Option(120, help="Camera frames, spread over the whole drive."),
     resolution: str = typer.Option("640x480", help="Camera resolution: 640x480 or 1280x720."),
@@ -216,7 +216,7 @@ def recording_simulate(
                              "their first straight."),
     distractors: int = typer.Option(1, help="Objects outside the vocabulary (background in the "
                                     "truth maps)."),
-    lidar_rings: int = typer.Option(16, help="LiDAR rings (elevations from -15 to +15 deg)."),
+    lidar_rings: int = typer.Option(16, help="LiDAR rings, evenly spread over --lidar-fov-deg."),
     lidar_columns: int = typer.Option(1024, help="LiDAR rays per ring."),
     lidar_fov_deg: str = typer.Option(
         "-15,15", help="Lowest and highest ring elevation in degrees, e.g. -30,2 to spend the "
