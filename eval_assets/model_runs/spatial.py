@@ -39,10 +39,12 @@ from eval_assets.schemas.vqa_prompt import question_text
 MOSAIC_VERSION = "mosaic-v1"
 """Recipe of :func:`mosaic_png`; part of the content hash: change it when the mosaic changes."""
 
-_UNIT_WORDS = {"cm": "centimetres (cm)", "m": "metres (m)", "m2": "square metres (m²)"}
+_UNIT_WORDS = {"cm": "centimetres (cm)", "m": "metres (m)", "m2": "square metres (m²)",
+               "deg": "degrees"}
 _SPATIAL_LINE = ("each line must be a JSON object with id, images (a list of PNG paths in "
                  "assets/, in time order), question, answer_type ('choice' or 'number'), and "
-                 "choices (choice) or unit (number: cm, m, m2 or null); regenerate the dataset")
+                 "choices (choice) or unit (number: cm, m, m2, deg or null); regenerate the "
+                 "dataset")
 
 
 def load_spatial_cases(dataset_dir: Path, taken_ids: set[str],

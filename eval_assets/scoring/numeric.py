@@ -98,6 +98,13 @@ def _positive(answer: str) -> float | None:
     return value if value > 0 else None
 
 
+def _zero_distance(answer: str) -> bool:
+    try:
+        return float(answer) == 0.0
+    except ValueError:
+        return False
+
+
 def numeric_cases(data: PrivateDataset) -> list[tuple[str, str, float, str | None]]:
     """(case id, family, truth, parser unit) of every numeric case: dimOS-file labels without
     choices whose answer is a positive number, then the spatial cases of answer type number."""
@@ -109,6 +116,11 @@ def numeric_cases(data: PrivateDataset) -> list[tuple[str, str, float, str | Non
                           str(label.evidence.get("unit", DEFAULT_UNIT))))
     for spatial in data.spatial_labels:
         if spatial.answer_type != "number":
+            continue
+        if spatial.unit == "deg" or _zero_distance(spatial.answer):
+            # Angles (shared/specs/motion.md: mean angular accuracy) and a motion distance of 0
+            # (OSI-Bench's rule) are not MRA's to score; until scoring by unit lands they are
+            # left out of this metric, never scored wrongly.
             continue
         target = _positive(spatial.answer)
         if target is None:  # never generated (spec: targets are never 0); refuse, never skip

@@ -608,6 +608,7 @@ def same_place(index: TrackIndex) -> Iterator[Item]:
         chosen_yes.append((i, j))
         if len(chosen_yes) == MAX_MOTION_CASES // 2:
             break
+    chosen_yes = chosen_yes[:len(no)]  # balanced: as many no as yes
     chosen_no = _spread(no, len(chosen_yes))
     for (i, j), answer in sorted([*((c, "yes") for c in chosen_yes),
                                   *((c, "no") for c in chosen_no)]):
