@@ -240,7 +240,7 @@ class TourPath:
     @cached_property
     def legs(self) -> tuple[_Leg, ...]:
         """Every drive, turn and stop of one lap, in time order."""
-        pts = [tuple(map(float, p)) for p in self.waypoints]
+        pts = [(float(p[0]), float(p[1])) for p in self.waypoints]
         n = len(pts)
         heading = [math.atan2(pts[(k + 1) % n][1] - pts[k][1], pts[(k + 1) % n][0] - pts[k][0])
                    for k in range(n)]

@@ -238,7 +238,8 @@ def seeded_scene(scene_seed: int, camera: CameraModel, t0: float = 1_700_000_000
 
     The room (7–10 m × 5.5–8 m, 2.4–3.2 m high, desaturated surfaces), the robot's loop (an
     ellipse or a figure of eight, 0.3–0.45 m/s) driven as a tour (straight runs, turns on the
-    spot both ways, a stop, back to the start: :class:`~eval_assets.synth.scene.TourPath`), 5–6 vocabulary colours with 1–3 objects each,
+    spot both ways, a stop, back to the start: :class:`~eval_assets.synth.scene.TourPath`),
+    5–6 vocabulary colours with 1–3 objects each,
     and 3–7 distractors (grey crates and bins, textured wall panels, cyan or magenta objects) all
     change with the seed; the rig mounts and LiDAR rings are the sample's.
     """

@@ -1,4 +1,5 @@
-"""Seeded scenes, the robot's tour of its loop, the Mid-360-like pattern and the streamed truth writers."""
+"""Seeded scenes, the robot's tour of its loop, the Mid-360-like pattern and the streamed truth
+writers."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@ the generation conditions, determinism, and, end to end, the gold against the sc
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections import Counter
@@ -149,7 +150,7 @@ def test_route_choices_are_one_move_away_and_none_starts_another() -> None:
     assert route_choices(gold, "k") == choices  # drawn from the key, not at random
     seqs = [tuple(c.split(", ")) for c in choices]
     for seq in seqs:
-        assert all(a != b for a, b in zip(seq, seq[1:], strict=False))
+        assert all(a != b for a, b in itertools.pairwise(seq))
         # One substitution, deletion or insertion from the gold.
         if seq != gold:
             same_length = len(seq) == len(gold) and sum(a != b for a, b in zip(seq, gold,
@@ -169,7 +170,7 @@ def test_motion_families_ask_only_where_the_answer_is_clear() -> None:
     for label in _labels(tracks, "camera_displacement_m"):
         p = label.evidence["p"]
         d = math.dist(p[0], p[-1])
-        assert d < 0.05 and label.answer == "0.00" or d >= 0.5
+        assert (d < 0.05 and label.answer == "0.00") or d >= 0.5
         assert label.answer == "0.00" or float(label.answer) == pytest.approx(d, abs=0.006)
     assert any(lab.answer == "0.00" for lab in _labels(tracks, "camera_displacement_m"))
     for label in _labels(tracks, "path_length_m"):

@@ -4,10 +4,11 @@ The tracks file carries the rectified camera's pose at every TF sample
 (:attr:`~eval_assets.schemas.spatial.ObjectTracks.trajectory`). A shown frame's pose ``p``
 (optical centre) and heading ``ψ`` (yaw of the optical axis on the floor plane, counter-clockwise)
 are that trajectory at the image's stamp, linearly interpolated between the two TF samples around
-it: the nearest sample alone can be half a TF period away, which on a robot turning 60°/s at
-10 Hz TF is 3° of heading, more than the families' margins. Between two frames, ``path`` sums the
-step lengths and ``turn`` the wrapped yaw steps over every TF sample in between, not only over the
-frames shown, so a 200° left turn is +200.
+it: the nearest sample alone can be half a TF period away, which on a robot turning 45°/s at
+10 Hz TF is 2° of heading. Interpolation is exact while the motion is uniform; a frame whose TF
+step differs from its neighbours (a turn or run starting between two samples) is not used.
+Between two frames, ``path`` sums the step lengths and ``turn`` the wrapped yaw steps over every
+TF sample in between, not only over the frames shown, so a 200° left turn is +200.
 
 Families (each asked only where its answer is unambiguous, at most :data:`MAX_MOTION_CASES` per
 recording, windows spread over the whole recording, everything deterministic):
@@ -81,8 +82,11 @@ APART_DEG = 90.0
 # its centre's bearing swings with centimetres of error).
 EGO_MIN_M = 0.6
 EGO_ENDS_PER_OBJECT = 4
-# A frame's pose needs TF samples on both sides within this many seconds (else a TF gap).
+# A frame's pose needs TF samples on both sides within this many seconds (else a TF gap), and
+# steady motion around it: its TF step and the neighbouring ones alike within these.
 MAX_TF_GAP_S = 0.5
+STEADY_DEG = 0.5
+STEADY_M = 0.005
 # Windows: the last frame this many published frames after the first.
 SPANS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 SHOWN = 4  # frames a distance or turn case shows (first, last and evenly between)
@@ -144,6 +148,19 @@ class Motion:
         i = int(np.searchsorted(self.times, t))
         lo, hi = max(i - 1, 0), min(i, len(self.times) - 1)
         return bool(self.times[hi] - self.times[lo] <= MAX_TF_GAP_S)
+
+    def steady(self, t: float) -> bool:
+        """Whether the camera moved uniformly around ``t``: the TF step containing it and the
+        steps on either side differ by at most :data:`STEADY_DEG` / :data:`STEADY_M`. Where a
+        turn or a run starts or ends between two samples, the interpolated pose can be off by
+        half a step (2° at 45°/s and 10 Hz), so such a frame is not used."""
+        i = int(np.searchsorted(self.times, t, side="right")) - 1
+        if i < 1 or i + 2 >= len(self.times):
+            return False
+        yaw = np.diff(self.cum_turn[i - 1:i + 3])
+        step = np.diff(self.positions[i - 1:i + 3], axis=0)
+        return bool(np.ptp(yaw) <= STEADY_DEG
+                    and np.max(np.linalg.norm(step - step.mean(axis=0), axis=1)) <= STEADY_M)
 
     def pose(self, frame: int, t: float) -> Pose:
         """The camera at stamp ``t`` (interpolated between the samples around it)."""
@@ -228,10 +245,11 @@ def route(motion: Motion, a: float, b: float) -> list[Run]:
 
 
 def _frame_times(index: TrackIndex, motion: Motion) -> list[tuple[int, float]]:
-    """Published frames whose stamp the trajectory covers, with their stamps, in time order."""
+    """Published frames whose stamp the trajectory covers, amid steady motion, with their
+    stamps, in time order."""
     cams = index.tracks.cameras
     out = [(f, cams[f].image_ts) for f in index.published
-           if f in cams and motion.covers(cams[f].image_ts)]
+           if f in cams and motion.covers(cams[f].image_ts) and motion.steady(cams[f].image_ts)]
     return sorted(out, key=lambda ft: (ft[1], ft[0]))
 
 

@@ -93,16 +93,18 @@ def scene_camera(scene: Mapping[str, Any]) -> tuple[CameraAt, float, float] | No
     stream starts when the path does); None for another scene."""
     if scene.get("scene_seed") is None or "tour" not in scene.get("path", {}):
         return None
-    from eval_assets.synth.scene import sample_camera  # only for synthetic truth
+    from eval_assets.synth.scene import TourPath, sample_camera  # only for synthetic truth
     from eval_assets.synth.seeded import seeded_scene
 
     world = seeded_scene(int(scene["scene_seed"]), sample_camera())
+    tour = world.path
+    assert isinstance(tour, TourPath)
     rate = float(scene["rates_hz"]["tf_world_base_link"])
 
     def camera_at(t: float) -> np.ndarray:
         return world.path.world_from_base(t) @ world.base_from_camera
 
-    return camera_at, rate, world.path.t_start
+    return camera_at, rate, tour.t_start
 
 
 def _pose_of(world_from_camera: np.ndarray) -> tuple[np.ndarray, float]:
