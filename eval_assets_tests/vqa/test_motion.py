@@ -240,6 +240,10 @@ def test_motion_cases_are_byte_identical_on_rerun_and_need_a_trajectory() -> Non
     assert dump == [dumps_json(lab.model_dump(mode="json")) for lab in again.labels]
     assert first.cases == again.cases and {lab.family for lab in first.labels} >= {
         "camera_displacement_m", "path_length_m", "turn_direction", "turn_angle_deg"}
+    straight = _tracks(_drive([("forward", 6.0)]))
+    assert not _labels(straight, "turn_direction")  # "no turn" everywhere: not asked
+    assert ("turn_direction", "one_answer_only") in {
+        (r.family, r.reason) for r in _built(straight).rejections}
     bare = tracks.model_copy(update={"trajectory": []})
     nothing = build_spatial(bare, sorted(bare.cameras))
     assert not nothing.labels

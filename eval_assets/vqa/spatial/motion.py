@@ -15,7 +15,8 @@ recording, windows spread over the whole recording, everything deterministic):
 
 - ``camera_displacement_m`` / ``path_length_m``: straight-line distance / distance travelled;
   asked when it is below :data:`ZERO_M` (answer 0) or at least :data:`MIN_DISTANCE_M`.
-- ``turn_direction``: ``left`` / ``right`` / ``no turn`` from the sign of the total turn.
+- ``turn_direction``: ``left`` / ``right`` / ``no turn`` from the sign of the total turn
+  (balanced; nothing asked where every window has the same answer).
 - ``turn_angle_deg``: the total turn's size, in degrees.
 - ``egocentric_direction_deg``: where an object seen earlier is from the last frame's camera,
   in degrees clockwise from straight ahead, when it is out of the last frame's view.
@@ -428,6 +429,13 @@ def turn_direction(index: TrackIndex) -> Iterator[Item]:
     motion, groups, rejected = _turn_windows(index, "turn_direction")
     yield from _no_trajectory("turn_direction", index, motion)
     yield from rejected.rows(_TURN_DESCRIBED)
+    answers = [g for g in sorted(groups) if groups[g]]
+    if len(answers) == 1:
+        # One answer for every window (a recording that never turns): "always say it" would
+        # score 100 %, so the family asks nothing here.
+        yield SpatialRejection("turn_direction", (), "one_answer_only",
+                               f"every window's answer is {answers[0]!r}")
+        return
     picked = _balanced(groups, MAX_MOTION_CASES)
     for shown, turn in sorted(picked, key=lambda item: (item[0][0].t, item[0][-1].t)):
         answer = ("no turn" if abs(turn) < NO_TURN_DEG else "left" if turn > 0 else "right")
