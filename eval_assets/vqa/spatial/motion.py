@@ -88,8 +88,11 @@ EGO_ENDS_PER_OBJECT = 4
 MAX_TF_GAP_S = 0.5
 STEADY_DEG = 0.5
 STEADY_M = 0.005
-# Windows: the last frame this many published frames after the first.
-SPANS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+# Windows: the last frame the one nearest to this many seconds after the first (in frames at 2 Hz:
+# 1, 2, 3, 4, 6, 8, 12, 16, 24, 32 on), from at most MAX_STARTS first frames spread over the
+# recording: seconds, not frame counts, so a 15 Hz recording's windows span its turns as well.
+SPANS_S = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)
+MAX_STARTS = 160
 SHOWN = 4  # frames a distance or turn case shows (first, last and evenly between)
 ROUTE_SHOWN = 8
 REJECTION_EXAMPLES = 5
@@ -263,11 +266,20 @@ def _shown(frames: Sequence[tuple[int, float]], n: int) -> list[tuple[int, float
 
 
 def _windows(frames: Sequence[tuple[int, float]]) -> Iterator[list[tuple[int, float]]]:
-    """Every window of published frames: from each frame, :data:`SPANS` frames on."""
-    for start in range(len(frames)):
-        for span in SPANS:
-            if start + span < len(frames):
-                yield list(frames[start:start + span + 1])
+    """Windows of published frames: from each of up to :data:`MAX_STARTS` first frames, to the
+    frame nearest :data:`SPANS_S` seconds on (each window once)."""
+    times = np.array([t for _, t in frames])
+    seen: set[tuple[int, int]] = set()
+    for start in _spread(range(len(frames)), MAX_STARTS):
+        for span in SPANS_S:
+            j = int(np.searchsorted(times, times[start] + span))
+            if j > 0 and (j == len(times) or
+                          times[start] + span - times[j - 1] < times[j] - times[start] - span):
+                j -= 1
+            if j <= start or j >= len(times) or (start, j) in seen:
+                continue
+            seen.add((start, j))
+            yield list(frames[start:j + 1])
 
 
 def _spread(items: Sequence[Any], n: int) -> list[Any]:
