@@ -17,9 +17,16 @@ night misses several of its questions), so the noise is clustered by frame as in
 - **Drop**: the second night's logits are shifted so that the expected accuracy is exactly
   ``--drop`` (default 10 points) lower. Detection: the overall comparison flags a drop.
 
-Prints each rate with its n and a 95% Wilson interval. Exits non-zero when the any-flag false
-alarm rate exceeds ``--max-false-alarms`` (5%) or the detection rate is under ``--min-detection``
-(80%); ``--smoke`` judges neither.
+Each world is one recording and one model, so the night's sets of tests are its families
+(families x recordings x models) and its overall comparison (recordings x models, here one):
+their p-values are Benjamini-Hochberg adjusted set by set
+(:func:`eval_assets.metrics.drift.adjust_night`), as the nightly check and the report do. The
+rates are printed with the raw p deciding (the rule before the adjustment) and with the adjusted
+p (the rule in force).
+
+Prints each rate with its n and a 95% Wilson interval. Exits non-zero when the adjusted any-flag
+false alarm rate exceeds ``--max-false-alarms`` (1%) or the adjusted detection rate is under
+``--min-detection`` (90%); ``--smoke`` judges neither.
 """
 
 from __future__ import annotations
@@ -32,7 +39,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eval_assets.metrics.drift import ALL_FAMILIES, DriftCase, NightDrift, model_drift
+from eval_assets.metrics.drift import (
+    ALL_FAMILIES,
+    DriftCase,
+    NightDrift,
+    adjust_night,
+    model_drift,
+)
 from eval_assets.metrics.stats import wilson_interval
 
 FRAME_SD, CASE_SD, SHOCK_SD = 1.0, 1.2, 0.4
@@ -118,8 +131,10 @@ def main() -> int:
     parser.add_argument("--families", type=int, default=6, help="question families")
     parser.add_argument("--drop", type=float, default=0.10, help="true accuracy drop")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-false-alarms", type=float, default=0.05)
-    parser.add_argument("--min-detection", type=float, default=0.80)
+    parser.add_argument("--max-false-alarms", type=float, default=0.01,
+                        help="most A/A 'any flag' rate allowed (BH-adjusted rule)")
+    parser.add_argument("--min-detection", type=float, default=0.90,
+                        help="least overall detection rate of the drop (BH-adjusted rule)")
     parser.add_argument("--smoke", action="store_true",
                         help="8 simulations: checks the script still runs (targets not judged)")
     args = parser.parse_args()
@@ -130,40 +145,52 @@ def main() -> int:
           f"({args.frames} frames x {args.per_frame}), {args.families} families, "
           f"true drop {args.drop * 100:.0f} points; noise clustered by frame "
           f"(frame sd {FRAME_SD}, case sd {CASE_SD}, night shock sd {SHOCK_SD} on the logit)")
-    aa_overall = aa_any = aa_sig = found = found_sig = found_family = family_total = 0
+    counts: dict[str, dict[str, int]] = {rule: dict.fromkeys(
+        ("aa_overall", "aa_any", "aa_sig", "found", "found_sig", "found_family"), 0)
+        for rule in ("raw", "BH")}
+    family_total = 0
     mdds: list[float] = []
     start = time.perf_counter()
     for sim in range(args.sims):
-        same, dropped = simulate(args.seed * 1_000_003 + sim, args.frames, args.per_frame,
-                                 args.families, args.drop)
-        overall = next(d for d in same if d.family == ALL_FAMILIES)
-        aa_overall += overall.flagged
-        aa_sig += overall.significant
-        aa_any += any(d.flagged for d in same)
-        hit = next(d for d in dropped if d.family == ALL_FAMILIES)
-        found += hit.flagged and (hit.difference or 0.0) < 0
-        found_sig += hit.significant and (hit.difference or 0.0) < 0
-        families = [d for d in dropped if d.family != ALL_FAMILIES]
-        found_family += sum(d.flagged and (d.difference or 0.0) < 0 for d in families)
-        family_total += len(families)
-        if hit.mdd is not None:
-            mdds.append(hit.mdd)
+        same_raw, dropped_raw = simulate(args.seed * 1_000_003 + sim, args.frames,
+                                         args.per_frame, args.families, args.drop)
+        for rule, same, dropped in (("raw", same_raw, dropped_raw),
+                                    ("BH", adjust_night(same_raw), adjust_night(dropped_raw))):
+            c = counts[rule]
+            overall = next(d for d in same if d.family == ALL_FAMILIES)
+            c["aa_overall"] += overall.flagged
+            c["aa_sig"] += overall.significant
+            c["aa_any"] += any(d.flagged for d in same)
+            hit = next(d for d in dropped if d.family == ALL_FAMILIES)
+            c["found"] += hit.flagged and (hit.difference or 0.0) < 0
+            c["found_sig"] += hit.significant and (hit.difference or 0.0) < 0
+            families = [d for d in dropped if d.family != ALL_FAMILIES]
+            c["found_family"] += sum(d.flagged and (d.difference or 0.0) < 0 for d in families)
+        family_total += sum(1 for d in dropped_raw if d.family != ALL_FAMILIES)
+        hit_raw = next(d for d in dropped_raw if d.family == ALL_FAMILIES)
+        if hit_raw.mdd is not None:
+            mdds.append(hit_raw.mdd)
     elapsed = time.perf_counter() - start
     n = args.sims
     pts = f"{args.drop * 100:.0f}-point drop"
-    for label, hits, total in (
-            ("A/A false alarms, overall comparison", aa_overall, n),
-            ("A/A false alarms, any flag (overall or a family)", aa_any, n),
-            ("A/A significant overall (no MDD)", aa_sig, n),
-            (f"{pts} detected (flagged), overall", found, n),
-            (f"{pts} significant overall (no MDD)", found_sig, n),
-            (f"{pts} flagged per family", found_family, family_total)):
-        print(f"{label + ':':<50}{_rate(hits, total)}")
+    for rule in ("raw", "BH"):
+        c = counts[rule]
+        print("-- " + {"raw": "raw McNemar p decides (the rule before the adjustment)",
+                       "BH": "Benjamini-Hochberg adjusted p decides (the rule in force)"}[rule])
+        for label, hits, total in (
+                ("A/A false alarms, overall comparison", c["aa_overall"], n),
+                ("A/A false alarms, any flag (overall or a family)", c["aa_any"], n),
+                ("A/A significant overall (no MDD)", c["aa_sig"], n),
+                (f"{pts} detected (flagged), overall", c["found"], n),
+                (f"{pts} significant overall (no MDD)", c["found_sig"], n),
+                (f"{pts} flagged per family", c["found_family"], family_total)):
+            print(f"{label + ':':<50}{_rate(hits, total)}")
     if mdds:
         print(f"overall MDD under the drop: median {np.median(mdds) * 100:.1f} points")
     print(f"{elapsed:.1f} s ({elapsed / n * 1000:.0f} ms per simulated world, "
           f"{2 * (1 + args.families)} comparisons each)")
     failed = False
+    aa_any, found = counts["BH"]["aa_any"], counts["BH"]["found"]
     if aa_any / n > args.max_false_alarms:
         print(f"FAIL: false-alarm rate {aa_any / n:.1%} exceeds {args.max_false_alarms:.0%}")
         failed = True

@@ -22,6 +22,7 @@ OBJECT_TRACKS = "object_tracks"
 QUESTION_PROPOSALS = "question_proposals"
 PUBLIC_CASES = "public_cases"
 PRIVATE_LABELS = "private_labels"
+EVIDENCE_QUALITY = "evidence_quality"
 
 # Per (recording, model).
 PREDICTIONS = "predictions"

@@ -38,6 +38,8 @@ FRAMES_DIR = "frames"
 MASKS_DIR = "masks"
 # object_tracks: world-frame objects fused from detections, LiDAR and TF (schemas.spatial).
 TRACKS_FILE = "tracks.json"
+# evidence_quality: the detector's evidence and the gold answers against the recording's truth.
+EVIDENCE_QUALITY_FILE = "evidence_quality.json"
 # question_proposals.
 PROPOSALS_FILE = "proposals.jsonl"
 PROPOSALS_SUMMARY = "summary.json"
@@ -70,6 +72,20 @@ RUN_ROTATIONS_JOURNAL = "rotations.journal.jsonl"
 # FlipEval: left/right cases asked again about the mirrored image (eval_assets.model_runs.flips).
 RUN_FLIPS = "flips.jsonl"
 RUN_FLIPS_JOURNAL = "flips.journal.jsonl"
+# TimeFlip and RepeatFrames: multi-frame cases asked again with their frames reversed, or each
+# shown twice (eval_assets.model_runs.time_controls).
+RUN_TIME_FLIPS = "time_flips.jsonl"
+RUN_TIME_FLIPS_JOURNAL = "time_flips.journal.jsonl"
+RUN_REPEAT_FRAMES = "repeat_frames.jsonl"
+RUN_REPEAT_FRAMES_JOURNAL = "repeat_frames.journal.jsonl"
+# The prompt controls: dimOS cases asked in other templates, repeated at a temperature above 0,
+# or with a JSON schema (eval_assets.model_runs.prompt_controls).
+RUN_TEMPLATES = "templates.jsonl"
+RUN_TEMPLATES_JOURNAL = "templates.journal.jsonl"
+RUN_REPEATS = "repeats.jsonl"
+RUN_REPEATS_JOURNAL = "repeats.journal.jsonl"
+RUN_STRUCTURED = "structured.jsonl"
+RUN_STRUCTURED_JOURNAL = "structured.journal.jsonl"
 RUN_LOCK = ".run.lock"
 # mcq_avlm and description_judge: an AVLM inference folder, in AVLM's own names so that AVLM's
 # tools read it: the rows scored, then each scorer's outputs in its sub-folder.
@@ -194,6 +210,10 @@ class StorageLayout:
     def rectified_frames_dir(self, recording: str) -> Path:
         """Rectified PNG frames and ``frames.parquet`` of one recording."""
         return self.asset_dir(names.RECTIFIED_FRAMES, recording)
+
+    def evidence_quality_dir(self, recording: str) -> Path:
+        """The evidence-quality record of one recording (``evidence_quality.json``)."""
+        return self.asset_dir(names.EVIDENCE_QUALITY, recording)
 
     def pointcloud_frames_dir(self, recording: str) -> Path:
         """Synchronised LiDAR clouds and ``pointcloud_frames.parquet`` of one recording."""

@@ -30,7 +30,7 @@ from eval_assets.defs.resources import ProjectStorage, ScoringResource
 from eval_assets.jsonio import read_model
 from eval_assets.metrics.drift import NightDrift
 from eval_assets.metrics.vqa import VqaReport
-from eval_assets.report.history import load_history, night_drift
+from eval_assets.report.history import load_history, night_cell_drift
 from eval_assets.schemas.vqa import DATASET_CASES, DATASET_LABELS
 from eval_assets.vqa.leakage import find_leaks
 
@@ -90,19 +90,27 @@ def parse_failure_rate_below_bound(context: AssetCheckExecutionContext, storage:
                    blocking=False,
                    description="Warns when the model's kept nightly results changed for real since "
                                "its previous night on this recording (overall or in a family): "
-                               "exact McNemar p < 0.05, the frame-clustered bootstrap interval "
-                               "excludes 0 and the change is at least the minimum detectable "
-                               "difference.")
+                               "McNemar p < 0.05 after Benjamini-Hochberg adjustment over the "
+                               "night's families x recordings x models, the frame-clustered "
+                               "bootstrap interval excludes 0 and the change is at least the "
+                               "minimum detectable difference at the level the adjustment "
+                               "tested at.")
 def nightly_drift(context: AssetCheckExecutionContext,
                   storage: ProjectStorage) -> AssetCheckResult:
-    """The run's night (its night tag; else the latest kept night) against the previous night."""
+    """The run's night (its night tag; else the latest kept night) against the previous night.
+
+    The p-values are adjusted over every cell of that night (all recordings and models), so the
+    check reads the whole night's history, not only its own cell's.
+    """
     recording, model = cell_of(context.partition_key)
-    history = load_history(storage.layout().history_dir(), recording=recording, model=model)
-    night = context.run.tags.get(NIGHT_TAG) or max((h.night for h in history), default=None)
+    history = load_history(storage.layout().history_dir())
+    night = context.run.tags.get(NIGHT_TAG) or max(
+        (h.night for h in history if (h.result.recording, h.result.model) == (recording, model)),
+        default=None)
     # Only this night's comparison: kept nights after it (a backfill of an old night) are not
     # this run's business.
-    drift = [d for d in night_drift([h for h in history if night and h.night <= night],
-                                    latest=1) if d.night_after == night]
+    drift = [d for rec, d in (night_cell_drift(history, night) if night else [])
+             if rec == recording and d.model == model]
     flagged = [d for d in drift if d.flagged]
     return AssetCheckResult(
         passed=not flagged, severity=AssetCheckSeverity.WARN,
@@ -129,7 +137,7 @@ def _drift_summary(night: str | None, drift: list[NightDrift], flagged: list[Nig
 def _drift_json(d: NightDrift) -> dict[str, object]:
     return d.model_dump(mode="json", include={
         "family", "night_before", "night_after", "n_common", "difference", "ci_low", "ci_high",
-        "mcnemar_p", "mdd"})
+        "mcnemar_p", "mcnemar_p_adjusted", "p_adjustment", "n_tests", "mdd"})
 
 
 def _pts(value: float | None) -> str:
@@ -137,13 +145,14 @@ def _pts(value: float | None) -> str:
 
 
 def _drift_table(drift: list[NightDrift]) -> str:
-    lines = ["| family | n common / frames | difference [95% CI], pts | McNemar p | MDD, pts "
-             "| flagged |", "|---|---|---|---|---|---|"]
+    lines = ["| family | n common / frames | difference [95% CI], pts | McNemar p (raw) "
+             "| BH p | MDD, pts | flagged |", "|---|---|---|---|---|---|---|"]
     for d in drift:
         mdd = "n/a" if d.mdd is None else f"{d.mdd * 100:.1f}"
+        adjusted = "n/a" if d.mcnemar_p_adjusted is None else f"{d.mcnemar_p_adjusted:.4f}"
         lines.append(f"| {d.family} | {d.n_common} / {d.n_frames} | {_pts(d.difference)} "
-                     f"[{_pts(d.ci_low)}, {_pts(d.ci_high)}] | {d.mcnemar_p:.4f} | {mdd} "
-                     f"| {'yes' if d.flagged else 'no'} |")
+                     f"[{_pts(d.ci_low)}, {_pts(d.ci_high)}] | {d.mcnemar_p:.4f} | {adjusted} "
+                     f"| {mdd} | {'yes' if d.flagged else 'no'} |")
     return "\n".join(lines) if drift else "No earlier night to compare with."
 
 

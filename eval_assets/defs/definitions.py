@@ -6,6 +6,7 @@ from dagster import Definitions, load_asset_checks_from_modules, load_assets_fro
 
 from eval_assets.defs import checks
 from eval_assets.defs.assets import (
+    evidence_quality,
     frames,
     ingest,
     metrics,
@@ -32,7 +33,8 @@ from eval_assets.defs.resources import (
     VLMClientResource,
 )
 
-ASSET_MODULES = [sources, ingest, frames, perception, tracks, vqa, predictions, metrics, report]
+ASSET_MODULES = [sources, ingest, frames, perception, tracks, vqa, evidence_quality, predictions,
+                 metrics, report]
 
 defs = Definitions(
     assets=load_assets_from_modules(ASSET_MODULES),

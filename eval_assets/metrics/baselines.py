@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from statistics import NormalDist
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -58,12 +58,15 @@ def frequency_scores(answers: Sequence[str]) -> tuple[str, list[float]]:
     return mode, [1.0 if a == mode else 0.0 for a in answers]
 
 
-def median_baseline(targets: Sequence[float]) -> tuple[float, list[float]]:
-    """The median of the gold numbers and each case's mean relative accuracy of answering it."""
+def median_baseline(targets: Sequence[float],
+                    score: Callable[[float, float], float] = mean_relative_accuracy,
+                    ) -> tuple[float, list[float]]:
+    """The median of the gold numbers and each case's score of answering it (``score(pred,
+    truth)``: VSI-Bench's MRA unless the family scores otherwise)."""
     if not targets:
         raise ValueError("a median baseline needs at least one gold number")
     median = float(statistics.median(targets))
-    return median, [mean_relative_accuracy(median, t) for t in targets]
+    return median, [score(median, t) for t in targets]
 
 
 class BaselineComparison(BaseModel):

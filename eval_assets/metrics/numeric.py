@@ -1,5 +1,6 @@
-"""Numeric answers: VSI-Bench's Mean Relative Accuracy, the absolute relative error, and a
-parser for replies such as "about 2,5 m" or "120 cm".
+"""Numeric answers: VSI-Bench's Mean Relative Accuracy, OSI-Bench's rule for a truth of
+(nearly) zero, the absolute relative error, and the reply parser
+(:mod:`eval_assets.metrics.numeric_reply`, re-exported here).
 
 ``mean_relative_accuracy`` is VSI-Bench's (vision-x-nyu/thinking-in-space,
 ``lmms_eval/tasks/vsibench/utils.py``) with its defaults start .5, end .95, interval .05: the
@@ -8,38 +9,42 @@ at which ``|pred - gt| / gt <= 1 - threshold``. The float arithmetic is the refe
 artefacts included: ``(0.95 - 0.5) / 0.05`` is 8.999..., so there are 10 thresholds, and
 whether an error of "exactly" 5% passes the 0.95 threshold depends on how ``|pred - gt| / gt``
 and ``1 - 0.95`` round.
+
+MRA divides by the truth, so it cannot score a truth of 0 (a camera that did not move).
+:func:`mra_with_zero_rule` is OSI-Bench's rule for it (``lmms_eval/tasks/osi_bench/utils.py``,
+``calculate_mra_with_threshold``, τ = 0.30 m for displacements): a prediction below τ scores 1,
+any other is scored by MRA against τ.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from typing import Literal
+import math
 
 import numpy as np
 
+from eval_assets.metrics.numeric_reply import (
+    UNITS,
+    ParsedNumber,
+    Unparseable,
+    parse_numeric_reply,
+    read_numeric_reply,
+)
+
 __all__ = [
     "UNITS",
+    "ZERO_TRUTH_TOLERANCE_M",
     "ParsedNumber",
+    "Unparseable",
     "abs_dist_norm",
     "absolute_relative_error",
     "mean_relative_accuracy",
+    "mra_with_zero_rule",
     "parse_numeric_reply",
+    "read_numeric_reply",
 ]
 
-# Each unit with its dimension and its size in the dimension's base unit (metre, square metre).
-UNITS: dict[str, tuple[Literal["length", "area"], float]] = {
-    "mm": ("length", 0.001), "cm": ("length", 0.01), "m": ("length", 1.0),
-    "mm²": ("area", 1e-6), "cm²": ("area", 1e-4), "m²": ("area", 1.0),
-}
-_SPELLED = {"mm2": "mm²", "cm2": "cm²", "m2": "m²", "sq m": "m²", "square metres": "m²",
-            "square meters": "m²", "metres": "m", "meters": "m", "metre": "m", "meter": "m",
-            "centimetres": "cm", "centimeters": "cm", "millimetres": "mm", "millimeters": "mm"}
-_NUMBER = re.compile(
-    r"(?<![\w.,])(-?\d+(?:[.,]\d+)?)\s*(square metres|square meters|sq m|centimetres|centimeters"
-    r"|millimetres|millimeters|metres|meters|metre|meter|mm²|cm²|m²|mm2|cm2|m2|mm|cm|m)?(?!\w)",
-    re.IGNORECASE)
-
+# OSI-Bench's τ for displacements and speeds: a distance this small is "did not move".
+ZERO_TRUTH_TOLERANCE_M = 0.30
 
 def abs_dist_norm(pred: float, target: float) -> float:
     """``|pred - target| / target`` (the reference's name and arithmetic)."""
@@ -61,33 +66,22 @@ def absolute_relative_error(pred: float, target: float) -> float:
     return abs(pred - target) / abs(target)
 
 
-@dataclass(frozen=True)
-class ParsedNumber:
-    """A reply's number in the asked unit, and the unit the reply wrote (None: none written)."""
+def mra_with_zero_rule(pred: float, target: float, tolerance: float = ZERO_TRUTH_TOLERANCE_M
+                       ) -> float:
+    """MRA with OSI-Bench's rule for a truth of zero, in the unit of ``tolerance`` (τ).
 
-    value: float
-    written_unit: str | None
-
-
-def parse_numeric_reply(reply: str | None, unit: str | None) -> ParsedNumber | None:
-    """The first number of ``reply`` in ``unit`` (one of :data:`UNITS`; None: a count, which
-    has no unit), or None when the reply holds no number, or only numbers in a unit of another
-    dimension (m² asked in metres).
-
-    A decimal comma reads as a decimal point ("2,5" is 2.5). A number with a unit is converted
-    ("120 cm" asked in m is 1.2); a bare number is taken in the asked unit. A count takes the
-    first number as written, whatever follows it ("3 chairs" is 3).
+    Where ``target`` is below τ, a prediction in [0, τ) scores 1 and any other is scored by MRA
+    against τ; elsewhere this is :func:`mean_relative_accuracy`. Two deliberate departures from
+    OSI-Bench's code, both from ``shared/specs/motion.md``: the rule holds for every truth below
+    τ, not only for exactly 0 (our generated truths are 0 or at least 0.5 m, so the two agree on
+    them), and a negative prediction is no "nearly zero" distance (OSI scores any pred < τ 1).
     """
-    if unit is not None and unit not in UNITS:
-        raise ValueError(f"unknown unit {unit!r}: expected one of {sorted(UNITS)} or None")
-    dimension, size = UNITS[unit] if unit is not None else ("count", 1.0)
-    for match in _NUMBER.finditer(reply or ""):
-        number = float(match.group(1).replace(",", "."))
-        written = match.group(2)
-        if written is None or unit is None:
-            return ParsedNumber(number, None)
-        name = _SPELLED.get(written.lower(), written.lower())
-        other_dimension, other_size = UNITS[name]
-        if other_dimension == dimension:
-            return ParsedNumber(number * other_size / size, name)
-    return None
+    if not (math.isfinite(tolerance) and tolerance > 0):
+        raise ValueError(f"tolerance must be a positive number, got {tolerance!r}")
+    if not (math.isfinite(target) and target >= 0):
+        raise ValueError(f"a distance truth must be a finite number >= 0, got {target!r}")
+    if target >= tolerance:
+        return mean_relative_accuracy(pred, target)
+    if 0 <= pred < tolerance:
+        return 1.0
+    return mean_relative_accuracy(pred, tolerance)

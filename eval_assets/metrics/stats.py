@@ -21,6 +21,10 @@ Methods (also stated in the leaderboard JSON and the report):
   formula for McNemar's test, using the observed discordance rate and the frame design effect of
   the paired difference. A difference is called significant only when McNemar's p < alpha *and*
   the clustered interval excludes 0.
+- **Many comparisons** (:func:`adjust_comparisons`): a table of comparisons (every pair of models,
+  overall and per family) is one set of tests; McNemar's p of each is adjusted over the set
+  (Holm by default, :mod:`eval_assets.metrics.multitest`) and the adjusted p decides
+  ``significant``. The raw p stays beside it.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from statistics import NormalDist
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from eval_assets.metrics.multitest import Adjustment, adjust_p
+
 __all__ = [
     "ALPHA",
     "BOOTSTRAP_REPLICATES",
@@ -42,6 +48,7 @@ __all__ = [
     "WILSON_Z",
     "ClusteredInterval",
     "PairedComparison",
+    "adjust_comparisons",
     "cluster_bootstrap_difference",
     "cluster_sums",
     "clustered_wilson",
@@ -280,19 +287,33 @@ class PairedComparison(BaseModel):
     mdd_discordance_assumed: bool = Field(
         description="True when the observed discordance was below the MDD, so the MDD assumed "
                     "the least discordance such a difference needs (a lower bound)")
-    significant: bool
+    significant: bool = Field(
+        description="p < alpha and the interval excludes 0; p is mcnemar_p_adjusted once the "
+                    "comparison was adjusted with others, else mcnemar_p")
     better: str | None = Field(description="the significantly better model, if any")
+    family: str | None = Field(
+        default=None, description="the question family compared; None: all the common cases")
+    mcnemar_p_adjusted: float | None = Field(
+        default=None, description="McNemar p adjusted for the other comparisons of its table "
+                                  "(p_adjustment); None: not adjusted, or not a test (no "
+                                  "common case)")
+    p_adjustment: Adjustment | None = Field(
+        default=None, description="holm or fdr_bh (eval_assets.metrics.multitest); None: raw")
+    n_tests: int | None = Field(
+        default=None, description="comparisons the p-value was adjusted over")
 
 
 def paired_comparison(
     model_a: str, model_b: str, keys: Sequence[Hashable], correct_a: Sequence[bool],
     correct_b: Sequence[bool], *, alpha: float = ALPHA, power: float = POWER,
     replicates: int = BOOTSTRAP_REPLICATES, seed: int = BOOTSTRAP_SEED,
+    family: str | None = None,
 ) -> PairedComparison:
     """McNemar, clustered difference interval and MDD for two models on the same cases.
 
     ``keys[i]`` is the frame of common case ``i``; ``correct_a[i]`` / ``correct_b[i]`` whether
-    each model got it right.
+    each model got it right; ``family``: the question family the cases are of (None: all).
+    The result is unadjusted; :func:`adjust_comparisons` adjusts a table of them.
     """
     if not len(keys) == len(correct_a) == len(correct_b):
         raise ValueError(f"keys, correct_a and correct_b must have one entry per common case; "
@@ -312,7 +333,7 @@ def paired_comparison(
             b_only=0, neither=0, accuracy_a=None, accuracy_b=None, difference=None,
             difference_ci_low=None, difference_ci_high=None, mcnemar_p=p_value,
             design_effect=None, mdd=None, mdd_discordance=0.0, mdd_discordance_assumed=True,
-            significant=False, better=None)
+            significant=False, better=None, family=family)
     difference = (a_only - b_only) / n
     discordance = (a_only + b_only) / n
     deff = design_effect(sums, sizes, discordance - difference * difference)
@@ -320,8 +341,7 @@ def paired_comparison(
     low, high = interval if interval is not None else (None, None)
     mdd = minimum_detectable_difference(n / max(1.0, deff or 1.0), discordance, alpha=alpha,
                                         power=power)
-    excludes_zero = low is not None and high is not None and (low > 0 or high < 0)
-    significant = p_value < alpha and excludes_zero
+    significant = p_value < alpha and _excludes_zero(low, high)
     better = None
     if significant:
         better = model_a if difference > 0 else model_b
@@ -332,4 +352,34 @@ def paired_comparison(
         difference_ci_low=low, difference_ci_high=high, mcnemar_p=p_value, design_effect=deff,
         mdd=mdd, mdd_discordance=max(discordance, mdd or 0.0),
         mdd_discordance_assumed=mdd is not None and mdd > discordance,
-        significant=significant, better=better)
+        significant=significant, better=better, family=family)
+
+
+def _excludes_zero(low: float | None, high: float | None) -> bool:
+    return low is not None and high is not None and (low > 0 or high < 0)
+
+
+def adjust_comparisons(comparisons: Sequence[PairedComparison], *, method: Adjustment = "holm",
+                       alpha: float = ALPHA) -> list[PairedComparison]:
+    """``comparisons`` with McNemar's p adjusted over all of them, as one table of tests.
+
+    Each gets ``mcnemar_p_adjusted``, ``p_adjustment`` and ``n_tests``; ``significant`` and
+    ``better`` are decided again on the adjusted p (and, as before, on the clustered interval
+    excluding 0). A comparison without a common case is no test: it keeps a None adjusted p,
+    is not counted in ``n_tests`` and stays not significant. Order is kept.
+    """
+    tested = [i for i, c in enumerate(comparisons) if c.n_common > 0]
+    adjusted = dict(zip(tested, adjust_p([comparisons[i].mcnemar_p for i in tested], method),
+                        strict=True))
+    out = []
+    for i, c in enumerate(comparisons):
+        p_adj = adjusted.get(i)
+        significant = (p_adj is not None and p_adj < alpha
+                       and _excludes_zero(c.difference_ci_low, c.difference_ci_high))
+        better = None
+        if significant and c.difference is not None:
+            better = c.model_a if c.difference > 0 else c.model_b
+        out.append(c.model_copy(update={
+            "mcnemar_p_adjusted": p_adj, "p_adjustment": method, "n_tests": len(tested),
+            "significant": significant, "better": better}))
+    return out

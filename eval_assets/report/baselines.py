@@ -39,7 +39,7 @@ from eval_assets.schemas.endpoint import BLIND_LOCAL_MODELS
 from eval_assets.schemas.results import CellScores
 from eval_assets.schemas.spatial import SPATIAL_FAMILY_NAMES
 from eval_assets.schemas.vqa import FAMILY_NAMES
-from eval_assets.scoring.numeric import NUMERIC
+from eval_assets.scoring.numeric import NUMERIC, case_score
 from eval_assets.scoring.spatial import SPATIAL
 from eval_assets.scoring.vqa import report_of
 
@@ -57,6 +57,7 @@ class ScoredCase:
     gold: str
     score: float
     kind: ScoreKind = "accuracy"
+    unit: str | None = None  # a numeric case's parser unit: with the family, its scoring rule
 
 
 class FamilyBaselines(BaseModel):
@@ -112,7 +113,8 @@ def spatial_cases(results: Sequence[CellScores]) -> dict[str, list[ScoredCase]]:
         for row in numeric.rows if numeric is not None else ():
             key = (r.recording, r.dataset_sha256, row.case_id)
             cases.append(ScoredCase(key=key, frame=key, family=row.family,
-                                    gold=f"{row.target!r}", score=row.mra, kind="mra"))
+                                    gold=f"{row.target!r}", score=row.mra, kind="mra",
+                                    unit=row.unit))
         choice = SPATIAL.result(r)
         for vqa_row in choice.rows if choice is not None else ():
             cases.append(ScoredCase(
@@ -128,7 +130,12 @@ def spatial_cases(results: Sequence[CellScores]) -> dict[str, list[ScoredCase]]:
 
 def _frequency(cases: Sequence[ScoredCase], kind: ScoreKind) -> tuple[str, list[float]]:
     if kind == "mra":
-        median, scores = median_baseline([float(c.gold) for c in cases])
+        # The median scored as the family's answers are (angles by angular accuracy, motion
+        # distances with the zero rule): plain MRA would divide by a truth of 0.
+        family, unit = cases[0].family, cases[0].unit
+        median, scores = median_baseline(
+            [float(c.gold) for c in cases],
+            score=lambda pred, truth: case_score(pred, truth, family, unit))
         return f"{median:g}", scores
     return frequency_scores([c.gold for c in cases])
 

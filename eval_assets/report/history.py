@@ -25,7 +25,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from eval_assets.jsonio import read_model
-from eval_assets.metrics.drift import DriftCase, NightDrift, model_drift
+from eval_assets.metrics.drift import (
+    DriftCase,
+    NightDrift,
+    adjust_by_night,
+    adjust_night,
+    model_drift,
+)
 from eval_assets.metrics.stats import clustered_wilson
 from eval_assets.metrics.vqa import VqaRowResult, frame_keys
 from eval_assets.report.coverage import CaseKey, case_key
@@ -38,6 +44,7 @@ __all__ = [
     "NightResult",
     "NightScore",
     "load_history",
+    "night_cell_drift",
     "night_drift",
     "night_scores",
 ]
@@ -171,11 +178,14 @@ def night_scores(history: Sequence[NightResult]) -> list[NightScore]:
     return out
 
 
-def night_drift(history: Sequence[NightResult], *, latest: int | None = None
-                ) -> list[NightDrift]:
+def night_drift(history: Sequence[NightResult], *, latest: int | None = None,
+                adjust: bool = True) -> list[NightDrift]:
     """Each model's every night against its previous night, overall and per family (paired on
     the cases both nights answered, pooled over recordings; :mod:`eval_assets.metrics.drift`).
-    ``latest``: only each model's last ``latest`` comparisons (None: all).
+    ``latest``: only each model's last ``latest`` comparisons (None: all). ``adjust``: the
+    p-values of each night's comparisons (every model and family) are Benjamini-Hochberg
+    adjusted together and flag on the adjusted p (:func:`adjust_by_night`); False leaves them
+    raw.
 
     Sorted by model, night, family. Raises ``ValueError`` when a night has two results for one
     (recording, model).
@@ -188,5 +198,26 @@ def night_drift(history: Sequence[NightResult], *, latest: int | None = None
         cases.update((case_key(r, x), DriftCase((x.recording, x.frame_index), x.family,
                                                 x.status == "correct"))
                      for x in report_of(r).rows)
-    return [d for model in sorted(nights)
-            for d in model_drift(model, nights[model], latest=latest)]
+    drift = [d for model in sorted(nights)
+             for d in model_drift(model, nights[model], latest=latest)]
+    return adjust_by_night(drift) if adjust else drift
+
+
+def night_cell_drift(history: Sequence[NightResult], night: str
+                     ) -> list[tuple[str, NightDrift]]:
+    """Every (recording, model) cell that ran ``night`` against its previous night, overall and
+    per family, Benjamini-Hochberg adjusted over the night (:func:`adjust_night`: the family
+    comparisons of every recording and model as one set, the overall ones as another): the
+    nightly drift check's tests.
+
+    Each item is (recording, comparison); sorted by recording, model, family. Kept nights after
+    ``night`` are ignored (a backfill of an old night is judged as of that night).
+    """
+    cells: list[tuple[str, NightDrift]] = []
+    upto = [h for h in history if h.night <= night]
+    for recording in sorted({h.result.recording for h in upto}):
+        mine = [h for h in upto if h.result.recording == recording]
+        cells += [(recording, d) for d in night_drift(mine, latest=1, adjust=False)
+                  if d.night_after == night]
+    adjusted = adjust_night([d for _, d in cells])
+    return [(recording, d) for (recording, _), d in zip(cells, adjusted, strict=True)]

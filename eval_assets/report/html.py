@@ -40,6 +40,7 @@ from eval_assets.report.cost_section import CellCost, cost_section
 from eval_assets.report.coverage import Coverage, build_coverage
 from eval_assets.report.drift_section import REPORT_DRIFT_NIGHTS, drift_section
 from eval_assets.report.endpoints_section import ModelEndpoint, endpoints_section
+from eval_assets.report.evidence_section import evidence_quality_section
 from eval_assets.report.flip_section import flip_section
 from eval_assets.report.history import NightResult, night_drift
 from eval_assets.report.label_audit import LabelAudit, label_audit_section
@@ -56,6 +57,7 @@ from eval_assets.report.ranking_sections import (
 )
 from eval_assets.report.spatial_cards import spatial_cards_section
 from eval_assets.schemas.concurrency import ConcurrencyHistory
+from eval_assets.schemas.evidence_quality import EvidenceQuality
 from eval_assets.schemas.report import CaseCard, FrameImage
 from eval_assets.schemas.results import CellScores
 from eval_assets.scoring.inputs import Annotations
@@ -105,6 +107,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   frames_beside: bool = False,
                   label_audit: LabelAudit | None = None,
                   spatial_cards: Sequence[str] = (),
+                  evidence_quality: Sequence[EvidenceQuality] = (),
                   dropped_annotations: Mapping[str, Annotations] | None = None) -> str:
     """The whole report as one self-contained HTML document.
 
@@ -125,6 +128,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     ``frames_beside``: the case browser links each frame as a file of ``frame_files(frames)``
     (:mod:`eval_assets.report.frame_files`) instead of inlining it; write them with the page.
     ``label_audit`` (``build_label_audit(...)``) adds the "Label audit" section; None: none.
+    ``evidence_quality`` (``evidence_section.load_evidence_quality(...)``) adds the "Evidence
+    quality" section before the family results; empty: none.
     ``dropped_annotations`` (``unmatched_annotations(...)``, by recording) lists in "Not
     computed" the annotations whose image is no frame of their recording's dataset.
     """
@@ -146,7 +151,9 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     metrics = metric_sections(results)
     nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t in (
         ("headline", "Headline"), ("coverage", "Coverage"), ("comparisons", "Comparisons"),
-        ("circular", "Position bias"), ("flip", "Mirror"), ("families", "Families"),
+        ("circular", "Position bias"), ("flip", "Mirror"),
+        *((("evidence-quality", "Evidence quality"),) if evidence_quality else ()),
+        ("families", "Families"),
         ("baselines", "Baselines"),
         *((("numeric-families", "Numeric families"),) if numeric_rows else ()),
         ("recordings", "Recordings"),
@@ -163,6 +170,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         headline_section(leaderboard, coverage), coverage_section(coverage),
         comparisons_section(comparisons), circular_section(results, coverage),
         flip_section(results),
+        evidence_quality_section(evidence_quality),
         families_section(leaderboard),
         baselines_section(family_baselines(results, coverage=coverage, blind=blind)),
         _numeric(numeric_rows, list(leaderboard["model"].unique()) if not leaderboard.empty

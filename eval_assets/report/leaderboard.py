@@ -36,8 +36,9 @@ import pyarrow.parquet as pq
 
 from eval_assets.atomic import write_bytes_atomic, write_text_atomic
 from eval_assets.jsonio import dumps_json
+from eval_assets.metrics.chance_adjusted import chance_adjusted_from_rates
 from eval_assets.metrics.circular import CircularGroupStats
-from eval_assets.metrics.headline import FamilyScore, family_mean
+from eval_assets.metrics.headline import MIN_FAMILY_N, FamilyScore, family_mean
 from eval_assets.metrics.stats import (
     ALPHA,
     BOOTSTRAP_REPLICATES,
@@ -45,6 +46,7 @@ from eval_assets.metrics.stats import (
     MIN_RELIABLE_N,
     POWER,
     PairedComparison,
+    adjust_comparisons,
     clustered_wilson,
     paired_comparison,
 )
@@ -137,7 +139,14 @@ METHODS: dict[str, Any] = {
                          "cases as independent); difference in accuracy (a - b) with a 95% "
                          f"paired cluster-bootstrap percentile interval ({BOOTSTRAP_REPLICATES} "
                          f"replicates resampling frames, SplitMix64 seed {BOOTSTRAP_SEED}); "
-                         "significant when McNemar p < alpha and the interval excludes 0",
+                         "significant when the Holm-adjusted McNemar p (mcnemar_p_adjusted) "
+                         "< alpha and the interval excludes 0",
+    "many_comparisons": "the comparison table of one leaderboard is every pair of models "
+                        "overall (paired_comparisons) and per question family "
+                        "(family_comparisons): its McNemar p-values are adjusted together by "
+                        "Holm's step-down method (family-wise error rate), n_tests of them; "
+                        "verdicts use the adjusted p, the raw p is kept beside it (mcnemar_p). "
+                        "Checked against statsmodels.stats.multitest.multipletests",
     "minimum_detectable_difference": f"Connor (1987) McNemar sample-size formula solved for the "
                                      f"difference at alpha {ALPHA} two-sided and power {POWER}, "
                                      "with the observed discordance rate (or the least "
@@ -145,12 +154,21 @@ METHODS: dict[str, Any] = {
                                      "divided by the frame design effect of the paired "
                                      "difference",
     "family_mean": "the headline: the unweighted mean of the row's family accuracies over the "
-                   "families with cases (each family weighs the same, as VSI-Bench's overall; "
-                   "n_families counts them), beside the pooled accuracy (vqa_accuracy, each "
+                   f"families with at least {MIN_FAMILY_N} cases (each family weighs the same, "
+                   "as VSI-Bench's overall; n_families counts them; families with fewer cases "
+                   "are shown but left out, n_families_left_out counts them; null when no "
+                   "family has that many), beside the pooled accuracy (vqa_accuracy, each "
                    "case weighs the same). Its 95% interval is mean +- z * se clipped to [0, 1], "
-                   "se = sqrt(sum of se_f^2) / n_families, se_f = half the width of the "
-                   "family's frame-clustered Wilson interval / z (families treated as "
-                   "independent); models are ranked on it, ties by pooled accuracy, then name",
+                   "se = sqrt(sum of se_f^2) / n_families, se_f = the larger side of the "
+                   "family's 95% interval (frame-clustered Wilson for accuracy) around its "
+                   "score / z (families treated as independent); models are ranked on it, "
+                   "ties by pooled accuracy, then name",
+    "caa": "chance-adjusted accuracy (SITE, arXiv 2505.05456; VLMEvalKit spatial_bench "
+           "compute_caa_score): (sum X_i - sum 1/n_i) / (N - sum 1/n_i) over the row's N choice "
+           "cases with n_i choices, = (accuracy - chance) / (1 - chance) with the row's chance "
+           "column; 0 is a uniform guess, 1 all right, below 0 worse than guessing; null (not "
+           "0) without cases. caa: over the row's single-image cases; {family}__caa: per "
+           "family",
     "baselines": "per family on the common cases: frequency = always the family's most "
                  "common gold answer (ties by text; the median for numeric families, scored "
                  "by MRA), from the labels alone; blind = the best model served by a local "
@@ -171,7 +189,7 @@ METHODS: dict[str, Any] = {
 IDENTITY_COLUMNS: tuple[str, ...] = ("recording", "model", "case_set", "comparable")
 BASE_COLUMNS: tuple[str, ...] = IDENTITY_COLUMNS + tuple(
     c.name for spec in METRICS for c in spec.columns) + tuple(c.name for c in HEADLINE_COLUMNS)
-FAMILY_STATS: tuple[str, ...] = ("accuracy", "n", "ci_low", "ci_high", "chance")
+FAMILY_STATS: tuple[str, ...] = ("accuracy", "n", "ci_low", "ci_high", "chance", "caa")
 _INT_COLUMNS = {c.name for spec in METRICS for c in (*spec.columns, *HEADLINE_COLUMNS)
                 if c.integer and not c.nullable}
 # Nullable counts (pandas Int64): null in 'common' rows, or when nothing was measured.
@@ -220,6 +238,7 @@ class PooledVqa:
         self.chance = math.fsum(c * n for c, n in weighted) / total if total else math.nan
         if chance is not None:
             self.chance = chance
+        self.caa = _nan_if_none(chance_adjusted_from_rates(self.accuracy, self.chance))
 
 
 def pool_vqa(groups: Iterable[VqaGroupStats], rows: Sequence[VqaRowResult],
@@ -274,6 +293,7 @@ def _row(recording: str, model: str, case_set: str, comparable: bool, overall: P
         **circular_columns(circular[0]),
         **_per_cell_columns(group),
         **_headline_columns(by_family, pooled_spatial_families(cells)),
+        "caa": overall.caa,
     }
     for family in families:
         stats = by_family.get(family)
@@ -296,10 +316,15 @@ def _headline_columns(by_family: dict[str, PooledVqa],
                                       ci_high=_none_if_nan(s.ci_high), n=s.n)
                           for f, s in by_family.items()), *spatial])
     if mean is None:
+        # No family reaches the minimum n: every family with cases is left out.
+        left_out = sum(1 for s in by_family.values() if s.n > 0) + sum(
+            1 for s in spatial if s.n > 0 and s.score is not None)
         return {"family_mean": math.nan, "family_mean_ci_low": math.nan,
-                "family_mean_ci_high": math.nan, "n_families": 0}
+                "family_mean_ci_high": math.nan, "n_families": 0,
+                "n_families_left_out": left_out}
     return {"family_mean": mean.mean, "family_mean_ci_low": _nan_if_none(mean.ci_low),
-            "family_mean_ci_high": _nan_if_none(mean.ci_high), "n_families": mean.n_families}
+            "family_mean_ci_high": _nan_if_none(mean.ci_high), "n_families": mean.n_families,
+            "n_families_left_out": len(mean.left_out)}
 
 
 def _none_if_nan(value: float) -> float | None:
@@ -451,6 +476,8 @@ def ranking(df: pd.DataFrame) -> dict[str, Any]:
                    "family_mean_ci_low": _json_value(r.family_mean_ci_low),
                    "family_mean_ci_high": _json_value(r.family_mean_ci_high),
                    "n_families": _json_value(r.n_families),
+                   "n_families_left_out": _json_value(r.n_families_left_out),
+                   "caa": _json_value(r.caa),
                    "vqa_accuracy": _json_value(r.vqa_accuracy),
                    "vqa_ci_low": _json_value(r.vqa_ci_low),
                    "vqa_ci_high": _json_value(r.vqa_ci_high)}
@@ -471,13 +498,18 @@ def _json_value(value: Any) -> Any:
 
 
 def paired_comparisons(results: Sequence[CellScores], *,
-                       coverage: Coverage | None = None) -> list[PairedComparison]:
-    """Every pair of models (a < b by name), compared on the cases both have rows for.
+                       coverage: Coverage | None = None,
+                       by_family: bool = True) -> list[PairedComparison]:
+    """Every pair of models (a < b by name), compared on the cases both have rows for: overall,
+    then (``by_family``) per question family, all Holm-adjusted as one table.
 
     Only usable results count (``coverage``, default: all). Cases are matched by (recording,
     dataset, case id) across all recordings; a case counts as correct only when its status is
     "correct", so parse failures and failed calls are wrong, as in accuracy. Frames (recording,
-    frame_index) are the clusters.
+    frame_index) are the clusters. The overall comparisons come first (``family`` None, pairs in
+    order), then each pair's families (in ``FAMILY_NAMES`` order, then by name) with a common
+    case. McNemar's p of every comparison returned is adjusted over all of them
+    (:func:`eval_assets.metrics.stats.adjust_comparisons`, Holm), which decides ``significant``.
     """
     if coverage is not None:
         results = [r for r in results if coverage.usable(r)]
@@ -487,16 +519,29 @@ def paired_comparisons(results: Sequence[CellScores], *,
         for row in report_of(r).rows:
             rows[case_key(r, row)] = row
     models = sorted(by_model)
-    out = []
+    overall: list[PairedComparison] = []
+    families: list[PairedComparison] = []
+    order = {f: i for i, f in enumerate(FAMILY_NAMES)}
     for i, a in enumerate(models):
         for b in models[i + 1:]:
             common = sorted(set(by_model[a]) & set(by_model[b]))
             rows_a = [by_model[a][k] for k in common]
             rows_b = [by_model[b][k] for k in common]
-            out.append(paired_comparison(
-                a, b, frame_keys(rows_a), [x.status == "correct" for x in rows_a],
-                [x.status == "correct" for x in rows_b]))
-    return out
+            overall.append(_compare(a, b, rows_a, rows_b, None))
+            if not by_family:
+                continue
+            for family in sorted({x.family for x in rows_a},
+                                 key=lambda f: (order.get(f, len(order)), f)):
+                pick = [j for j, x in enumerate(rows_a) if x.family == family]
+                families.append(_compare(a, b, [rows_a[j] for j in pick],
+                                         [rows_b[j] for j in pick], family))
+    return adjust_comparisons([*overall, *families], method="holm")
+
+
+def _compare(a: str, b: str, rows_a: Sequence[VqaRowResult], rows_b: Sequence[VqaRowResult],
+             family: str | None) -> PairedComparison:
+    return paired_comparison(a, b, frame_keys(rows_a), [x.status == "correct" for x in rows_a],
+                             [x.status == "correct" for x in rows_b], family=family)
 
 
 def leaderboard_json(df: pd.DataFrame, comparisons: Sequence[PairedComparison] = (),
@@ -504,7 +549,8 @@ def leaderboard_json(df: pd.DataFrame, comparisons: Sequence[PairedComparison] =
                      baselines: Sequence[FamilyBaselines] = ()) -> str:
     """The leaderboard as indented JSON: format, methods, the ranking (on the common cases), the
     coverage matrix and its summary (null without ``coverage``), rows (NaN -> null, columns in
-    table order), the paired comparisons and the per-family baselines."""
+    table order), the paired comparisons (overall ones under ``paired_comparisons``, per-family
+    ones under ``family_comparisons``) and the per-family baselines."""
     records = [
         {column: _json_value(value) for column, value in zip(df.columns, row, strict=True)}
         for row in df.itertuples(index=False, name=None)
@@ -518,8 +564,11 @@ def leaderboard_json(df: pd.DataFrame, comparisons: Sequence[PairedComparison] =
         "ranking": ranking(df),
         "coverage": cover,
         "rows": records,
-        "paired_comparisons": [c.model_dump(mode="json") for c in comparisons],
+        "paired_comparisons": [c.model_dump(mode="json") for c in comparisons
+                               if c.family is None],
         "baselines": [b.model_dump(mode="json") for b in baselines],
+        "family_comparisons": [c.model_dump(mode="json") for c in comparisons
+                               if c.family is not None],
     }
     return dumps_json(document, ensure_ascii=False, allow_nan=False)
 

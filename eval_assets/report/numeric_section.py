@@ -43,12 +43,18 @@ class NumericCaseRow:
     prediction: float | None
     unit: str | None = None
     camera_distance_m: float | None = None
+    score: float | None = None
 
     @property
     def mra(self) -> float:
-        """The case's MRA; 0 for an unparseable reply."""
-        return 0.0 if self.prediction is None else mean_relative_accuracy(self.prediction,
-                                                                          self.target)
+        """The case's score: ``score`` as the numeric metric gave it (by the case's rule: MRA,
+        MRA with the zero rule, angular accuracy) where known, else its MRA; 0 for an
+        unparseable reply."""
+        if self.prediction is None:
+            return 0.0
+        if self.score is not None:
+            return self.score
+        return mean_relative_accuracy(self.prediction, self.target)
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,8 @@ def _by_model(rows: Sequence[NumericCaseRow]) -> dict[str, list[NumericCaseRow]]
 
 def numeric_family_chart(rows: Sequence[NumericCaseRow], family: str,
                          models_shown: Sequence[str] = ()) -> bytes:
-    """Predicted vs true on log axes (y = x dashed) and MRA by distance bucket, per model, for
+    """Predicted vs true on log axes (linear for angles and truths that may be 0; y = x
+    dashed) and the score (MRA, or the family's rule) by distance bucket, per model, for
     ``family``'s rows (each model in its colour among ``models_shown``, default the models of
     ``rows``, as in the report's other charts; a bucket without cases is marked n/a). Raises
     ``ValueError`` when the family has no row."""
@@ -102,20 +109,32 @@ def numeric_family_chart(rows: Sequence[NumericCaseRow], family: str,
     with matplotlib.rc_context(_STYLE):
         fig = Figure(figsize=(9.0, 3.8))
         scatter, bars = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.2]})
-        drawn = [r for r in mine if r.prediction is not None and r.prediction > 0]
-        values = [r.target for r in mine] + [r.prediction for r in drawn if r.prediction]
-        low, high = min(values) / 1.5, max(values) * 1.5
+        # Log axes need positive values: angles (signed) and distances whose truth may be 0
+        # (a camera that stayed put) are drawn on linear axes.
+        log = unit != "deg" and all(r.target > 0 for r in mine)
+
+        def drawable(r: NumericCaseRow) -> bool:
+            return r.prediction is not None and (r.prediction > 0 or not log)
+
+        drawn = [r for r in mine if drawable(r)]
+        values = [r.target for r in mine] + [r.prediction for r in drawn
+                                             if r.prediction is not None]
+        if log:
+            low, high = min(values) / 1.5, max(values) * 1.5
+        else:
+            margin = max(1e-9, 0.1 * (max(values) - min(values)))
+            low, high = min(values) - margin, max(values) + margin
         scatter.plot([low, high], [low, high], color="#555555", linestyle="--", linewidth=1)
         for model, model_rows in models.items():
-            points = [(r.target, r.prediction) for r in model_rows
-                      if r.prediction is not None and r.prediction > 0]
+            points = [(r.target, r.prediction) for r in model_rows if drawable(r)]
             if points:
                 x, y = zip(*points, strict=True)
                 scatter.scatter(x, y, s=18, alpha=0.75, color=colours[model], label=model)
-        scatter.set_xscale("log")
-        scatter.set_yscale("log")
-        for axis in (scatter.xaxis, scatter.yaxis):  # minor labels crowd a short log axis
-            axis.set_minor_formatter(NullFormatter())
+        if log:
+            scatter.set_xscale("log")
+            scatter.set_yscale("log")
+            for axis in (scatter.xaxis, scatter.yaxis):  # minor labels crowd a short log axis
+                axis.set_minor_formatter(NullFormatter())
         scatter.set_xlim(low, high)
         scatter.set_ylim(low, high)
         suffix = f" ({unit})" if unit else ""

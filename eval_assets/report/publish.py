@@ -22,6 +22,7 @@ from eval_assets.report.concurrency_section import load_concurrency
 from eval_assets.report.cost_section import cell_costs, judge_costs
 from eval_assets.report.coverage import Coverage, build_coverage
 from eval_assets.report.endpoints_section import load_endpoints
+from eval_assets.report.evidence_section import load_evidence_quality
 from eval_assets.report.frame_files import frame_files, write_report_with_files
 from eval_assets.report.history import load_history
 from eval_assets.report.html import render_report
@@ -198,7 +199,7 @@ def numeric_case_rows(results: Sequence[CellScores]) -> list[NumericCaseRow]:
             continue
         rows += [NumericCaseRow(model=cell.model, case_id=f"{cell.recording}/{r.case_id}",
                                 family=r.family, target=r.target, prediction=r.predicted,
-                                unit=r.unit,
+                                unit=r.unit, score=r.mra,
                                 camera_distance_m=(r.target if r.family == "camera_distance_m"
                                                    else None))
                  for r in scores.rows]
@@ -249,6 +250,9 @@ def publish_report(layout: StorageLayout, results: Sequence[CellScores], *,
                          label_audit=None if labels_dir is None else report_label_audit(
                              layout, usable, labels_dir),
                          spatial_cards=spatial_cards,
+                         evidence_quality=load_evidence_quality(
+                             layout, sorted(recordings if recordings is not None
+                                            else {r.recording for r in usable})),
                          numeric_rows=numeric_case_rows(usable),
                          dropped_annotations=None if annotations_dir is None
                          else unmatched_annotations(annotations_dir,

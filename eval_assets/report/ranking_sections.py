@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from eval_assets.metrics.headline import MIN_FAMILY_N
 from eval_assets.metrics.stats import MIN_RELIABLE_N, PairedComparison
 from eval_assets.report.coverage import Coverage, short_sha
 from eval_assets.report.leaderboard import (
@@ -85,12 +86,20 @@ def _family_ns(pooled: pd.DataFrame, families: Sequence[str]) -> str:
     parts = []
     for family in families:
         n = int(first[family_column(family, "n")])
-        if n > 0:
-            parts.append(f"{esc(family.replace('_', ' '))} {n:,}{flag(n)}")
+        if n >= MIN_FAMILY_N:
+            parts.append(f"{esc(family.replace('_', ' '))} {n:,}")
+        elif n > 0:
+            parts.append(f"{esc(family.replace('_', ' '))} {n:,}{flag(n)} "
+                         '<span class="flag">not in the mean</span>')
     if not parts:
         return ""
     return ('<p class="summary" id="headline-families"><b>Families (n common cases):</b> '
             + " · ".join(parts) + "</p>")
+
+
+def _caa(value: Any) -> str:
+    """Chance-adjusted accuracy in points: 0 a uniform guess, 100 all right."""
+    return NA if missing(value) else f"{float(value) * 100:+.1f}"
 
 
 HEADLINE_LEAD = (
@@ -99,13 +108,21 @@ HEADLINE_LEAD = (
     "<b>Mean over families</b> (the headline, as VSI-Bench's overall): each question "
     "family's accuracy, then their unweighted mean, so every family weighs the same however "
     "many cases it has; its interval combines the families' intervals (treated as "
-    "independent). The spatial families (questions across frames; numeric answers scored by "
+    "independent; each family's larger interval side). A family with fewer than "
+    f"{MIN_FAMILY_N} cases is shown but <b>left out of the mean</b>: every family weighs "
+    "the same, so a family of 3 cases would move the headline by a coin flip (two copies of "
+    "one random guesser with different seeds scored 10 points apart before this rule); with "
+    "no family that large the mean is n/a and the pooled accuracy ranks. "
+    "The spatial families (questions across frames; numeric answers scored by "
     "mean relative accuracy) join the mean from each model's own answers to them, which the "
     "common cases do not restrict; their n are in the Spatial and Numeric sections, and "
     "<i>Families</i> counts every family in the mean. "
     "<b>Pooled accuracy</b> beside it: correct / n over dimOS's single-image cases, where the "
     "largest family weighs most. Both count parse failures and failed calls as wrong. "
-    "Models are ranked on the mean over families. ")
+    "Models are ranked on the mean over families. <b>Chance-adjusted (CAA)</b>: SITE's "
+    "(correct &minus; &Sigma; 1/n<sub>i</sub>) / (N &minus; &Sigma; 1/n<sub>i</sub>) over the "
+    "cases, n<sub>i</sub> the number of choices, in points: 0 is a uniform guess, 100 all "
+    "right, below 0 worse than guessing; raw accuracy over-credits yes/no questions. ")
 
 
 def headline_section(leaderboard: pd.DataFrame, coverage: Coverage) -> str:
@@ -124,7 +141,7 @@ def headline_section(leaderboard: pd.DataFrame, coverage: Coverage) -> str:
                ("Families", True), ("Pooled accuracy [95% CI]", False), ("", False),
                ("n (common)", True), ("Frames", True), ("Design effect", True),
                ("Correct", True), ("Parse failures", True), ("Failed calls", True),
-               ("Chance", True), ("Over chance", True)]
+               ("Chance", True), ("Over chance", True), ("Chance-adjusted (CAA), pts", True)]
     rows, classes = [], []
     for rank, r in enumerate(pooled.itertuples(index=False), start=1):
         lift = (r.vqa_accuracy - r.chance) if not missing(r.vqa_accuracy) else math.nan
@@ -137,6 +154,7 @@ def headline_section(leaderboard: pd.DataFrame, coverage: Coverage) -> str:
             meter(r.vqa_accuracy, r.vqa_ci_low, r.vqa_ci_high, r.chance, r.n_cases),
             count(r.n_cases), count(r.n_frames), _deff(r.design_effect), count(r.correct),
             count(r.parse_failures), count(r.failed_calls), pct(r.chance), lift_s,
+            _caa(r.caa),
         ])
         classes.append("lown" if low_n(r.n_cases) else "")
     n = int(pooled["n_cases"].iloc[0])
@@ -195,13 +213,56 @@ def _signed_pts(value: Any) -> str:
     return NA if missing(value) else f"{float(value) * 100:+.1f}"
 
 
+def _adjusted(c: PairedComparison) -> str:
+    return NA if c.mcnemar_p_adjusted is None else p_text(c.mcnemar_p_adjusted)
+
+
+def _family_comparisons(comparisons: Sequence[PairedComparison]) -> str:
+    """Per-family comparisons: a count, and the rows a reader could misread (raw p < 0.05)."""
+    if not comparisons:
+        return ""
+    shown = [c for c in comparisons if c.n_common and c.mcnemar_p < 0.05]
+    significant = sum(1 for c in comparisons if c.significant)
+    text = (f'<h3 id="family-comparisons">Per family</h3><p class="summary">'
+            f"{len(comparisons):,} comparisons of a pair of models within one family, in the "
+            f"same Holm adjustment as the table above: {significant:,} significant, "
+            f"{len(shown) - sum(1 for c in shown if c.significant):,} more with a raw p below "
+            "0.05 that does not survive the adjustment. Listed: those with a raw p below "
+            "0.05.</p>")
+    if not shown:
+        return text
+    headers = [("Family", False), ("Models (first vs second)", False),
+               ("Common cases / frames", True), ("Difference [95% CI], pts", True),
+               ("McNemar p (raw)", True), ("Holm p", True), ("Verdict", False)]
+    rows = []
+    for c in shown:
+        verdict = (f'<span class="verdict-yes">{esc(c.better)} is significantly better</span>'
+                   if c.significant and c.better is not None else
+                   '<span class="verdict-no">not significant after adjustment</span>')
+        rows.append([esc((c.family or "").replace("_", " ")),
+                     f'<span class="model">{esc(c.model_a)}</span> vs '
+                     f'<span class="model">{esc(c.model_b)}</span>',
+                     f"{count(c.n_common)} / {count(c.n_frames)}",
+                     f"{_signed_pts(c.difference)} <span class=\"ci\">"
+                     f"[{_signed_pts(c.difference_ci_low)}, {_signed_pts(c.difference_ci_high)}]"
+                     "</span>", p_text(c.mcnemar_p), _adjusted(c), verdict])
+    return text + table(headers, rows)
+
+
 def comparisons_section(comparisons: Sequence[PairedComparison]) -> str:
+    """Every pair overall, then the per-family comparisons (``family`` set) of the same table."""
+    by_family = [c for c in comparisons if c.family is not None]
+    comparisons = [c for c in comparisons if c.family is None]
     lead = ("Every two models on the cases both answered (failed calls and parse failures count "
             "as wrong). <b>McNemar p</b>: exact two-sided test on the discordant cases (only "
-            "one model right); it treats cases as independent. <b>Difference</b>: accuracy of "
+            "one model right); it treats cases as independent. <b>Holm p</b>: McNemar's p "
+            "adjusted for every comparison of this table, overall and per family (Holm's "
+            "step-down method), since among many comparisons some reach p &lt; 0.05 by chance "
+            "alone. <b>Difference</b>: accuracy of "
             "the first minus the second, in points, with a 95% paired cluster-bootstrap "
-            "interval (frames resampled, fixed seed). <b>Significant</b> when p &lt; 0.05 "
-            "<i>and</i> the interval excludes 0. <b>MDD</b>: the smallest true difference these "
+            "interval (frames resampled, fixed seed). <b>Significant</b> when the Holm p "
+            "&lt; 0.05 <i>and</i> the interval excludes 0. <b>MDD</b>: the smallest true "
+            "difference these "
             "cases would detect with 80% power at alpha 0.05 (Connor's formula with the "
             "observed discordance, n divided by the frame design effect); a difference smaller "
             "than the MDD going undetected says little.")
@@ -210,14 +271,14 @@ def comparisons_section(comparisons: Sequence[PairedComparison]) -> str:
                         '<p class="empty">Fewer than two models: nothing to compare.</p>')
     headers = [("Models (first vs second)", False), ("Common cases / frames", True),
                ("Accuracy", True), ("Only first / only second right", True),
-               ("Difference [95% CI], pts", True), ("McNemar p", True), ("MDD, pts", True),
-               ("Verdict", False)]
+               ("Difference [95% CI], pts", True), ("McNemar p (raw)", True), ("Holm p", True),
+               ("MDD, pts", True), ("Verdict", False)]
     rows, notes = [], []
     for c in comparisons:
         pair = (f'<span class="model">{esc(c.model_a)}</span> vs '
                 f'<span class="model">{esc(c.model_b)}</span>')
         if c.n_common == 0:
-            rows.append([pair, "0", NA, NA, NA, NA, NA,
+            rows.append([pair, "0", NA, NA, NA, NA, NA, NA,
                          '<span class="verdict-no">no common cases</span>'])
             continue
         accs = f"{pct(c.accuracy_a)} / {pct(c.accuracy_b)}"
@@ -230,20 +291,24 @@ def comparisons_section(comparisons: Sequence[PairedComparison]) -> str:
         if c.significant and c.better is not None:
             verdict = (f'<span class="verdict-yes">{esc(c.better)} is significantly better'
                        "</span>")
+        elif (c.mcnemar_p < 0.05 and c.mcnemar_p_adjusted is not None
+              and c.mcnemar_p_adjusted >= 0.05):
+            verdict = ('<span class="verdict-no">no significant difference after adjusting '
+                       "for the table's other comparisons (raw p &lt; 0.05)</span>")
         elif c.mdd is not None and c.difference is not None and abs(c.difference) < c.mdd:
             verdict = ('<span class="verdict-no">no significant difference; the observed '
                        "difference is below what these cases can detect</span>")
         else:
             verdict = '<span class="verdict-no">no significant difference</span>'
         rows.append([pair, f"{count(c.n_common)} / {count(c.n_frames)}", accs,
-                     f"{count(c.a_only)} / {count(c.b_only)}", diff, p_text(c.mcnemar_p), mdd,
-                     verdict])
+                     f"{count(c.a_only)} / {count(c.b_only)}", diff, p_text(c.mcnemar_p),
+                     _adjusted(c), mdd, verdict])
     if any(c.mdd_discordance_assumed for c in comparisons):
         notes.append('<p class="summary">* Fewer discordant cases were observed than such a '
                      "difference needs, so the MDD assumes the least possible discordance: it "
                      "is a lower bound.</p>")
     return section("comparisons", "Is one model better than another?", lead,
-                    table(headers, rows) + "".join(notes))
+                    table(headers, rows) + "".join(notes) + _family_comparisons(by_family))
 
 
 def families_section(leaderboard: pd.DataFrame) -> str:
@@ -268,15 +333,19 @@ def families_section(leaderboard: pd.DataFrame) -> str:
             if n == 0:
                 cells.append(NA)
                 continue
+            caa = sel.get(family_column(family, "caa"))
             cell = (acc_cell(sel[family_column(family, "accuracy")],
                               sel[family_column(family, "ci_low")],
                               sel[family_column(family, "ci_high")], n)
-                    + f' <span class="ci">n={n}</span>')
+                    + f' <span class="ci">n={n}</span>'
+                    + ("" if missing(caa) else f' <span class="ci">CAA {_caa(caa)}</span>'))
             cells.append(f'<span class="lown">{cell}</span>' if low_n(n) else cell)
         rows.append(cells)
     lead = ("The common cases (those every ranked model answered), pooled over recordings. "
             "Dashed marks in the chart are each family's chance level; "
             "a family near chance is one the models have not learned from the image. "
+            "CAA: chance-adjusted accuracy in points (0: a uniform guess), comparable "
+            "across families with different numbers of choices. "
             f"{INTERVAL_NOTE} Families with fewer than {MIN_RELIABLE_N} cases are faded, "
             f"hatched and marked n&lt;{MIN_RELIABLE_N}: read them as anecdotes.")
     body = chart(charts().family_chart, leaderboard,

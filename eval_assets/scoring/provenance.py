@@ -26,8 +26,13 @@ from eval_assets.layout import (
     RUN_ANSWERS,
     RUN_DESCRIPTIONS,
     RUN_FLIPS,
+    RUN_REPEAT_FRAMES,
+    RUN_REPEATS,
     RUN_ROTATIONS,
+    RUN_STRUCTURED,
     RUN_SUMMARY,
+    RUN_TEMPLATES,
+    RUN_TIME_FLIPS,
 )
 from eval_assets.model_runs.runner import public_fingerprint
 from eval_assets.schemas.predictions import RunSummary
@@ -38,7 +43,8 @@ SCORED_INPUTS = "inputs.json"
 """Beside each metric's file: the :class:`ScoredInputs` it was computed from."""
 
 # The standing records a metric may read; journals and summary.json are not scored.
-_RUN_FILES = (RUN_ANSWERS, RUN_DESCRIPTIONS, RUN_ROTATIONS, RUN_FLIPS)
+_RUN_FILES = (RUN_ANSWERS, RUN_DESCRIPTIONS, RUN_ROTATIONS, RUN_FLIPS, RUN_TIME_FLIPS,
+              RUN_REPEAT_FRAMES, RUN_TEMPLATES, RUN_REPEATS, RUN_STRUCTURED)
 
 
 class StaleInputsError(InputError):

@@ -103,4 +103,8 @@ VQA: MetricSpec[VqaReport] = MetricSpec(
 # The headline columns the leaderboard adds after every metric's: the mean over families.
 HEADLINE_COLUMNS: tuple[Column, ...] = (
     Column("family_mean"), Column("family_mean_ci_low"), Column("family_mean_ci_high"),
-    Column("n_families", integer=True, nullable=False))
+    Column("n_families", integer=True, nullable=False),
+    # Families with cases but under the headline's minimum n: shown, not in the mean.
+    Column("n_families_left_out", integer=True, nullable=False),
+    # SITE's chance-adjusted accuracy over the row's choice cases, beside the headline.
+    Column("caa"))

@@ -5,11 +5,14 @@
     eval-assets vqa generate RECORDING.db --quality-window 5 --min-brightness 0.1
     eval-assets vqa generate RECORDING.db --time-step 2
     eval-assets vqa generate RECORDING.db     # RECORDING.selection.yaml, or the default policy
+    eval-assets vqa generate RECORDING.db --prune-bias [--bias-threshold 0.8 --prune-floor 5]
 
 Frame selection is the pipeline's (:mod:`eval_assets.frames.selection`); bad frames are skipped
 and listed, and the run fails only when more than ``--max-bad-fraction`` of them is bad.
 The default output is ``$XDG_STATE_HOME`` (or ``~/.local/state``)
-``/eval_assets/<recording-stem>-frames``; it must be absent or empty.
+``/eval_assets/<recording-stem>-frames``; it must be absent or empty. Every dataset gets its
+blind-solvability audit (``audit/bias.jsonl``, ``audit/bias.json``: :mod:`eval_assets.vqa.bias`);
+``--prune-bias`` drops the flagged cases before publishing.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from eval_assets.cli_errors import EXIT_BAD_INPUT, EXIT_FAILED, env_name_option,
 if TYPE_CHECKING:
     from eval_assets.frames import FrameSelectionConfig, PreparedFrames
     from eval_assets.recording.watch import FileState
+    from eval_assets.vqa.bias import BiasConfig
 
 vqa_app = typer.Typer(no_args_is_help=True, help="Generate VQA datasets from recordings.")
 
@@ -65,15 +69,32 @@ def generate(
         "MOONDREAM_API_KEY", help="Environment variable with the Moondream Cloud key."),
     edgetam_checkpoint: str = typer.Option("", help="EdgeTAM checkpoint file (edgetam)."),
     allow_pickle: bool = typer.Option(False, help="Allow pickle-encoded recording payloads."),
+    prune_bias: bool = typer.Option(
+        False, help="Iterative Bias Pruning: drop the cases a pixel-free random forest solves "
+                    "(bias score >= --bias-threshold) and refit until none is flagged; "
+                    "audit/bias.json records what was dropped and why."),
+    bias_threshold: float = typer.Option(
+        0.8, help="Flag a case whose blind-solvability score is at least this (0-1]."),
+    prune_floor: int = typer.Option(
+        5, help="With --prune-bias: never leave a family with fewer cases than this."),
 ) -> None:
     """Rectify frames, detect objects, propose and answer questions, publish the dataset.
 
     With no selection option, RECORDING's ``<name>.selection.yaml`` decides, or the default
     policy (every frame up to 300 images, else the sharpest per 5 s)."""
+    from pydantic import ValidationError
+
     from eval_assets.errors import InputError
     from eval_assets.recording import Recording
+    from eval_assets.vqa.bias import BiasConfig
     from eval_assets.vqa.generate import default_output_dir, frame_selection
 
+    try:
+        bias = BiasConfig(threshold=bias_threshold, prune=prune_bias, prune_floor=prune_floor)
+    except ValidationError as exc:
+        typer.echo(f"error: --bias-threshold must be in (0, 1] and --prune-floor at least 0 "
+                   f"(got {bias_threshold}, {prune_floor}): {exc.errors()[0]['msg']}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
     env_name_option(vlm_api_key_env, "--vlm-api-key-env")
     env_name_option(moondream_api_key_env, "--moondream-api-key-env", "MOONDREAM_API_KEY")
     try:
@@ -99,7 +120,7 @@ def generate(
                   "moondream_api_key_env": moondream_api_key_env,
                   "edgetam_checkpoint": edgetam_checkpoint}
     _run(recording, output if output is not None else default_output_dir(recording), selection,
-         author_config, perception, allow_pickle, before)
+         author_config, perception, allow_pickle, before, bias)
 
 
 def _warn_if_recent(recording: Path) -> FileState:
@@ -139,7 +160,7 @@ def _print_frames(prepared: PreparedFrames) -> None:
 
 def _run(recording: Path, out: Path, selection: tuple[FrameSelectionConfig, Path | None],
          author: Mapping[str, object], perception: Mapping[str, Any],
-         allow_pickle: bool, before: FileState) -> None:
+         allow_pickle: bool, before: FileState, bias: BiasConfig) -> None:
     """Generate and print the summary; bad input exits 2, an unanswerable recording 1, and a
     recording that changed while it was read (``before``: its state at the start) 1."""
     from eval_assets.errors import InputError
@@ -155,7 +176,8 @@ def _run(recording: Path, out: Path, selection: tuple[FrameSelectionConfig, Path
         # The detector is asked about every name of the author's vocabulary.
         summary = generate_from_recording(
             recording, out, frames, config, models.build_detector(), models.build_segmenter(),
-            allow_pickle=allow_pickle, selection_file=selection_file, on_frames=_print_frames)
+            allow_pickle=allow_pickle, selection_file=selection_file, on_frames=_print_frames,
+            bias=bias)
     except NothingAnswerableError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_FAILED) from exc
@@ -189,3 +211,26 @@ def _run(recording: Path, out: Path, selection: tuple[FrameSelectionConfig, Path
     if summary.spatial_rejections_per_reason:
         typer.echo("spatial rejected: " + ", ".join(
             f"{reason} {n}" for reason, n in summary.spatial_rejections_per_reason.items()))
+    _print_bias(summary.path)
+
+
+def _print_bias(dataset: Path) -> None:
+    """Per family: the mean blind-solvability score, the share flagged, the blind upper bound;
+    then what pruning dropped, if it ran."""
+    from eval_assets.vqa.bias import read_bias_summary
+
+    summary = read_bias_summary(dataset)
+    if summary is None:
+        return
+
+    def pct(value: float | None) -> str:
+        return "n/a" if value is None else f"{100 * value:.0f} %"
+
+    typer.echo(f"blind solvability (audit/bias.json, flagged at >= {summary.config.threshold:g}):")
+    for family, f in summary.families.items():
+        mean = "n/a" if f.mean_bias_score is None else f"{f.mean_bias_score:.2f}"
+        typer.echo(f"  {family}: mean score {mean}, flagged {pct(f.flagged_share)} of "
+                   f"{f.n_scored} scored, blind upper bound {pct(f.blind_upper_bound)}")
+    if summary.pruning is not None:
+        typer.echo(f"pruned {len(summary.pruning.pruned)} cases in "
+                   f"{len(summary.pruning.rounds)} fits ({summary.pruning.stopped})")

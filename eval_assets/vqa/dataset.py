@@ -10,6 +10,8 @@
       audit/labels.jsonl private, ours: every case's full Label (family, frame, names, evidence)
       audit/frame-000100/{frame.json, ground_truth.json, cases.json, labels.json}  dimOS's keys
                          first, ours beside them; evidence.json (ours): detections and masks
+      audit/bias.jsonl, audit/bias.json  private, ours: each case's blind-solvability score
+                         (:mod:`eval_assets.vqa.bias`), per family, and what pruning dropped
 
 ``cases.jsonl`` and ``assets/`` are the only files a model under test may see. The dataset is
 written into a temporary folder beside the destination and renamed into place when complete, so
@@ -18,16 +20,19 @@ readers never see a partial dataset; the destination must be absent or empty.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as replace_fields
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
+from pydantic import BaseModel
 
 from eval_assets.frames import PointCloudFrame, RectifiedFrame
 from eval_assets.geometry.ranging import RangeStats
@@ -59,6 +64,17 @@ from eval_assets.schemas.vqa import (
     dumps_document,
     dumps_line,
 )
+from eval_assets.vqa.bias import (
+    AUDIT_BIAS_CASES,
+    AUDIT_BIAS_SUMMARY,
+    BiasCase,
+    BiasConfig,
+    PrunedCase,
+    audit_cases,
+    case_of_label,
+    case_of_spatial,
+    write_bias_audit,
+)
 from eval_assets.vqa.families import (
     FAMILIES,
     Answered,
@@ -72,6 +88,8 @@ from eval_assets.vqa.families import (
     normalize_name,
 )
 from eval_assets.vqa.spatial import SpatialSet, write_spatial
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class DatasetExistsError(FileExistsError):
@@ -355,11 +373,17 @@ def _write_frames(root: Path, results: Iterable[FrameResult]) -> DatasetTally:
 
 def publish_dataset(dest: Path, results: Iterable[FrameResult],
                     make_run: Callable[[DatasetSummary, DatasetTally], RunAudit],
-                    replace: bool = False, spatial: SpatialSet | None = None) -> DatasetSummary:
+                    replace: bool = False, spatial: SpatialSet | None = None,
+                    bias: BiasConfig | None = None) -> DatasetSummary:
     """Write the dataset beside ``dest``, frame by frame, and rename it into place.
 
     ``spatial`` (the spatial families' cases) is written beside dimOS's files: its images are
     frames of the same ``assets/``; a case showing a frame that was not published is an error.
+
+    ``bias`` (default :class:`~eval_assets.vqa.bias.BiasConfig`: on, no pruning) scores every
+    case's blind solvability into ``audit/bias.jsonl`` and ``audit/bias.json``; with
+    ``bias.prune`` the cases Iterative Bias Pruning drops are left out of every file (their
+    ground-truth rows say ``bias_pruned`` and why) before the dataset is renamed into place.
 
     ``make_run`` builds ``audit/run.json`` from the counts once every frame is written. Raises
     :class:`NothingAnswerableError` (publishing nothing) when no frame has a case, and
@@ -376,15 +400,25 @@ def publish_dataset(dest: Path, results: Iterable[FrameResult],
         summary = tally.summary(dest)
         if spatial is not None:
             _check_spatial_images(spatial, tally.frame_indices)
-            write_spatial(tmp, spatial)
-            summary = replace_fields(
-                summary, spatial_cases_per_family=spatial.cases_per_family(),
-                spatial_rejections_per_reason=spatial.rejections_per_reason())
         if summary.num_cases == 0:
             raise NothingAnswerableError(
                 f"no proposal of the {summary.num_frames} selected frames could be answered "
                 f"(rejections: {summary.rejections_per_reason or 'none, no proposals'}); nothing "
                 f"was written to {dest}. Select other frames or widen the author's vocabulary")
+        audit = audit_cases(_written_cases(tmp, spatial), bias or BiasConfig())
+        pruning = audit.summary.pruning
+        if pruning is not None and pruning.pruned:
+            pruned = {p.id: p for p in pruning.pruned}
+            _prune_written(tmp, pruned, tally)
+            summary = tally.summary(dest)
+            if spatial is not None:
+                spatial = _prune_spatial(spatial, pruned)
+        write_bias_audit(tmp, audit)
+        if spatial is not None:
+            write_spatial(tmp, spatial)
+            summary = replace_fields(
+                summary, spatial_cases_per_family=spatial.cases_per_family(),
+                spatial_rejections_per_reason=spatial.rejections_per_reason())
         _write(tmp, f"{DATASET_AUDIT}/{AUDIT_RUN}", dumps_document(make_run(summary, tally)))
         tmp.chmod(0o755)  # mkdtemp makes it owner-only; a published dataset is world-readable
         if replace and dest.exists():
@@ -402,6 +436,78 @@ def publish_dataset(dest: Path, results: Iterable[FrameResult],
     return summary
 
 
+def _written_cases(root: Path, spatial: SpatialSet | None) -> list[BiasCase]:
+    """The cases written so far under ``root`` (dimOS's, from its files) and the spatial ones,
+    as the blind-solvability audit sees them."""
+    cases = _read_lines(root / DATASET_CASES, Case)
+    labels = {lab.id: lab for lab in _read_lines(root / DATASET_AUDIT / AUDIT_LABELS, Label)}
+    out = [case_of_label(case, labels[case.id]) for case in cases]
+    if spatial is not None:
+        out += [case_of_spatial(case, label)
+                for case, label in zip(spatial.cases, spatial.labels, strict=True)]
+    return out
+
+
+def _read_lines(path: Path, model: type[M]) -> list[M]:
+    return [model.model_validate_json(line)
+            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _keep_lines(path: Path, pruned: Mapping[str, object]) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(line for line in lines
+                            if line.strip() and json.loads(line)["id"] not in pruned),
+                    encoding="utf-8")
+
+
+def _prune_written(root: Path, pruned: Mapping[str, PrunedCase], tally: DatasetTally) -> None:
+    """Take the ``pruned`` dimOS cases out of the files written under ``root`` and out of
+    ``tally``: the case and label files lose their lines, each frame's audit its case and label,
+    and its ground-truth row turns ``rejected`` (``bias_pruned``, with why; the answer kept for
+    the reviewer); ``frame.json`` counts follow. Spatial ids are left to :func:`_prune_spatial`."""
+    labels = {lab.id: lab for lab in _read_lines(root / DATASET_AUDIT / AUDIT_LABELS, Label)}
+    mine = {case_id: labels[case_id] for case_id in pruned if case_id in labels}
+    if not mine:
+        return
+    for name in (DATASET_CASES, DATASET_LABELS, f"{DATASET_AUDIT}/{AUDIT_LABELS}"):
+        _keep_lines(root / name, mine)
+    for index in sorted({lab.frame_index for lab in mine.values()}):
+        folder = root / audit_frame_relpath(index)
+        gone = {i for i, lab in mine.items() if lab.frame_index == index}
+        for name in ("cases.json", "labels.json"):
+            rows = json.loads((folder / name).read_text(encoding="utf-8"))
+            (folder / name).write_text(dumps_document([r for r in rows if r["id"] not in gone]),
+                                       encoding="utf-8")
+        truth = [GroundTruthRow.model_validate(r) for r in
+                 json.loads((folder / "ground_truth.json").read_text(encoding="utf-8"))]
+        truth = [r.model_copy(update={"status": "rejected", "reason": pruned[r.id].why,
+                                      "reason_code": "bias_pruned"})
+                 if r.id in gone and r.status == "answered" else r for r in truth]
+        (folder / "ground_truth.json").write_text(dumps_document(truth, exclude_none=True),
+                                                  encoding="utf-8")
+        frame = FrameAudit.model_validate_json((folder / "frame.json").read_text("utf-8"))
+        frame = frame.model_copy(update={
+            "question_count": frame.question_count - len(gone),
+            "rejected_question_count": frame.rejected_question_count + len(gone)})
+        (folder / "frame.json").write_text(dumps_document(frame), encoding="utf-8")
+    tally.num_cases -= len(mine)
+    tally.cases_per_family.subtract(lab.family for lab in mine.values())
+    tally.cases_per_family = +tally.cases_per_family  # a family pruned away is not listed
+    tally.rejections_per_reason["bias_pruned"] += len(mine)
+    left = {lab.frame_index for i, lab in labels.items() if i not in mine}
+    tally.frames_with_cases = [i for i in tally.frame_indices if i in left]
+    if tally.example_case is not None and tally.example_case.id in mine:
+        first = _read_lines(root / DATASET_CASES, Case)
+        tally.example_case = first[0] if first else None
+
+
+def _prune_spatial(spatial: SpatialSet, pruned: Mapping[str, PrunedCase]) -> SpatialSet:
+    """``spatial`` without the pruned cases (``audit/bias.json`` says which and why)."""
+    keep = [i for i, case in enumerate(spatial.cases) if case.id not in pruned]
+    return SpatialSet(tuple(spatial.cases[i] for i in keep),
+                      tuple(spatial.labels[i] for i in keep), spatial.rejections)
+
+
 def _check_spatial_images(spatial: SpatialSet, published: Sequence[int]) -> None:
     images = {asset_relpath(i) for i in published}
     for case in spatial.cases:
@@ -412,8 +518,9 @@ def _check_spatial_images(spatial: SpatialSet, published: Sequence[int]) -> None
 
 
 def dataset_fingerprint(dataset_dir: Path) -> str | None:
-    """Identity of a published dataset: SHA-256 over its cases, its labels (public and audit) and
-    every image asset (names and bytes); None when no dataset is published there.
+    """Identity of a published dataset: SHA-256 over its cases, its labels (public and audit), its
+    blind-solvability audit (where published) and every image asset (names and bytes); None when
+    no dataset is published there.
 
     Two datasets with the same folder name but any other content get other fingerprints, so
     results computed on one are never taken for results on the other.
@@ -428,7 +535,10 @@ def dataset_fingerprint(dataset_dir: Path) -> str | None:
         path = root / name
         parts += [name.encode("utf-8") + b"\0", file_digest(path) if path.is_file() else b""]
     # The spatial files only where published, so a dataset without them keeps its identity.
-    for name in (SPATIAL_CASES, SPATIAL_LABELS, f"{DATASET_AUDIT}/{AUDIT_SPATIAL_LABELS}"):
+    # The blind-solvability audit too (which cases are flagged decides the "unflagged" scores),
+    # where published.
+    for name in (SPATIAL_CASES, SPATIAL_LABELS, f"{DATASET_AUDIT}/{AUDIT_SPATIAL_LABELS}",
+                 f"{DATASET_AUDIT}/{AUDIT_BIAS_CASES}", f"{DATASET_AUDIT}/{AUDIT_BIAS_SUMMARY}"):
         path = root / name
         if path.is_file():
             parts += [name.encode("utf-8") + b"\0", file_digest(path)]

@@ -51,6 +51,7 @@ from eval_assets.schemas.vqa import (
 )
 from eval_assets.tracks import build_tracks
 from eval_assets.vqa.authors import AuthorConfig, build_author
+from eval_assets.vqa.bias import BiasConfig
 from eval_assets.vqa.dataset import (
     DatasetSummary,
     DatasetTally,
@@ -224,7 +225,8 @@ def build_dataset(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
                   replace: bool = False, generation: GenerationAudit | None = None,
                   models: dict[str, str] | None = None,
                   skipped_frames: Sequence[dict[str, Any]] = (),
-                  tracks: ObjectTracks | None = None) -> DatasetSummary:
+                  tracks: ObjectTracks | None = None,
+                  bias: BiasConfig | None = None) -> DatasetSummary:
     """Answer the proposals of the selected frames from stored evidence and publish the dataset.
 
     ``proposals`` may be a stream in frame order (:func:`~eval_assets.vqa.proposals.
@@ -234,7 +236,8 @@ def build_dataset(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
     ``generation`` (the selection; default: the recording's name only), ``models`` (author and
     detector names) and the ``skipped_frames`` the frame stage could not use. With ``tracks``
     (the recording's object tracks) the spatial families are published beside dimOS's files,
-    about the selected frames only. Raises
+    about the selected frames only. ``bias`` configures the blind-solvability audit (default:
+    scored, nothing pruned; recorded in ``audit/run.json``'s config). Raises
     ``NothingAnswerableError`` (nothing published) when no proposal can be answered and
     ``DatasetExistsError`` when ``output`` holds files and ``replace`` is False.
     """
@@ -245,6 +248,7 @@ def build_dataset(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
     results = (answer_frame(inputs, frame_proposals) for inputs, frame_proposals in _with_proposals(
         iter_frame_inputs(frames_dir, clouds_dir, detections_dir, frame_indices), proposals))
     offered = set(config.get("author", {}).get("families", FAMILY_NAMES))
+    bias = bias or BiasConfig()
 
     def make_run(summary: DatasetSummary, tally: DatasetTally) -> RunAudit:
         # dimOS lists the families offered to the author on some frame (those needing LiDAR
@@ -258,7 +262,8 @@ def build_dataset(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
             frame_count=summary.num_frames, question_count=summary.num_cases,
             rejected_question_count=sum(summary.rejections_per_reason.values()),
             generator=GENERATOR, generator_version=generator_version(),
-            config={**config, "rules": rules_config()}, source=source,
+            config={**config, "rules": rules_config(), "bias": bias.model_dump(mode="json")},
+            source=source,
             frame_indices=tally.frame_indices, frames_with_cases=tally.frames_with_cases,
             num_proposals=summary.num_proposals, cases_per_family=summary.cases_per_family,
             rejections_per_reason=summary.rejections_per_reason,
@@ -270,7 +275,8 @@ def build_dataset(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
         published = (frame_indices if frame_indices is not None
                      else [f.frame_index for f in read_rectified_frames(frames_dir)])
         spatial = build_spatial(tracks, published)
-    return publish_dataset(output, results, make_run, replace=replace, spatial=spatial)
+    return publish_dataset(output, results, make_run, replace=replace, spatial=spatial,
+                           bias=bias)
 
 
 def generate_from_recording(recording: Path, output: Path,
@@ -279,13 +285,15 @@ def generate_from_recording(recording: Path, output: Path,
                             segmenter: Segmenter, perception_names: Sequence[str] | None = None,
                             allow_pickle: bool = False, selection_file: Path | None = None,
                             on_frames: Callable[[PreparedFrames], None] | None = None,
-                            spatial: bool = True) -> DatasetSummary:
+                            spatial: bool = True,
+                            bias: BiasConfig | None = None) -> DatasetSummary:
     """Run frames -> perception -> tracks -> proposals -> dataset on one recording, without Dagster.
 
     ``frame_indices`` is a list of frames or a selection (see :func:`frame_selection`; read from
     ``selection_file``, if any). Bad frames are skipped as in the pipeline; ``on_frames`` gets
     what was selected and skipped; ``spatial=False`` leaves out the object tracks and the
-    spatial families. Intermediate stage folders live in a temporary folder that is
+    spatial families; ``bias`` configures the blind-solvability audit and its pruning
+    (:mod:`eval_assets.vqa.bias`). Intermediate stage folders live in a temporary folder that is
     removed afterwards; only the dataset is kept. The detector is asked about
     ``perception_names`` (default: the author's vocabulary), so presence questions about absent
     names get real "no" answers.
@@ -320,4 +328,5 @@ def generate_from_recording(recording: Path, output: Path,
         return build_dataset(
             frames_dir, clouds_dir, dets_dir, proposals, output, source, config,
             [f.frame_index for f in frames], generation=generation_audit(prepared.selection),
-            skipped_frames=[s.model_dump(mode="json") for s in prepared.skipped], tracks=tracks)
+            skipped_frames=[s.model_dump(mode="json") for s in prepared.skipped], tracks=tracks,
+            bias=bias)

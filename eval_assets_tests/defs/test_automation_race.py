@@ -37,7 +37,7 @@ from eval_assets.defs.partitions import MODEL_DIM, RECORDING_DIM, model_partitio
 
 PER_RECORDING = [keys.RECORDING_INGEST, keys.RECTIFIED_FRAMES, keys.POINTCLOUD_FRAMES,
                  keys.DETECTIONS_MASKS, keys.OBJECT_TRACKS, keys.QUESTION_PROPOSALS,
-                 keys.PUBLIC_CASES, keys.PRIVATE_LABELS]
+                 keys.PUBLIC_CASES, keys.PRIVATE_LABELS, keys.EVIDENCE_QUALITY]
 RECORDINGS = ("alpha", "bravo")
 JUDGED = (keys.DESCRIPTION_JUDGE, keys.BENCHMARK_RESULTS)
 

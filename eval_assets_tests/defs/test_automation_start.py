@@ -17,7 +17,7 @@ from eval_assets.defs.local.conditions import Conditions
 PER_RECORDING = {keys.RECORDING_INGEST, keys.RECTIFIED_FRAMES, keys.POINTCLOUD_FRAMES,
                  keys.DETECTIONS_MASKS, keys.OBJECT_TRACKS, keys.QUESTION_PROPOSALS,
                  keys.PUBLIC_CASES,
-                 keys.PRIVATE_LABELS}
+                 keys.PRIVATE_LABELS, keys.EVIDENCE_QUALITY}
 
 
 def _requested(result) -> dict:

@@ -9,6 +9,9 @@ import pytest
 from eval_assets.metrics.drift import (
     ALL_FAMILIES,
     DriftCase,
+    adjust_by_night,
+    adjust_drift,
+    adjust_night,
     compare_nights,
     drift_flagged,
     model_drift,
@@ -124,3 +127,75 @@ def test_a_case_that_changes_family_is_an_error() -> None:
     with pytest.raises(ValueError, match="keep its content"):
         compare_nights("m", ALL_FAMILIES, "n1", night([True]),
                        "n2", night([True], family_of=lambda i: "counting"))
+
+
+def _drop(right_before: int, right_after: int, family: str = ALL_FAMILIES, n: int = 400):
+    """A comparison of one case per frame: the first ``right_before`` / ``right_after`` cases
+    right on each night."""
+    before = night([i < right_before for i in range(n)], per_frame=1)
+    after = night([i < right_after for i in range(n)], per_frame=1)
+    return compare_nights("m", family, "n1", before, "n2", after)
+
+
+def test_benjamini_hochberg_over_a_night_matches_statsmodels_and_decides_the_flag() -> None:
+    multipletests = pytest.importorskip("statsmodels.stats.multitest").multipletests
+    real = _drop(300, 276)  # 24 right -> wrong, none back: McNemar p = 2^-23
+    borderline = _drop(300, 289, family="presence")  # 11 discordant: p = 2^-10 = 0.00098
+    nulls = [_drop(300, 300, family=f"f{i}") for i in range(30)]
+    assert borderline.flagged and real.flagged  # alone, the raw p decides
+    drift = [real, borderline, *nulls]
+    adjusted = adjust_drift(drift)
+    expected = multipletests([d.mcnemar_p for d in drift], method="fdr_bh")[1]
+    assert [d.mcnemar_p_adjusted for d in adjusted] == pytest.approx(list(expected), abs=1e-12)
+    assert {(d.p_adjustment, d.n_tests) for d in adjusted} == {("fdr_bh", 32)}
+    # BH: p(2) * 32 / 2 = 0.0156 < 0.05 keeps the borderline one significant; the raw p stays
+    # beside the adjusted one.
+    assert adjusted[1].mcnemar_p == borderline.mcnemar_p
+    assert adjusted[1].mcnemar_p_adjusted == pytest.approx(2**-10 * 32 / 2)
+    assert adjusted[1].significant
+    # BH rejected 2 of 32, each at p <= 0.05 x 2 / 32: the MDD is the one at that level, and
+    # the borderline change (2.75 points) is below it, so it is not flagged; the real one is.
+    assert [d.mdd_alpha for d in adjusted] == pytest.approx([0.05 * 2 / 32] * 32)
+    assert adjusted[1].mdd_unadjusted == borderline.mdd
+    assert adjusted[1].mdd is not None and borderline.mdd is not None
+    assert borderline.mdd < 0.0275 < adjusted[1].mdd
+    assert adjusted[0].flagged and not adjusted[1].flagged
+    assert not any(d.flagged for d in adjusted[2:])
+
+
+def test_a_raw_p_below_005_that_bh_lifts_does_not_flag() -> None:
+    weak = _drop(300, 290, family="presence", n=1000)  # 10 discordant: p = 2^-9 = 0.002
+    assert weak.mcnemar_p < 0.05 and weak.flagged  # flagged on its raw p
+    alone = adjust_drift([weak])[0]
+    assert alone.mcnemar_p_adjusted == pytest.approx(weak.mcnemar_p)
+    crowd = adjust_drift([weak, *(_drop(300, 300, family=f"f{i}", n=1000) for i in range(40))])
+    assert crowd[0].mcnemar_p_adjusted == pytest.approx(41 * weak.mcnemar_p)  # > 0.05
+    assert not crowd[0].significant and not crowd[0].flagged
+    # Holm on the same set: no rejection, so the MDD is at 0.05 / 41.
+    holm = adjust_drift(crowd, method="holm")
+    assert holm[0].mcnemar_p_adjusted == pytest.approx(41 * weak.mcnemar_p)
+    assert holm[0].mdd_alpha == pytest.approx(0.05 / 41) and not holm[0].flagged
+
+
+def test_adjustment_groups_by_night_and_skips_comparisons_without_cases() -> None:
+    empty = compare_nights("m", "presence", "n1", {}, "n2", {})
+    real = _drop(300, 276)
+    later = real.model_copy(update={"night_before": "n2", "night_after": "n3"})
+    out = adjust_by_night([real, empty, later])
+    assert [d.night_after for d in out] == ["n2", "n2", "n3"]
+    assert out[1].mcnemar_p_adjusted is None and not out[1].flagged
+    assert out[0].n_tests == 1 and out[2].n_tests == 1  # one test on each night
+
+
+def test_a_night_adjusts_its_overall_and_its_family_comparisons_as_two_sets() -> None:
+    overall = _drop(300, 276)
+    families = [_drop(300, 289, family="presence"), *(_drop(300, 300, family=f"f{i}")
+                                                      for i in range(5))]
+    out = adjust_night([overall, *families])
+    assert [d.family for d in out] == [ALL_FAMILIES, "presence", *(f"f{i}" for i in range(5))]
+    assert out[0].n_tests == 1 and out[0].mcnemar_p_adjusted == overall.mcnemar_p
+    assert out[0].mdd == pytest.approx(overall.mdd) and out[0].flagged  # a set of one: as raw
+    assert {d.n_tests for d in out[1:]} == {6}
+    # The families' set: 0.00098 x 6 = 0.0059, BH rejects 1 of 6, so the MDD is at 0.05 / 6.
+    assert out[1].mcnemar_p_adjusted == pytest.approx(6 * 2**-10)
+    assert out[1].mdd_alpha == pytest.approx(0.05 / 6)

@@ -11,6 +11,7 @@ from eval_assets.metrics.numeric import (
     abs_dist_norm,
     absolute_relative_error,
     mean_relative_accuracy,
+    mra_with_zero_rule,
     parse_numeric_reply,
 )
 
@@ -101,3 +102,35 @@ def test_a_reply_without_a_number_in_the_asked_dimension_is_unparseable(reply: s
 def test_an_unknown_unit_is_an_error() -> None:
     with pytest.raises(ValueError, match="unknown unit 'ft'"):
         parse_numeric_reply("3", "ft")
+
+
+# OSI-Bench's zero rule (lmms_eval/tasks/osi_bench/utils.py, calculate_mra_with_threshold,
+# τ = 0.30 m): (pred, truth, score). Below τ a prediction in [0, τ) scores 1, any other is MRA
+# against τ; from τ up it is plain MRA.
+ZERO_RULE_VECTORS = [
+    (0.2, 0.0, 1.0), (0.0, 0.0, 1.0), (0.2999, 0.0, 1.0),
+    (0.6, 0.0, mean_relative_accuracy(0.6, 0.3)), (0.6, 0.0, 0.0),
+    (0.3, 0.0, 1.0),  # not below τ: MRA against τ, which it equals
+    (0.33, 0.0, mean_relative_accuracy(0.33, 0.3)),
+    (0.33, 0.0, 0.9),  # 0.1 off: passes .90 through the reference's float rounding
+    (0.42, 0.0, 0.3), (-0.1, 0.0, 0.0),  # a negative distance is not "nearly zero"
+    (0.1, 0.04, 1.0),  # any truth below τ, not only 0 (motion.md)
+    (0.5, 0.5, 1.0), (0.2, 0.5, mean_relative_accuracy(0.2, 0.5)), (0.55, 0.5, 0.9),
+]
+
+
+@pytest.mark.parametrize(("pred", "target", "expected"), ZERO_RULE_VECTORS)
+def test_the_zero_rule_on_fixed_vectors(pred: float, target: float, expected: float) -> None:
+    assert mra_with_zero_rule(pred, target) == expected
+
+
+def test_the_zero_rule_takes_tau_in_the_cases_unit_and_leaves_vsi_mra_alone() -> None:
+    assert mra_with_zero_rule(20.0, 0.0, tolerance=30.0) == 1.0  # centimetres
+    assert mra_with_zero_rule(60.0, 0.0, tolerance=30.0) == mean_relative_accuracy(60.0, 30.0)
+    # VSI-Bench's MRA still refuses a truth of 0 (it divides by it): only the rule scores it.
+    with pytest.raises(ZeroDivisionError):
+        mean_relative_accuracy(0.2, 0.0)
+    with pytest.raises(ValueError, match="distance truth"):
+        mra_with_zero_rule(0.2, -1.0)
+    with pytest.raises(ValueError, match="tolerance"):
+        mra_with_zero_rule(0.2, 0.0, tolerance=0.0)

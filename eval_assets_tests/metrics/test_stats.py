@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from eval_assets.metrics.stats import (
+    adjust_comparisons,
     cluster_bootstrap_difference,
     clustered_wilson,
     design_effect,
@@ -185,3 +186,43 @@ def test_paired_comparison_without_discordance_or_cases() -> None:
     assert empty.n_common == 0 and empty.difference is None and empty.mdd is None
     with pytest.raises(ValueError, match="one entry per common case"):
         paired_comparison("a", "b", [0], [True, False], [True])
+
+
+def _a_better(a_only: int, b_only: int, both: int = 10, neither: int = 10, name: str = "a"):
+    """A comparison with one case per frame: ``a_only`` cases only A got right, etc."""
+    outcome = ([(1, 1)] * both + [(1, 0)] * a_only + [(0, 1)] * b_only + [(0, 0)] * neither)
+    return paired_comparison(name, "b", list(range(len(outcome))),
+                             [bool(x) for x, _ in outcome], [bool(y) for _, y in outcome])
+
+
+def test_the_verdict_uses_the_holm_adjusted_p() -> None:
+    multipletests = pytest.importorskip("statsmodels.stats.multitest").multipletests
+    strong = _a_better(12, 2)  # McNemar p = 2 (1 + 14 + 91) / 2^14 = 0.0129
+    assert strong.mcnemar_p == pytest.approx(212 / 16384, rel=1e-12)
+    assert strong.significant and strong.better == "a"  # alone, raw p decides
+    nulls = [_a_better(3, 3, name=f"n{i}") for i in range(4)]
+    table = adjust_comparisons([strong, *nulls])
+    expected = multipletests([c.mcnemar_p for c in (strong, *nulls)], method="holm")[1]
+    assert [c.mcnemar_p_adjusted for c in table] == pytest.approx(list(expected), abs=1e-12)
+    # 5 tests: 5 x 0.0129 = 0.065 > 0.05, so the same difference is no longer significant,
+    # though its raw p and its interval are unchanged.
+    first = table[0]
+    assert first.mcnemar_p == strong.mcnemar_p and first.mcnemar_p_adjusted == pytest.approx(
+        5 * 212 / 16384)
+    assert (first.difference_ci_low, first.difference_ci_high) == (
+        strong.difference_ci_low, strong.difference_ci_high)
+    assert not first.significant and first.better is None
+    assert {(c.p_adjustment, c.n_tests) for c in table} == {("holm", 5)}
+    # Among 3 tests it survives (3 x 0.0129 = 0.039).
+    kept = adjust_comparisons([strong, *nulls[:2]])[0]
+    assert kept.significant and kept.better == "a"
+
+
+def test_benjamini_hochberg_and_empty_comparisons_in_a_table() -> None:
+    empty = paired_comparison("a", "b", [], [], [])
+    strong = _a_better(12, 2)
+    table = adjust_comparisons([empty, strong, _a_better(3, 3)], method="fdr_bh")
+    assert table[0].mcnemar_p_adjusted is None and not table[0].significant  # no test
+    assert table[1].n_tests == 2 and table[1].p_adjustment == "fdr_bh"
+    assert table[1].mcnemar_p_adjusted == pytest.approx(2 * 212 / 16384)  # m p / rank
+    assert adjust_comparisons([]) == []

@@ -78,6 +78,11 @@ def test_run_writes_config_answers_descriptions_and_summary(tmp_path: Path) -> N
 def test_nothing_private_reaches_the_server(tmp_path: Path) -> None:
     # With spatial cases too: their public labels and audit labels hold the canary as well.
     dataset = make_spatial_dataset(tmp_path / "ds")
+    # The blind-solvability audit (eval_assets.vqa.bias) is private too.
+    (dataset.root / "audit" / "bias.jsonl").write_text("".join(
+        json.dumps({"id": c["id"], "family": CANARY, "bias_score": 0.9, "flagged": True}) + "\n"
+        for c in dataset.cases))
+    (dataset.root / "audit" / "bias.json").write_text(json.dumps({"method": CANARY}))
     with OpenAICompatibleServer(default=Reply("no")) as srv, client_for(srv.base_url) as client:
         run_model(dataset.root, client, tmp_path / "run", max_concurrency=2)
         bodies = [json.dumps(r.body) + json.dumps(r.headers) for r in srv.requests]

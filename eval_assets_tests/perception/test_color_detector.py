@@ -259,3 +259,13 @@ def test_an_off_axis_sphere_seen_as_a_radial_ellipse_is_a_ball() -> None:
     assert [(i.color, i.shape) for i in radial] == [("purple", "ball")]
     tangential = detector.instances(_ellipse_image(90.0))
     assert [i.color for i in tangential] == ["purple"] and tangential[0].shape != "ball"
+
+
+def test_a_strip_too_short_to_name_is_not_reported() -> None:
+    """The top rows of an object showing over an obstacle: no shape cue holds, so no name."""
+    image = np.full((120, 160, 3), (150, 146, 140), dtype=np.uint8)
+    image[50:57, 40:90] = (140, 40, 200)    # 7 rows x 50 columns, 350 px: a purple strip
+    image[80:92, 40:90] = (25, 60, 215)     # 12 rows: tall enough to name
+    detector = ColorShapeDetector()
+    assert [i.color for i in detector.instances(image)] == ["blue"]
+    assert all(detector.detect(image, f"purple {s}") == [] for s in ("box", "ball", "cylinder"))

@@ -15,7 +15,7 @@ from eval_assets.report.baselines import FamilyBaselines, blind_models, family_b
 from eval_assets.report.baselines_section import baselines_section
 from eval_assets.report.html import render_report
 from eval_assets.report.leaderboard import build_leaderboard, leaderboard_json
-from eval_assets.scoring.numeric import NUMERIC, NumericRow, NumericScores
+from eval_assets.scoring.numeric import NUMERIC, NumericRow, NumericScores, case_score, scored_by
 from eval_assets.scoring.spatial import SPATIAL
 from eval_assets_tests.report.builders import THIRDS, result, row
 
@@ -154,3 +154,30 @@ def test_a_model_answering_the_median_does_not_beat_the_frequency_baseline() -> 
     assert direction.frequency_answer == "front-left" and direction.flagged  # gold is constant
     # dimOS's families are still there, in their order, before the spatial ones.
     assert list(by_family)[:2] == ["presence", "horizontal_direction"]
+
+
+def _with_numeric(cell: Any, family: str, unit: str, pairs: list[tuple[float, float]]) -> Any:
+    """``cell`` with numeric rows (target, prediction) of ``family``, scored by its rule."""
+    rows = [NumericRow(case_id=f"n{i}", family=family, unit=unit, target=t, predicted=p,
+                       mra=case_score(p, t, family, unit), scored_by=scored_by(family, unit))
+            for i, (t, p) in enumerate(pairs)]
+    numeric = NumericScores(n=len(rows), unparseable=0, mean_relative_accuracy=0.0,
+                            mean_absolute_relative_error=None, rows=rows)
+    return cell.model_copy(update={"scores": {**cell.scores,
+                                              NUMERIC.name: numeric.model_dump(mode="json")}})
+
+
+@pytest.mark.parametrize(("family", "unit", "targets", "median_scores"), [
+    # Half the camera stayed put (truth 0): MRA of the median would divide by 0.
+    ("camera_displacement_m", "m", [0.0] * 21 + [2.0] * 19, [1.0] * 21 + [0.0] * 19),
+    # Angles: the median, -10, is 350 as a direction, scored by angular accuracy.
+    ("egocentric_direction_deg", "deg", [-10.0] * 21 + [350.0] * 19, [1.0] * 40),
+])
+def test_numeric_baselines_score_the_median_by_the_familys_rule(
+        family: str, unit: str, targets: list[float], median_scores: list[float]) -> None:
+    results = [_with_numeric(result("r", "vlm", _rows(60, 60)), family, unit,
+                             [(t, t) for t in targets])]
+    baseline = {b.family: b for b in family_baselines(results)}[family]
+    assert baseline.kind == "mra" and baseline.n == 40
+    assert baseline.frequency == pytest.approx(sum(median_scores) / 40)
+    assert baseline.models["vlm"].score == 1.0

@@ -118,8 +118,8 @@ def test_a_stale_cell_is_listed_and_excluded_everywhere() -> None:
     blind = build_coverage(results[:2])
     assert (blind.n_common, blind.ranked, blind.conflicts) == (0, False, {"rec": [OLD, NEW]})
     assert "answered on different datasets" in blind.summary()
-    (pair,) = paired_comparisons(results[:2])
-    assert pair.n_common == 0
+    (pair,) = paired_comparisons(results[:2])  # no common case: no family comparison either
+    assert pair.n_common == 0 and pair.mcnemar_p_adjusted is None and pair.n_tests == 0
 
 
 def test_no_common_case_means_no_ranking() -> None:

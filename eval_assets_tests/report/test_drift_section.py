@@ -8,7 +8,7 @@ from pathlib import Path
 from eval_assets.layout import StorageLayout
 from eval_assets.metrics.drift import ALL_FAMILIES
 from eval_assets.report.drift_section import NO_DRIFT
-from eval_assets.report.history import load_history, night_drift
+from eval_assets.report.history import load_history, night_cell_drift, night_drift
 from eval_assets.report.html import render_report
 from eval_assets.report.leaderboard import build_leaderboard
 from eval_assets.schemas.results import CellScores
@@ -82,3 +82,34 @@ def test_no_second_night_says_so(tmp_path: Path) -> None:
     text = render_report(build_leaderboard(today), today, [], "t",
                          history=load_history(layout.history_dir()))
     assert NO_DRIFT in text.split('id="drift"', 1)[1].split("</section>", 1)[0]
+
+
+def test_the_nights_comparisons_are_adjusted_together(tmp_path: Path) -> None:
+    history = load_history(write_nights(tmp_path).history_dir())
+    # The report: each night's models x families (pooled over recordings) are one BH set, its
+    # overall comparisons (one per model) another.
+    latest = [d for d in night_drift(history) if d.night_after == NIGHTS[2]]
+    assert {(d.family == ALL_FAMILIES, d.p_adjustment, d.n_tests) for d in latest} == {
+        (True, "fdr_bh", 2), (False, "fdr_bh", 2 * 2)}
+    assert all(d.mcnemar_p_adjusted is not None and d.mcnemar_p_adjusted >= d.mcnemar_p
+               for d in latest)
+    raw = [d for d in night_drift(history, adjust=False) if d.night_after == NIGHTS[2]]
+    assert {d.p_adjustment for d in raw} == {None}
+    # The check: families x recordings x models of the night (2 x 2 x 2 tests), and the
+    # overall comparisons of recordings x models (2 x 2).
+    cells = night_cell_drift(history, NIGHTS[2])
+    assert sorted({(rec, d.model) for rec, d in cells}) == [
+        ("rec1", "slipping"), ("rec1", "steady"), ("rec2", "slipping"), ("rec2", "steady")]
+    assert {(d.family == ALL_FAMILIES, d.n_tests) for _, d in cells} == {(True, 4), (False, 8)}
+    assert {(rec, d.family) for rec, d in cells if d.flagged} == {
+        (rec, family) for rec in ("rec1", "rec2") for family in (ALL_FAMILIES, "counting",
+                                                                   "presence")}
+    assert night_cell_drift(history, NIGHTS[0]) == []  # no earlier night: nothing to adjust
+
+
+def test_the_report_shows_raw_and_bh_p(tmp_path: Path) -> None:
+    history = load_history(write_nights(tmp_path).history_dir())
+    today = [cell("rec1", "steady", 421)]
+    text = render_report(build_leaderboard(today), today, [], "t", history=history)
+    body = text.split('id="drift"', 1)[1].split("</section>", 1)[0]
+    assert "McNemar p (raw)" in body and "BH p" in body and "Benjamini-Hochberg" in body

@@ -310,12 +310,17 @@ def test_without_common_cases_there_is_no_ranking() -> None:
 
 
 def test_headline_leads_with_the_mean_over_families_and_each_familys_n() -> None:
-    rows = [row(f"p{i}", "presence", "yes", "yes", "r", frame_index=i) for i in range(9)]
-    rows.append(row("c", "closest_object", "a", "b", "r", ["a", "b"], frame_index=20))
+    rows = [row(f"p{i}", "presence", "yes", "yes", "r", frame_index=i) for i in range(30)]
+    rows += [row(f"c{i}", "closest_object", "a", "b", "r", ["a", "b"], frame_index=40 + i)
+             for i in range(20)]
+    rows.append(row("d", "object_distance", "a", "a", "r", ["a", "b"], frame_index=90))
     results = [result("r", "m", rows)]
     text = render_report(build_leaderboard(results), results, [], "t")
     headline = section(text, "headline")
     assert "Mean over families [95% CI]" in headline and "Pooled accuracy [95% CI]" in headline
     assert "<b>50.0% " in headline  # (100% + 0%) / 2, bold: the headline number
-    assert "90.0% " in headline  # pooled: 9 of 10
-    assert re.search(r"Families \(n common cases\):</b> presence 9.*closest object 1", headline)
+    assert "60.8% " in headline  # pooled: 31 of 51
+    assert re.search(r"Families \(n common cases\):</b> presence 30 · object distance 1"
+                     r".*not in the mean</span> · closest object 20</p>", headline)
+    # CAA beside the headline: (31 - 51/2) / (51 - 51/2) = 5.5 / 25.5.
+    assert "Chance-adjusted (CAA), pts" in headline and f"{5.5 / 25.5 * 100:+.1f}" in headline

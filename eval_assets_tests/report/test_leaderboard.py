@@ -186,12 +186,17 @@ def test_mcq_is_not_reported_for_choice_text_prompts() -> None:
 
 def test_paired_comparisons_use_common_cases_only() -> None:
     results = two_recordings()
-    (pair,) = paired_comparisons(results)
-    assert (pair.model_a, pair.model_b) == ("m0", "m1")
+    pair, presence = paired_comparisons(results)
+    assert (pair.model_a, pair.model_b, pair.family) == ("m0", "m1", None)
     # m0 only answered a1 and a2 on rec-a; both models got both right.
     assert (pair.n_common, pair.n_frames, pair.both_correct, pair.a_only, pair.b_only) == (
         2, 2, 2, 0, 0)
     assert (pair.difference, pair.mcnemar_p, pair.significant) == (0.0, 1.0, False)
+    # Both common cases are presence questions: one family comparison, adjusted with it.
+    assert (presence.family, presence.n_common) == ("presence", 2)
+    assert (pair.p_adjustment, pair.n_tests, pair.mcnemar_p_adjusted) == ("holm", 2, 1.0)
+    assert paired_comparisons(results, by_family=False) == [
+        pair.model_copy(update={"n_tests": 1})]
     assert paired_comparisons(results[:1]) == []
 
 
@@ -218,7 +223,7 @@ def test_written_files_are_byte_identical_and_round_trip(tmp_path) -> None:
     pd.testing.assert_frame_equal(pd.read_parquet(paths[0][0]), df)
     document = json.loads(paths[0][1].read_text())
     assert list(document) == ["format", "methods", "ranking", "coverage", "rows",
-                              "paired_comparisons", "baselines"]
+                              "paired_comparisons", "baselines", "family_comparisons"]
     assert document["format"] == LEADERBOARD_FORMAT
     assert "cluster-robust" in document["methods"]["interval"]
     assert "McNemar" in document["methods"]["paired_comparison"]
@@ -238,22 +243,43 @@ def test_written_files_are_byte_identical_and_round_trip(tmp_path) -> None:
     assert list(records[0]) == list(df.columns)
     (pair,) = document["paired_comparisons"]
     assert (pair["model_a"], pair["model_b"], pair["n_common"]) == ("m0", "m1", 2)
+    assert (pair["mcnemar_p"], pair["mcnemar_p_adjusted"], pair["n_tests"]) == (1.0, 1.0, 2)
+    (family,) = document["family_comparisons"]
+    assert (family["family"], family["p_adjustment"]) == ("presence", "holm")
     assert pair["difference_ci_low"] == 0.0 and pair["better"] is None
     assert sorted(p.name for p in (tmp_path / "0").iterdir()) == [
         "leaderboard.json", "leaderboard.parquet"]  # no temp files left behind
 
 
 def test_headline_is_the_mean_over_families_beside_the_pooled_accuracy() -> None:
+    # 24 presence cases (12 right) and 20 three-way direction cases (none right), own frames.
+    rows = [row(f"p{i}", "presence", "yes", "yes" if i < 12 else "no", "r", frame_index=i)
+            for i in range(24)]
+    rows += [row(f"h{i}", "horizontal_direction", "left", "right", "r", THIRDS, 100 + i)
+             for i in range(20)]
+    pooled = pooled_row(build_leaderboard([result("r", "m1", rows)]), "m1")
+    expected = (pooled["presence__accuracy"] + pooled["horizontal_direction__accuracy"]) / 2
+    assert pooled.n_families == 2 and pooled.n_families_left_out == 0
+    assert pooled.family_mean == pytest.approx(expected)
+    assert pooled.family_mean == pytest.approx(0.25)  # (12/24 + 0/20) / 2
+    assert pooled.vqa_accuracy == pytest.approx(12 / 44)  # pooled: each case weighs the same
+    assert pooled.family_mean_ci_low < pooled.family_mean < pooled.family_mean_ci_high
+    # SITE's CAA beside it: (12 - (24/2 + 20/3)) / (44 - (24/2 + 20/3)), per family too.
+    guess = 24 / 2 + 20 / 3
+    assert pooled.caa == pytest.approx((12 - guess) / (44 - guess), abs=1e-12)
+    assert pooled["presence__caa"] == pytest.approx(0.0, abs=1e-12)
+    assert pooled["horizontal_direction__caa"] == pytest.approx(-0.5, abs=1e-12)
+
+
+def test_families_under_the_minimum_n_are_left_out_of_the_headline() -> None:
+    # two_recordings has 6 presence and 4 direction cases: both under 20, so no headline;
+    # the families keep their own columns and the pooled accuracy ranks.
     df = build_leaderboard(two_recordings())
     pooled = pooled_row(df, "m1")
-    families = [f for f in ("presence", "horizontal_direction")
-                if pooled[f"{f}__n"] > 0]
-    expected = sum(pooled[f"{f}__accuracy"] for f in families) / len(families)
-    assert pooled.n_families == len(families) == 2
-    assert pooled.family_mean == pytest.approx(expected)  # (3/6 + 0/4) / 2 = 0.25
-    assert pooled.family_mean == pytest.approx(0.25)
-    assert pooled.vqa_accuracy == pytest.approx(0.3)  # pooled: 3 of 10
-    assert pooled.family_mean_ci_low < pooled.family_mean < pooled.family_mean_ci_high
+    assert pooled.n_families == 0 and pooled.n_families_left_out == 2
+    assert math.isnan(pooled.family_mean) and math.isnan(pooled.family_mean_ci_low)
+    assert pooled["presence__n"] == 6 and pooled["presence__accuracy"] == pytest.approx(0.5)
+    assert pooled.vqa_accuracy == pytest.approx(0.3)
 
 
 def test_ranking_is_on_the_mean_over_families_not_the_pooled_accuracy() -> None:
@@ -261,13 +287,13 @@ def test_ranking_is_on_the_mean_over_families_not_the_pooled_accuracy() -> None:
     # the mean over families favours small.
     def rows(big_right: int, small_right: int) -> list[dict[str, Any]]:
         out = [row(f"p{i}", "presence", "yes", "yes" if i < big_right else "no", "r",
-                   frame_index=i) for i in range(10)]
+                   frame_index=i) for i in range(100)]
         out += [row(f"h{i}", "horizontal_direction", "left",
-                    "left" if i < small_right else "right", "r", THIRDS, frame_index=20 + i)
-                for i in range(2)]
+                    "left" if i < small_right else "right", "r", THIRDS, frame_index=200 + i)
+                for i in range(20)]
         return out
 
-    results = [result("r", "big", rows(10, 0)), result("r", "small", rows(7, 2))]
+    results = [result("r", "big", rows(100, 0)), result("r", "small", rows(70, 20))]
     df = build_leaderboard(results)
     assert pooled_row(df, "big").vqa_accuracy > pooled_row(df, "small").vqa_accuracy
     order = ranking(df)["order"]

@@ -66,3 +66,21 @@ def test_the_report_shows_the_section_only_with_numeric_rows() -> None:
     assert "numeric-families" not in plain
     text = render_report(build_leaderboard(results), results, [], "t", numeric_rows=_rows())
     assert 'href="#numeric-families"' in text and '<section id="numeric-families">' in text
+
+
+def test_a_rows_score_from_the_metric_wins_and_angles_draw_on_linear_axes(
+        recwarn: pytest.WarningsRecorder) -> None:
+    # An angle scored by mean angular accuracy: the report shows the metric's score, not an MRA
+    # recomputed from the values (which would be 0 for 350 against -10).
+    angle = NumericCaseRow("m", "a", "egocentric_direction_deg", -10.0, 350.0, "deg", score=1.0)
+    assert angle.mra == 1.0
+    assert NumericCaseRow("m", "a", "x", -10.0, None, "deg", score=1.0).mra == 0.0
+    rows = [angle, NumericCaseRow("m", "b", "egocentric_direction_deg", 90.0, -80.0, "deg",
+                                  score=0.0),
+            NumericCaseRow("m", "c", "camera_displacement_m", 0.0, 0.2, "m", score=1.0),
+            NumericCaseRow("m", "d", "camera_displacement_m", 1.0, 0.9, "m", score=0.8)]
+    for family in ("egocentric_direction_deg", "camera_displacement_m"):
+        png = numeric_family_chart(rows, family)
+        assert cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR) is not None
+    # Log axes with a truth of 0 or a negative angle would warn and draw nothing.
+    assert not [w for w in recwarn if "log-scaled" in str(w.message)]

@@ -14,19 +14,29 @@ from eval_assets.layout import (
     SPATIAL_CASES,
     SPATIAL_LABELS,
 )
+from eval_assets.metrics.angular import mean_angular_accuracy
 from eval_assets.metrics.numeric import mean_relative_accuracy
 from eval_assets.schemas.results import CellScores, NotMeasured, PredictionCounts
+from eval_assets.schemas.spatial import SpatialLabel
 from eval_assets.schemas.vqa import Label
 from eval_assets.scoring import METRICS
 from eval_assets.scoring.inputs import ModelRun, PrivateDataset, load_private_dataset, load_run
-from eval_assets.scoring.numeric import NUMERIC, NumericScores, score_numeric
+from eval_assets.scoring.numeric import (
+    NUMERIC,
+    NumericScores,
+    case_score,
+    numeric_cases,
+    score_numeric,
+    scored_by,
+)
 from eval_assets.scoring.spec import ReportTable
 from eval_assets_tests.scoring.conftest import answer, labels_of, write_run
 
 
-def numeric_label(case_id: str, answer_value: str, unit: str | None = None) -> Label:
+def numeric_label(case_id: str, answer_value: str, unit: str | None = None,
+                  family: str = "distance_m") -> Label:
     evidence = {"unit": unit} if unit else {}
-    return Label(id=case_id, answer=answer_value, family="distance_m", frame_index=0,
+    return Label(id=case_id, answer=answer_value, family=family, frame_index=0,
                  object_names=["chair"], choices=[], evidence=evidence)
 
 
@@ -73,3 +83,93 @@ def test_not_measured_shows_in_the_leaderboard_columns_and_the_report_table() ->
     assert isinstance(table, ReportTable) and not table.rows
     assert table.empty == "Not measured: no numeric cases."
     assert NUMERIC in METRICS
+
+
+def test_each_unit_is_scored_by_its_rule() -> None:
+    assert scored_by("egocentric_direction_deg", "deg") == "angular"
+    assert scored_by("camera_displacement_m", "m") == "mra_zero_rule"
+    assert scored_by("path_length_m", "m") == "mra_zero_rule"
+    assert scored_by("camera_distance_m", "m") == "mra"  # truths never 0: plain MRA
+    assert scored_by("object_count_across_frames", None) == "mra"
+    assert case_score(350.0, -10.0, "egocentric_direction_deg", "deg") == 1.0
+    assert case_score(30.0, 0.0, "egocentric_direction_deg", "deg") == 0.5
+    assert case_score(0.2, 0.0, "camera_displacement_m", "m") == 1.0
+    assert case_score(0.6, 0.0, "path_length_m", "m") == mean_relative_accuracy(0.6, 0.3)
+    # The same near-zero reply on a family without the rule is plain MRA (its truth is > 0).
+    assert case_score(0.2, 0.25, "camera_distance_m", "m") == mean_relative_accuracy(0.2, 0.25)
+
+
+def test_angles_and_zero_truths_score_by_their_rules_and_rows_keep_the_replies(
+        tmp_path: Path) -> None:
+    labels = [numeric_label("ego", "-90", "deg", "egocentric_direction_deg"),
+              numeric_label("ego2", "30", "deg", "egocentric_direction_deg"),
+              numeric_label("turn", "45", "deg", "turn_angle_deg"),
+              numeric_label("still", "0", "m", "camera_displacement_m"),
+              numeric_label("moved", "0", "m", "path_length_m"),
+              numeric_label("far", "2.0", "m", "camera_displacement_m"),
+              numeric_label("hedge", "2.0", "m", "camera_distance_m")]
+    data = PrivateDataset(root=tmp_path, cases={}, labels=labels)
+    replies = {"ego": "The chair is at 9 o'clock.", "ego2": "about 40° right",
+               "turn": "It turned left by 45 degrees", "still": "It stayed put: 0.2 m",
+               "moved": "0.6 m", "far": "1.5 m", "hedge": "2 or 3 m"}
+    run = ModelRun(answers={i: answer(i, text) for i, text in replies.items()}, descriptions={})
+    scores = score_numeric(data, run)
+    assert isinstance(scores, NumericScores)
+    rows = {r.case_id: r for r in scores.rows}
+    assert (rows["ego"].predicted, rows["ego"].mra, rows["ego"].scored_by) == (-90.0, 1.0,
+                                                                               "angular")
+    assert rows["ego2"].mra == mean_angular_accuracy(40.0, 30.0) == 0.9
+    # A magnitude family: "left by 45" is 45 degrees turned, not -45.
+    assert (rows["turn"].predicted, rows["turn"].mra) == (45.0, 1.0)
+    assert (rows["still"].mra, rows["still"].scored_by) == (1.0, "mra_zero_rule")
+    assert rows["moved"].mra == mean_relative_accuracy(0.6, 0.3) == 0.0
+    assert rows["far"].mra == mean_relative_accuracy(1.5, 2.0)
+    hedge = rows["hedge"]
+    assert (hedge.predicted, hedge.mra, hedge.reply) == (None, 0.0, "2 or 3 m")
+    assert hedge.parse_error is not None and "several values" in hedge.parse_error
+    assert rows["ego"].reply == "The chair is at 9 o'clock." and rows["ego"].parse_error is None
+    assert (scores.n, scores.unparseable) == (7, 1)
+    # Relative error only where it is defined: not on angles, not on a truth of 0.
+    assert scores.mean_absolute_relative_error == 0.25  # "far" alone
+    assert scores.by_family["egocentric_direction_deg"].mean_absolute_error_deg == 5.0
+    assert scores.by_family["egocentric_direction_deg"].mean_absolute_relative_error is None
+    assert scores.by_family["camera_displacement_m"].mean_relative_accuracy == pytest.approx(
+        (1.0 + mean_relative_accuracy(1.5, 2.0)) / 2)
+    pooled = NUMERIC.pool([_cell(scores)]) if NUMERIC.pool else {}
+    assert pooled["numeric_abs_rel_error"] == 0.25
+    assert pooled["numeric_mra"] == pytest.approx(scores.mean_relative_accuracy)
+
+
+def test_a_failed_call_keeps_no_reply_and_says_so(tmp_path: Path) -> None:
+    data = PrivateDataset(root=tmp_path, cases={}, labels=[numeric_label("a", "2.0")])
+    scores = score_numeric(data, ModelRun(answers={"a": answer("a", None, "failed")},
+                                          descriptions={}))
+    assert isinstance(scores, NumericScores)
+    assert (scores.rows[0].reply, scores.rows[0].parse_error) == (None, "failed call")
+
+
+def test_a_truth_its_rule_cannot_score_is_refused_or_not_numeric(tmp_path: Path) -> None:
+    # dimOS-file labels: a number the rule cannot score is no numeric case (as "yes" is not).
+    data = PrivateDataset(root=tmp_path, cases={}, labels=[
+        numeric_label("zero", "0", "m", "camera_distance_m"),
+        numeric_label("neg", "-30", "deg", "egocentric_direction_deg")])
+    assert [c[0] for c in numeric_cases(data)] == ["neg"]
+    with pytest.raises(ValueError, match=r"evidence\.unit is 'ft'"):
+        numeric_cases(PrivateDataset(root=tmp_path, cases={},
+                                     labels=[numeric_label("a", "2", "ft")]))
+    # A spatial label is generated numeric: a truth MRA cannot score is an error, never skipped.
+    spatial = SpatialLabel(id="s", answer="0", family="camera_distance_m", answer_type="number",
+                           unit="m", object_names=["chair"], frame_index=0,
+                           evidence={"tracks": [{"name": "chair",
+                                                 "center_world": [0.0, 0.0, 0.0]}]})
+    with pytest.raises(ValueError, match=r"cannot be scored by mra.*regenerate the dataset"):
+        numeric_cases(PrivateDataset(root=tmp_path, cases={}, labels=[],
+                                     spatial_labels=[spatial]))
+
+
+def _cell(scores: NumericScores) -> CellScores:
+    return CellScores(recording="r", model="m", dataset_sha256="0" * 64,
+                      predictions=PredictionCounts(cases=scores.n, succeeded=scores.n, failed=0,
+                                                   parse_failures=0, descriptions=0,
+                                                   descriptions_failed=0),
+                      scores={NUMERIC.name: scores.model_dump(mode="json")})

@@ -61,6 +61,7 @@ def test_layout_answers_and_privacy(stages: tuple[Path, Path, Path], tmp_path: P
     # dimOS's layout: an image per selected frame, answered or not; our extras in the audit.
     assert files == [
         "assets/frame-000000.png", "assets/frame-000001.png", "assets/frame-000002.png",
+        "audit/bias.json", "audit/bias.jsonl",
         *[f"audit/frame-00000{i}/{n}" for i in (0, 1, 2)
           for n in ("cases.json", "evidence.json", "frame.json", "ground_truth.json",
                     "labels.json")],
@@ -204,3 +205,53 @@ def test_mask_rle_round_trip() -> None:
         rle = mask_rle(mask)
         values = np.concatenate([np.full(c, i % 2 == 1) for i, c in enumerate(rle["counts"])])
         assert np.array_equal(values.reshape(rle["size"]), mask)
+
+
+def test_every_case_has_a_private_bias_line_and_pruning_is_in_the_fingerprint(
+        stages: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    from eval_assets.vqa.bias import BiasConfig, read_bias_cases, read_bias_summary
+    from eval_assets.vqa.dataset import dataset_fingerprint
+    from eval_assets.vqa.leakage import find_leaks
+
+    frames_dir, clouds_dir, dets_dir = stages
+    proposals = vocabulary_proposals(frames_dir)
+    plain = tmp_path / "plain"
+    build_dataset(frames_dir, clouds_dir, dets_dir, proposals, plain, SOURCE, {})
+    ids = [json.loads(line)["id"] for line in (plain / "cases.jsonl").read_text().splitlines()]
+    bias = read_bias_cases(plain)
+    assert bias is not None and list(bias) == ids
+    # The audit is private: never in a file a model under test sees, and no leak found.
+    for public in ("cases.jsonl", "labels.jsonl"):
+        text = (plain / public).read_text()
+        assert "bias_score" not in text and "flagged" not in text
+    assert find_leaks(plain) == []
+    run = json.loads((plain / "audit/run.json").read_text())
+    assert run["config"]["bias"] == BiasConfig().model_dump(mode="json")
+
+    def pruned_build(name: str, threshold: float) -> Path:
+        out = tmp_path / name
+        build_dataset(frames_dir, clouds_dir, dets_dir, proposals, out, SOURCE, {},
+                      bias=BiasConfig(prune=True, threshold=threshold, prune_floor=1))
+        return out
+
+    low, lower = pruned_build("low", 0.3), pruned_build("lower", 0.1)
+    summary = read_bias_summary(low)
+    assert summary is not None and summary.pruning is not None and summary.pruning.pruned
+    gone = {p.id for p in summary.pruning.pruned}
+    kept = [json.loads(line)["id"] for line in (low / "cases.jsonl").read_text().splitlines()]
+    assert gone.isdisjoint(kept) and set(kept) | gone == set(ids)
+    assert list(read_bias_cases(low) or {}) == kept
+    # Each pruned case's ground-truth row says so; the frame's counts follow.
+    rows = [r for f in sorted((low / "audit").glob("frame-*/ground_truth.json"))
+            for r in json.loads(f.read_text())]
+    assert {r["id"] for r in rows if r.get("reason_code") == "bias_pruned"} == gone
+    run = json.loads((low / "audit/run.json").read_text())
+    assert run["question_count"] == len(kept)
+    assert run["rejections_per_reason"]["bias_pruned"] == len(gone)
+    fingerprints = {dataset_fingerprint(d) for d in (plain, low, lower)}
+    assert len(fingerprints) == 3
+    # The fingerprint covers the audit itself, not only the cases it leaves.
+    before = dataset_fingerprint(plain)
+    path = plain / "audit/bias.jsonl"
+    path.write_text(path.read_text().replace('"flagged": false', '"flagged": true', 1))
+    assert dataset_fingerprint(plain) != before

@@ -161,8 +161,8 @@ def test_two_runs_are_byte_identical(sample_db: Path, tmp_path: Path) -> None:
     generate(sample_db, second, [0, 8, 16])
     assert hashes(first) == hashes(second)
     # cases, labels, audit labels, run.json; per frame 5 audit files + asset; the spatial
-    # cases, labels, audit labels and rejections
-    assert len(hashes(first)) == 4 + 3 * 6 + 4
+    # cases, labels, audit labels and rejections; the blind-solvability audit (2)
+    assert len(hashes(first)) == 4 + 3 * 6 + 4 + 2
 
 
 def test_cli_generate_and_refuse_a_non_empty_output(sample_db: Path, tmp_path: Path,
@@ -185,3 +185,65 @@ def test_cli_generate_and_refuse_a_non_empty_output(sample_db: Path, tmp_path: P
     both = runner.invoke(app, ["vqa", "generate", str(sample_db), "--image-index", "1",
                                "--start", "2", "--output", str(tmp_path / "x")])
     assert both.exit_code == 2 and "not both" in both.output
+
+
+@pytest.mark.slow
+def test_every_sample_case_has_a_bias_score(sample_dataset: tuple[Path, DatasetSummary]) -> None:
+    from eval_assets.vqa.bias import read_bias_cases, read_bias_summary
+
+    out, summary = sample_dataset
+    ids = [json.loads(line)["id"] for name in ("cases.jsonl", "spatial_cases.jsonl")
+           for line in (out / name).read_text().splitlines()]
+    bias = read_bias_cases(out)
+    assert bias is not None and list(bias) == ids
+    audit = read_bias_summary(out)
+    assert audit is not None and audit.pruning is None
+    assert set(audit.families) == set(summary.cases_per_family) | set(
+        summary.spatial_cases_per_family)
+    for family, f in audit.families.items():
+        print(f"{family}: n {f.n}, scored {f.n_scored}, mean {f.mean_bias_score}, "
+              f"flagged {f.flagged_share}, blind upper bound {f.blind_upper_bound}")
+    # The sample's scene makes presence answerable from the name alone (each frame shows
+    # mostly the same objects): the audit must see it.
+    assert (audit.families["presence"].flagged_share or 0) > 0.5
+
+
+@pytest.mark.slow
+def test_cli_prune_bias_keeps_the_audit_consistent(sample_db: Path, tmp_path: Path) -> None:
+    from eval_assets.scoring.inputs import load_private_dataset
+    from eval_assets.vqa.bias import read_bias_summary
+    from eval_assets.vqa.leakage import find_leaks
+
+    out = tmp_path / "pruned"
+    result = CliRunner().invoke(app, ["vqa", "generate", str(sample_db), "--start", "0",
+                                      "--stop", "24", "--stride", "2", "--output", str(out),
+                                      "--prune-bias", "--prune-floor", "3"])
+    assert result.exit_code == 0, result.output
+    assert "blind solvability" in result.output and "pruned" in result.output
+    audit = read_bias_summary(out)
+    assert audit is not None and audit.pruning is not None and audit.pruning.pruned
+    assert audit.config.prune and audit.config.prune_floor == 3
+    run = json.loads((out / "audit/run.json").read_text())
+    cases = (out / "cases.jsonl").read_text().splitlines()
+    assert run["question_count"] == len(cases) == sum(run["cases_per_family"].values())
+    gone = {p.id for p in audit.pruning.pruned}
+    answered = 0
+    for index in run["frame_indices"]:
+        folder = out / f"audit/frame-{index:06d}"
+        gt = json.loads((folder / "ground_truth.json").read_text())
+        frame_cases = json.loads((folder / "cases.json").read_text())
+        assert [r["id"] for r in gt if r["status"] == "answered"] == \
+            [c["id"] for c in frame_cases]
+        assert not gone & {c["id"] for c in frame_cases}
+        frame = json.loads((folder / "frame.json").read_text())
+        assert frame["question_count"] == len(frame_cases)
+        assert frame["rejected_question_count"] == sum(r["status"] == "rejected" for r in gt)
+        answered += len(frame_cases)
+    assert answered == len(cases)
+    assert find_leaks(out) == []
+    data = load_private_dataset(out)  # the scorer still loads it
+    assert len(data.labels) == len(cases)
+    assert not gone & ({lab.id for lab in data.labels} | {lab.id for lab in data.spatial_labels})
+    bad = CliRunner().invoke(app, ["vqa", "generate", str(sample_db), "--image-index", "1",
+                                   "--bias-threshold", "1.5", "--output", str(tmp_path / "x")])
+    assert bad.exit_code == 2 and "--bias-threshold" in bad.output

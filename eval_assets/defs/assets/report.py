@@ -82,13 +82,14 @@ def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> Mate
 _EVERY = AllPartitionMapping()
 
 
-@asset(key=keys.REPORT, group_name=GROUP, code_version="9", automation_condition=SETTLED,
+@asset(key=keys.REPORT, group_name=GROUP, code_version="10", automation_condition=SETTLED,
        deps=[keys.LEADERBOARD,
              *(AssetDep(k, partition_mapping=_EVERY) for k in (
                  # It reads every cell's results too: so it waits for whatever the
                  # leaderboard still waits for, and never runs before it.
                  *_CELL_CHAIN, keys.PUBLIC_CASES, keys.PRIVATE_LABELS,
-                 keys.DETECTIONS_MASKS, keys.POINTCLOUD_FRAMES, keys.LABEL_OVERRIDES))],
+                 keys.DETECTIONS_MASKS, keys.POINTCLOUD_FRAMES, keys.LABEL_OVERRIDES,
+                 keys.EVIDENCE_QUALITY))],
        kinds={"html"}, owners=OWNERS)
 def report(context: AssetExecutionContext, storage: ProjectStorage,
            scoring: ScoringResource) -> MaterializeResult:

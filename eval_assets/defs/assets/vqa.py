@@ -25,6 +25,7 @@ from eval_assets.perception.evidence_io import read_detections
 from eval_assets.schemas.spatial import SPATIAL_CASES, SPATIAL_LABELS
 from eval_assets.schemas.vqa import DATASET_CASES, DATASET_LABELS, SourceRecording
 from eval_assets.tracks import read_object_tracks
+from eval_assets.vqa.bias import AUDIT_BIAS_SUMMARY, read_bias_summary
 from eval_assets.vqa.generate import build_dataset, generation_audit, perception_summary
 from eval_assets.vqa.proposals import (
     iter_frame_proposals,
@@ -65,14 +66,14 @@ def question_proposals(context: AssetExecutionContext, storage: ProjectStorage,
         AssetSpec(keys.PUBLIC_CASES, group_name=GROUP,
                   deps=[keys.QUESTION_PROPOSALS, keys.POINTCLOUD_FRAMES, keys.DETECTIONS_MASKS,
                         keys.OBJECT_TRACKS],
-                  code_version="5", automation_condition=RECOMPUTE, kinds={"json"},
+                  code_version="6", automation_condition=RECOMPUTE, kinds={"json"},
                   owners=OWNERS, tags={"visibility": "public"},
                   description="cases.jsonl + spatial_cases.jsonl + assets/: all a model under "
                               "test may see."),
         AssetSpec(keys.PRIVATE_LABELS, group_name=GROUP,
                   deps=[keys.QUESTION_PROPOSALS, keys.POINTCLOUD_FRAMES, keys.DETECTIONS_MASKS,
                         keys.OBJECT_TRACKS],
-                  code_version="5", automation_condition=RECOMPUTE, kinds={"json"},
+                  code_version="6", automation_condition=RECOMPUTE, kinds={"json"},
                   owners=OWNERS, tags={"visibility": "private"},
                   description="labels.jsonl + spatial_labels.jsonl + audit/ (dimOS layout): "
                               "answers, evidence."),
@@ -99,6 +100,11 @@ def vqa_dataset(context: AssetExecutionContext, storage: ProjectStorage,
         tracks=read_object_tracks(layout.tracks_dir(key)),
     )
     example = summary.example_case.model_dump(mode="json") if summary.example_case else {}
+    bias = read_bias_summary(out)
+    # Private: which families a pixel-free forest solves (audit/bias.json), for the asset page.
+    blind = ({family: {"mean_bias_score": f.mean_bias_score, "flagged_share": f.flagged_share,
+                       "blind_upper_bound": f.blind_upper_bound}
+              for family, f in bias.families.items()} if bias is not None else {})
     yield MaterializeResult(asset_key=keys.PUBLIC_CASES, metadata={
         "num_cases": summary.num_cases,
         "cases_per_family": MetadataValue.json(summary.cases_per_family),
@@ -118,4 +124,6 @@ def vqa_dataset(context: AssetExecutionContext, storage: ProjectStorage,
         "spatial_rejections_per_reason": MetadataValue.json(
             summary.spatial_rejections_per_reason),
         "spatial_labels": MetadataValue.path(str(out / SPATIAL_LABELS)),
+        "blind_solvability": MetadataValue.json(blind),
+        "bias_audit": MetadataValue.path(str(out / "audit" / AUDIT_BIAS_SUMMARY)),
     })

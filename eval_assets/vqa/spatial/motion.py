@@ -546,17 +546,24 @@ def _one_move_away(gold: tuple[str, ...]) -> set[tuple[str, ...]]:
     return {s for s in out if s != gold and s and all(x != y for x, y in itertools.pairwise(s))}
 
 
+def _contains_end(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Whether one of ``a`` and ``b`` begins or ends the other."""
+    short, long_ = sorted((a, b), key=len)
+    return long_[:len(short)] == short or long_[len(long_) - len(short):] == short
+
+
 def route_choices(gold: tuple[str, ...], key: str) -> list[str]:
-    """The gold route and three routes one move away (none the start of another), in an order
-    drawn from ``key``."""
+    """The gold route and three routes one move away (none the start or the end of another), in
+    an order drawn from ``key``."""
     def draw(seq: tuple[str, ...]) -> str:
         return hashlib.sha256(f"{key}|{', '.join(seq)}".encode()).hexdigest()
 
     chosen = [gold]
     for seq in sorted(_one_move_away(gold), key=draw):
         # No choice may begin with another: a reply naming the longer one would also start with
-        # the shorter, and the choice matcher could not tell them apart.
-        if any(seq[:len(c)] == c or c[:len(seq)] == seq for c in chosen):
+        # the shorter, and the choice matcher could not tell them apart. Nor end with another:
+        # TimeFlip reverses the routes, which turns an ending into a beginning.
+        if any(_contains_end(seq, c) for c in chosen):
             continue
         chosen.append(seq)
         if len(chosen) == 4:

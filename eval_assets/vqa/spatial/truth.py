@@ -3,7 +3,12 @@
 The truth is independent of the pipeline: the scene's object centres and sizes, and per frame
 the objects with visible pixels, their surface distance and the camera's pose. Each label's
 ``evidence.tracks`` names world centres; each is matched to the nearest scene object of the same
-name (a track whose name no scene object has is a false detection: the case disagrees).
+name **within a gate** (:func:`gate_m`: 0.5 m, or half the object's longest size when that is
+more). A track whose name no scene object has (``false_detection``), or whose nearest namesake
+lies outside the gate (``outside_gate``: a phantom track far from the object must not be
+credited with that object's truth), cannot be matched: the case scores 0, as does any other case
+the truth cannot answer, with the reason in ``detail``. Only a case whose frames the truth does
+not cover (``no_truth_frame``, e.g. a rig recording's truth every 15th frame) is left unscored.
 
 Numeric families are scored with VSI-Bench's mean relative accuracy of the gold answer against
 the truth; the multi-frame (choice and count) families agree or not. The motion families need
@@ -43,6 +48,24 @@ MULTI_FRAME = ("appearance_order", "object_count_across_frames", "relative_direc
 MOTION_NUMERIC = ("camera_displacement_m", "path_length_m", "turn_angle_deg",
                   "egocentric_direction_deg")
 MOTION_CHOICE = ("turn_direction", "route_sequence", "same_place")
+GATE_M = 0.5
+"""A track matches a namesake at most this far from its centre (metres) ..."""
+GATE_SIZE_FRACTION = 0.5
+"""... or this share of the object's longest size, when that is more (large objects, whose
+centre a partial view places less exactly)."""
+NOT_COVERED = "no_truth_frame"
+"""The one reason a case is left unscored: its frames have no per-frame truth."""
+
+
+def gate_m(obj: Mapping[str, Any]) -> float:
+    """How far (metres) a track's centre may be from the scene object ``obj`` to match it."""
+    return max(GATE_M, GATE_SIZE_FRACTION * max(float(v) for v in obj["size"]))
+
+
+def gate_text() -> str:
+    """The gate in words, for reports."""
+    return (f"{GATE_M:g} m, or {GATE_SIZE_FRACTION:g} x the object's longest size when that "
+            "is more")
 
 
 @dataclass(frozen=True)
@@ -64,15 +87,35 @@ class _Scene:
         self.frames = {int(f["index"]): f for f in scene.get("frames", [])}
         self.camera = scene_camera(scene)
 
-    def match(self, entry: Mapping[str, Any]) -> dict[str, Any] | None:
-        same = [o for o in self.objects if o["name"] == entry["name"]]
-        if not same:
-            return None
-        c = np.asarray(entry["center_world"], dtype=np.float64)
-        return min(same, key=lambda o: float(np.linalg.norm(np.asarray(o["center_world"]) - c)))
+    def match(self, entry: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str, str]:
+        """The nearest namesake of a track within the gate, or None, the reason and details."""
+        return match_object(self.objects, entry["name"], entry["center_world"])
 
     def visible(self, frame: int) -> dict[int, dict[str, Any]]:
         return {int(o["id"]): o for o in self.frames[frame]["objects"]}
+
+
+def _key(name: str) -> str:
+    return " ".join(str(name).split()).lower()
+
+
+def match_object(objects: Sequence[Mapping[str, Any]], name: str, center: Sequence[float],
+                 ) -> tuple[dict[str, Any] | None, str, str]:
+    """``(object, "", "")``: the scene object named ``name`` nearest to ``center`` within its
+    gate; else ``(None, reason, detail)`` with reason ``false_detection`` (no object of that name)
+    or ``outside_gate`` (the nearest is too far). Names compare lower-case, spaces collapsed."""
+    same = [dict(o) for o in objects if _key(o["name"]) == _key(name)]
+    if not same:
+        return None, "false_detection", f"no scene object is named {name!r}"
+    c = np.asarray(center, dtype=np.float64)
+    dist = [float(np.linalg.norm(np.asarray(o["center_world"], dtype=np.float64) - c))
+            for o in same]
+    best = int(np.argmin(dist))
+    if dist[best] > gate_m(same[best]):
+        return None, "outside_gate", (f"the nearest {name!r} (object {same[best]['id']}) is "
+                                      f"{dist[best]:.2f} m from the track; the gate is "
+                                      f"{gate_m(same[best]):.2f} m")
+    return same[best], "", ""
 
 
 def _frames(label: SpatialLabel) -> list[int]:
@@ -153,7 +196,13 @@ def _motion_truth(label: SpatialLabel, scene: _Scene) -> tuple[str | None, str]:
             return "yes", ""
         return ("no", "") if dp > APART_M or dpsi > APART_DEG else ("(between)", "")
     if family == "egocentric_direction_deg":
-        centre = label.evidence["tracks"][0]["center_world"]
+        # The bearing of the track's centre (the motion is what is checked here); a track no
+        # scene object matches is a phantom and scores 0, as in the other families.
+        entry = label.evidence["tracks"][0]
+        obj, why, detail = scene.match(entry)
+        if obj is None:
+            return None, f"{why}: {detail}"
+        centre = entry["center_world"]
         end = Pose(frames[-1], b, (float(last[0][0]), float(last[0][1]), float(last[0][2])),
                    float(last[1]))
         return f"{bearing_cw_deg(end, centre):.3f}", ""
@@ -165,41 +214,69 @@ def _motion_truth(label: SpatialLabel, scene: _Scene) -> tuple[str | None, str]:
     return None, "unchecked_family"
 
 
+def _needed_frames(label: SpatialLabel) -> list[int] | None:
+    """The frames whose truth the answer depends on (None: a direction without its reference
+    frame). Sizes and distances between objects need none, a direction only its reference
+    frame's camera."""
+    if label.family in ("object_size_cm", "pair_distance_m"):
+        return []
+    if label.family == "relative_direction":
+        return None if label.reference_frame is None else [label.reference_frame]
+    return _frames(label)
+
+
+def _order(objs: Sequence[Mapping[str, Any]], frames: Sequence[int], scene: _Scene) -> str:
+    """The objects' names in order of first visibility over ``frames`` (or why there is none)."""
+    first = {}
+    for o in objs:
+        shown = [f for f in frames if int(o["id"]) in scene.visible(f)]
+        if not shown:
+            return "(never visible)"
+        first[o["name"]] = shown[0]
+    if len(set(first.values())) < len(first):
+        return "(tie)"
+    return ", ".join(sorted(first, key=lambda n: first[n]))
+
+
+def family_is_motion(family: str) -> bool:
+    """Whether ``family`` is one of the robot's own motion families."""
+    return family in (*MOTION_NUMERIC, *MOTION_CHOICE)
+
+
 def _truth(label: SpatialLabel, scene: _Scene) -> tuple[str | None, str]:
     """The scene's answer to the label's question, or None and why it cannot tell."""
-    if label.family in (*MOTION_NUMERIC, *MOTION_CHOICE):
+    if family_is_motion(label.family):
         return _motion_truth(label, scene)
-    entries = label.evidence["tracks"]
-    matched = [scene.match(e) for e in entries]
-    if any(m is None for m in matched):
-        return None, "false_detection"
-    objs: list[dict[str, Any]] = [m for m in matched if m is not None]
-    frames = _frames(label)
-    if any(f not in scene.frames for f in frames):
-        return None, "no_truth_frame"
     family = label.family
+    objs: list[dict[str, Any]] = []
+    for entry in label.evidence["tracks"]:
+        obj, why, detail = scene.match(entry)
+        if obj is None:
+            return None, f"{why}: {detail}"
+        objs.append(obj)
+    needed = _needed_frames(label)
+    if needed is None:
+        return None, "no_reference_frame: the label names no reference frame"
+    if any(f not in scene.frames for f in needed):
+        return None, NOT_COVERED
     if family == "object_size_cm":
         return f"{100 * max(objs[0]['size']):.4f}", ""
     if family == "pair_distance_m":
+        if objs[0]["id"] == objs[1]["id"]:
+            return None, (f"same_object: both tracks match object {objs[0]['id']}, so the "
+                          "truth has no distance between two objects")
         return f"{math.dist(objs[0]['center_world'], objs[1]['center_world']):.4f}", ""
     if family == "camera_distance_m":
-        seen = scene.visible(frames[0]).get(int(objs[0]["id"]))
+        seen = scene.visible(needed[0]).get(int(objs[0]["id"]))
         if seen is None:
             return None, "not_visible_in_truth"
         return f"{seen['surface_distance_m']:.4f}", ""
     if family == "appearance_order":
-        first = {}
-        for o in objs:
-            shown = [f for f in frames if int(o["id"]) in scene.visible(f)]
-            if not shown:
-                return "(never visible)", ""
-            first[o["name"]] = shown[0]
-        if len(set(first.values())) < len(first):
-            return "(tie)", ""
-        return ", ".join(sorted(first, key=lambda n: first[n])), ""
+        return _order(objs, needed, scene), ""
     if family == "object_count_across_frames":
         name = label.object_names[0]
-        ids = {i for f in frames for i, o in scene.visible(f).items() if o["name"] == name}
+        ids = {i for f in needed for i, o in scene.visible(f).items()
+               if _key(o["name"]) == _key(name)}
         return str(len(ids)), ""
     if family == "relative_direction":
         assert label.reference_frame is not None
@@ -216,7 +293,8 @@ def check_labels(labels: Iterable[SpatialLabel], scene: Mapping[str, Any]) -> li
     for label in labels:
         truth, why = _truth(label, world)
         if truth is None:
-            score = 0.0 if why == "false_detection" else None
+            # Unmatched or unscorable counts as wrong; only the truth's own gaps are unscored.
+            score = None if why == NOT_COVERED else 0.0
         elif label.family in NUMERIC:
             score = mean_relative_accuracy(float(label.answer), float(truth))
         elif label.family in MOTION_NUMERIC:
@@ -235,8 +313,9 @@ def motion_error(family: str, answer: float, truth: float) -> float:
 
 
 def per_family(checks: Sequence[TruthCheck]) -> dict[str, dict[str, float | int]]:
-    """Per family: cases, checkable cases and the mean score (MRA or agreement; for the motion
-    numbers, the mean absolute error in metres or degrees)."""
+    """Per family: cases, checked cases (the truth covers their frames; unmatched and
+    unscorable ones are checked and score 0) and the mean score (MRA or agreement; for the
+    motion numbers, the mean absolute error in metres or degrees)."""
     out: dict[str, dict[str, float | int]] = {}
     for family in (*NUMERIC, *MULTI_FRAME, *MOTION_NUMERIC, *MOTION_CHOICE):
         mine = [c for c in checks if c.family == family]

@@ -1,0 +1,130 @@
+"""Evidence quality on the bundled sample and on unseen synthesized scenes.
+
+    python benchmarks/evidence_quality.py [--seeds 1101,1102,1103] [--frames N] [--no-sample]
+    python benchmarks/evidence_quality.py --smoke   # one short recording: does it still run?
+
+For the bundled sample and each scene seed (seeds no test uses; a ``sample``-profile recording of
+one lap unless ``--frames N``, as ``eval-assets recording synthesize R.db --scene-seed S``), the
+recording chain (frames, detections, tracks, proposals, dataset) and the ``evidence_quality``
+asset are materialized in process with the default configuration, and the record's figures are
+printed: detection precision/recall, naming accuracy, mean mask IoU, track centre and extent
+errors, and per family the wrong-gold rate over the checked cases with the wrong cases' reasons.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from dagster import DagsterInstance, materialize
+
+from eval_assets.defs.assets.evidence_quality import evidence_quality
+from eval_assets.defs.assets.frames import pointcloud_frames, rectified_frames
+from eval_assets.defs.assets.perception import detections_masks
+from eval_assets.defs.assets.tracks import object_tracks
+from eval_assets.defs.assets.vqa import question_proposals, vqa_dataset
+from eval_assets.defs.resources import PerceptionResource, ProjectStorage, QuestionAuthorResource
+from eval_assets.evidence_quality import read_evidence_quality
+from eval_assets.layout import StorageLayout
+from eval_assets.schemas.evidence_quality import EvidenceQuality
+from eval_assets.synth.stream import synthesize_recording
+
+SAMPLE = Path(__file__).resolve().parent.parent / "data" / "recordings"
+
+
+def measure(recordings: Path, key: str, root: Path) -> EvidenceQuality:
+    """Materialize ``key``'s chain and its evidence quality under ``root``; the record."""
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("recordings", [key])
+    storage = ProjectStorage(recordings_dir=str(recordings), storage_root=str(root))
+    result = materialize(
+        [rectified_frames, pointcloud_frames, detections_masks, object_tracks,
+         question_proposals, vqa_dataset, evidence_quality], partition_key=key,
+        instance=instance, resources={"storage": storage, "perception": PerceptionResource(),
+                                      "question_author": QuestionAuthorResource()})
+    if not result.success:
+        raise RuntimeError(f"materializing {key} failed")
+    record = read_evidence_quality(StorageLayout(root).evidence_quality_dir(key))
+    assert record is not None
+    return record
+
+
+def _f(value: float | None, fmt: str = ".3f") -> str:
+    return "  -  " if value is None else format(value, fmt)
+
+
+def show(record: EvidenceQuality) -> None:
+    """Print one record's figures."""
+    det, tracks = record.detection, record.tracks
+    assert det is not None and tracks is not None
+    wrong, checked = record.wrong_totals()
+    print(f"{record.recording}: {det.frames_checked} frames with truth")
+    print(f"  detection: precision {_f(det.precision)}, recall {_f(det.recall)}, naming "
+          f"accuracy {_f(det.naming_accuracy)}, mean mask IoU {_f(det.mean_mask_iou)} "
+          f"({det.detections} detections, {det.matched} matched)"
+          + (f"; named otherwise {det.confusions}" if det.confusions else ""))
+    print(f"  tracks: {tracks.matched} of {tracks.tracks} matched; centre error median "
+          f"{_f(tracks.centre_error_m_median)} m, p90 {_f(tracks.centre_error_m_p90)} m; "
+          f"extent error median {_f(tracks.extent_error_m_median)} m, p90 "
+          f"{_f(tracks.extent_error_m_p90)} m"
+          + (f"; unmatched {[c.track_id for c in tracks.checks if c.truth_id is None]}"
+             if tracks.matched < tracks.tracks else ""))
+    rate = wrong / checked if checked else None
+    print(f"  wrong gold: {wrong} of {checked} checked ({_f(rate, '.1%')})")
+    for f in record.families:
+        if not f.cases:
+            continue
+        reasons = Counter(w.reason for w in f.wrong_cases)
+        print(f"    {f.family:28s} cases {f.cases:4d} checked {f.checked:4d} wrong {f.wrong:3d} "
+              f"({_f(f.wrong_rate, '.1%')})" + (f"  {dict(reasons)}" if reasons else ""))
+        for w in f.wrong_cases[:3]:
+            print(f"      {w.case_id}: gold {w.gold!r}, truth {w.truth!r} ({w.reason}"
+                  f"{': ' + w.detail if w.detail else ''})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure and print; exits 0 (no target is judged: these are figures to read)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", default="1101,1102,1103")
+    parser.add_argument("--frames", type=int, default=None)
+    parser.add_argument("--no-sample", action="store_true")
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args(argv)
+    seeds = [1101] if args.smoke else [int(s) for s in args.seeds.split(",") if s]
+    frames = 6 if args.smoke else args.frames
+    pooled: Counter[str] = Counter()
+    with tempfile.TemporaryDirectory(prefix="evidence-quality-") as tmp:
+        work = Path(tmp)
+        recordings = work / "recordings"
+        recordings.mkdir()
+        keys = []
+        if not (args.no_sample or args.smoke):
+            for name in ("sample.db", "sample.scene.json", "sample.truth.npz"):
+                shutil.copyfile(SAMPLE / name, recordings / name)
+            keys.append("sample")
+        for seed in seeds:
+            synthesize_recording(recordings / f"seed{seed}.db", profile="sample",
+                                 scene_seed=seed, frames=frames)
+            keys.append(f"seed{seed}")
+        for key in keys:
+            record = measure(recordings, key, work / "store")
+            show(record)
+            if key != "sample":
+                for f in record.families:
+                    pooled[f"{f.family} wrong"] += f.wrong
+                    pooled[f"{f.family} checked"] += f.checked
+        if len(seeds) > 1:
+            print(f"pooled over seeds {', '.join(map(str, seeds))}:")
+            for family in dict.fromkeys(k.rsplit(" ", 1)[0] for k in pooled):
+                n, w = pooled[f"{family} checked"], pooled[f"{family} wrong"]
+                if n:
+                    print(f"    {family:28s} wrong {w:3d} of {n:4d} ({w / n:.1%})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
