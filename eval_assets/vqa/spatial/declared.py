@@ -2,7 +2,8 @@
 (``shared/specs/motion.md``): one :class:`~eval_assets.family_spec.FamilySpec` each, in the order
 the generator asks them and the report lists them.
 
-The rules (generators) live in :mod:`eval_assets.vqa.spatial.families`; a question here is the
+The rules (generators) live in :mod:`eval_assets.vqa.spatial.families` and
+:mod:`eval_assets.vqa.spatial.motion`; a question here is the
 family's wording as a template (``{name}``, ``{other}``: object names; the generator fills them
 and, for a multi-frame family, prefixes that the images are frames of one video in time order).
 The time-control facts are those of :mod:`eval_assets.time_controls`'s module docstring.
@@ -21,6 +22,16 @@ from eval_assets.vqa.spatial.families import (
     object_size_cm,
     pair_distance_m,
     relative_direction,
+)
+from eval_assets.vqa.spatial.motion import (
+    MAX_MOTION_CASES,
+    camera_displacement_m,
+    egocentric_direction_deg,
+    path_length_m,
+    route_sequence,
+    same_place,
+    turn_angle_deg,
+    turn_direction,
 )
 
 
@@ -65,35 +76,37 @@ SPATIAL_DECLARED: tuple[FamilySpec, ...] = tuple(register(spec) for spec in (
                choices=RELATIVE_DIRECTIONS, time=TimeControl(None, repeat_frames=False)),
     # The robot's own motion: truth from TF alone, no detector.
     FamilySpec("camera_displacement_m", "spatial",
-               "How far is the camera, in a straight line, from where it was in the first "
-               "image, in metres?", "number", _MOTION, unit="m", zero_rule=True,
+               "How far, in a straight line, is the camera's position in the last image from "
+               "its position in the first image, in metres?", "number", _MOTION,
+               camera_displacement_m, unit="m", cap=MAX_MOTION_CASES, zero_rule=True,
                time=TimeControl(_same, repeat_frames=True)),
     FamilySpec("path_length_m", "spatial",
-               "How far did the camera travel between the first and the last image, in "
-               "metres?", "number", _MOTION, unit="m", zero_rule=True,
-               time=TimeControl(_same, repeat_frames=True)),
+               "How far did the camera travel along its path from the first image to the last, "
+               "in metres?", "number", _MOTION, path_length_m, unit="m", cap=MAX_MOTION_CASES,
+               zero_rule=True, time=TimeControl(_same, repeat_frames=True)),
     FamilySpec("turn_direction", "spatial",
                "Between the first and the last image, did the camera turn left, turn right, or "
-               "keep its heading (no turn)?", "choice", _MOTION,
-               choices=("left", "right", "no turn"),
+               "keep its heading (no turn)?", "choice", _MOTION, turn_direction,
+               choices=("left", "right", "no turn"), cap=MAX_MOTION_CASES,
                time=TimeControl(flip_text, repeat_frames=True)),
     FamilySpec("turn_angle_deg", "spatial",
                "By how many degrees did the camera turn (about the vertical axis, left or right) "
                "between the first and the last image? Answer in degrees.", "number", _MOTION,
-               unit="deg", magnitude=True, time=TimeControl(_same, repeat_frames=False)),
+               turn_angle_deg, unit="deg", cap=MAX_MOTION_CASES, magnitude=True,
+               time=TimeControl(_same, repeat_frames=False)),
     # Not reversible: its question names the last image.
     FamilySpec("egocentric_direction_deg", "spatial",
                "Imagine standing where the camera is in the last image, facing the way it "
                "faces. In which direction is the {name} (seen in an earlier image)? Answer in "
                "degrees clockwise from straight ahead, from -180 to 180.", "number",
-               _TRACKS_MOTION, unit="deg",
+               _TRACKS_MOTION, egocentric_direction_deg, unit="deg", cap=MAX_MOTION_CASES,
                time=TimeControl(None, repeat_frames=False)),
     FamilySpec("route_sequence", "spatial",
                "Which sequence of moves took the camera from where it was in the first image to "
-               "where it is in the last?", "choice", _MOTION,
-               time=TimeControl(reverse_route, repeat_frames=False)),
+               "where it is in the last?", "choice", _MOTION, route_sequence,
+               cap=MAX_MOTION_CASES, time=TimeControl(reverse_route, repeat_frames=False)),
     FamilySpec("same_place", "spatial",
                "Was the last image taken from about the same place, facing about the same way, "
-               "as the first image?", "choice", _MOTION, choices=("yes", "no"),
-               time=TimeControl(_same, repeat_frames=False)),
+               "as the first image?", "choice", _MOTION, same_place, choices=("yes", "no"),
+               cap=MAX_MOTION_CASES, time=TimeControl(_same, repeat_frames=False)),
 ))
