@@ -265,10 +265,10 @@ def test_a_cell_waits_for_its_recording_chain_requested_in_the_same_tick(
     ticks = Ticks(instance)
     assert ticks.tick() == set()
     first_model = model_partitions.get_partition_keys()[0]
-    for key, partition in ((keys.RECORDING_FILE, "alpha"),
-                           (edited, "alpha" if edited == keys.LABEL_OVERRIDES else first_model)):
+    for source, observed in ((keys.RECORDING_FILE, "alpha"),
+                             (edited, "alpha" if edited == keys.LABEL_OVERRIDES else first_model)):
         instance.report_runless_asset_event(AssetObservation(
-            key, partition=partition, tags={DATA_VERSION_TAG: "v2"}))
+            source, partition=observed, tags={DATA_VERSION_TAG: "v2"}))
     order = [key.path[-1] for key in ticks.graph.toposorted_asset_keys]
     chain = {key.path[-1] for key in PER_RECORDING}
     cells = {str(_cell("alpha", m)) for m in range(len(model_partitions.get_partition_keys()))}
