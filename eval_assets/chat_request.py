@@ -192,16 +192,21 @@ class RequestBuilder:
     # --- building ------------------------------------------------------------------------------
     def request(self, messages: Sequence[Message] | Sequence[Mapping[str, Any]], *,
                 max_tokens: int | None, response_format: Mapping[str, Any] | None = None,
-                **extra: Any) -> dict[str, Any]:
+                temperature: float | None = None, **extra: Any) -> dict[str, Any]:
         """The request as built: ``model``, ``messages``, ``temperature``, then ``max_tokens``
         (None: no limit is sent), ``response_format`` (None: not sent) and ``extra``.
+
+        ``temperature`` (None: the builder's) is set for one request by a caller that samples
+        on purpose (sampling repeats, :mod:`eval_assets.model_runs.prompt_controls`); it is
+        set here, so every request still gets its temperature in this one place.
 
         The token limit is named ``max_tokens`` here whatever the endpoint takes, so a hash of
         this dict (the judge's journal key) does not change with the parameter; :meth:`wire`
         gives the body actually sent.
         """
         body: dict[str, Any] = {"model": self.model, "messages": list(messages),
-                                "temperature": self.temperature}
+                                "temperature": (self.temperature if temperature is None
+                                                else temperature)}
         if max_tokens is not None:
             body[CANONICAL_TOKEN_LIMIT] = max_tokens
         # Absent unless asked for: some endpoints reject a response_format they do not know.

@@ -78,6 +78,14 @@ RUN_TIME_FLIPS = "time_flips.jsonl"
 RUN_TIME_FLIPS_JOURNAL = "time_flips.journal.jsonl"
 RUN_REPEAT_FRAMES = "repeat_frames.jsonl"
 RUN_REPEAT_FRAMES_JOURNAL = "repeat_frames.journal.jsonl"
+# The prompt controls: dimOS cases asked in other templates, repeated at a temperature above 0,
+# or with a JSON schema (eval_assets.model_runs.prompt_controls).
+RUN_TEMPLATES = "templates.jsonl"
+RUN_TEMPLATES_JOURNAL = "templates.journal.jsonl"
+RUN_REPEATS = "repeats.jsonl"
+RUN_REPEATS_JOURNAL = "repeats.journal.jsonl"
+RUN_STRUCTURED = "structured.jsonl"
+RUN_STRUCTURED_JOURNAL = "structured.journal.jsonl"
 RUN_LOCK = ".run.lock"
 # mcq_avlm and description_judge: an AVLM inference folder, in AVLM's own names so that AVLM's
 # tools read it: the rows scored, then each scorer's outputs in its sub-folder.

@@ -179,7 +179,11 @@ class VLMClientResource(ConfigurableResource):
     multi-frame spatial case of their families again with its frames reversed, or each shown
     twice: one more call each, for the share ``time_control_share`` of the cases (1: all; the
     draw is by case id, so the same cases every time). Like FlipEval they are not asked by a
-    budgeted or batched run.
+    budgeted or batched run. The prompt controls (validity.md) are off by default: each adds
+    calls per case of up to ``prompt_control_cases`` cases per family and recording (default
+    100): ``templates`` two (the paraphrase and lettered-options templates), ``repeats`` k (at
+    ``repeat_temperature``; 1: off), ``structured`` one (a JSON schema of the choices; asked
+    only where the preflight found structured output enforced).
     """
 
     base_url: str = ""
@@ -202,6 +206,11 @@ class VLMClientResource(ConfigurableResource):
     time_flips: bool = True
     repeat_frames: bool = True
     time_control_share: float = 1.0
+    templates: bool = False
+    repeats: int = 1
+    repeat_temperature: float = 0.7
+    structured: bool = False
+    prompt_control_cases: int = 100
 
     # A key pasted as the name fails here, kept out of the event log (see QuestionAuthorResource).
     model_config = ConfigDict(hide_input_in_errors=True)

@@ -12,7 +12,7 @@ from eval_assets.hashing import canonical_json, text_sha256
 from eval_assets.local_models.base import LocalReply
 from eval_assets.local_models.response_format import JsonSchemaFormat, parse_response_format
 from eval_assets.schemas.chat import Message, text_of
-from eval_assets.schemas.vqa_prompt import parse_choices
+from eval_assets.schemas.vqa_prompt import parse_choices, parse_lettered
 
 
 @lru_cache(maxsize=1)
@@ -27,8 +27,9 @@ class RandomChoiceModel:
 
     The generator is seeded by ``(seed, the whole request's messages)``, images included, so the
     same case always gets the same reply while two frames asking the same question do not share
-    one. A prompt without a ``Choices:`` line (the description task) gets a random sentence naming
-    MSCOCO objects. Token counts are whitespace-separated words, not model tokens.
+    one. A prompt whose choices are lettered (``Options:`` then ``A) ...`` lines) gets a random
+    letter. A prompt without either (the description task) gets a random sentence naming MSCOCO
+    objects. Token counts are whitespace-separated words, not model tokens.
 
     With a ``json_schema`` response format the reply is a schema-valid object of uniformly random
     values (a chance-level judge): integers and enums drawn from their values, booleans from
@@ -58,7 +59,13 @@ class RandomChoiceModel:
             return LocalReply(text=text, prompt_tokens=len(prompt.split()),
                               completion_tokens=len(text.split()))
         choices = parse_choices(prompt)
-        text = rng.choice(choices) if choices is not None else self._sentence(rng)
+        lettered = parse_lettered(prompt) if choices is None else None
+        if choices is not None:
+            text = rng.choice(choices)
+        elif lettered is not None:  # lettered options are answered by letter
+            text = rng.choice(lettered)[0]
+        else:
+            text = self._sentence(rng)
         words = text.split()[:max_tokens]
         return LocalReply(text=" ".join(words), prompt_tokens=len(prompt.split()),
                           completion_tokens=len(words))

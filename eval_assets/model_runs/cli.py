@@ -106,6 +106,23 @@ def vqa_run_command(
         1.0, min=0.0, max=1.0,
         help="With --time-flip or --repeat-frames: the share of their cases asked (drawn by "
              "case id, the same cases every run; 1: all)."),
+    templates: bool = typer.Option(
+        False, "--templates/--no-templates",
+        help="Also ask up to --prompt-control-cases cases per family in the paraphrase and "
+             "lettered-options templates (templates.jsonl): two more calls per such case."),
+    repeats: int = typer.Option(
+        1, min=1, help="Ask up to --prompt-control-cases cases per family this many times at "
+                       "--repeat-temperature (repeats.jsonl; 1: no repeats)."),
+    repeat_temperature: float = typer.Option(
+        0.7, help="The temperature of the --repeats calls (must be above 0)."),
+    structured: bool = typer.Option(
+        False, "--structured/--no-structured",
+        help="Where the preflight found structured output enforced, also ask up to "
+             "--prompt-control-cases cases per family with a JSON schema of their choices "
+             "(structured.jsonl)."),
+    prompt_control_cases: int = typer.Option(
+        100, min=1, help="Cases per family asked by --templates, --repeats and --structured "
+                         "(drawn by case id, the same cases every run)."),
     models_file: Path | None = typer.Option(None, help="Models file (default data/models.yaml)."),
     budget_usd: float | None = typer.Option(
         None, help="Stop before this invocation could spend more (USD; needs the model's price "
@@ -156,6 +173,9 @@ def vqa_run_command(
                                describe=describe, rotations=circular, flips=flip,
                                time_flips=time_flip, repeat_frames=repeat_frames,
                                time_control_share=time_control_share,
+                               templates=templates, repeats=repeats,
+                               repeat_temperature=repeat_temperature, structured=structured,
+                               prompt_control_cases=prompt_control_cases,
                                price=spec.price,
                                budget_usd=budget_usd if budget_usd is not None
                                else spec.budget_usd)

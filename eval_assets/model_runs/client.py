@@ -27,6 +27,7 @@ from eval_assets.model_runs.prompts import (
 )
 from eval_assets.model_runs.spatial import SpatialAsk
 from eval_assets.openai_chat import ChatClient, chat_client, open_endpoint
+from eval_assets.prompt_controls import read_structured
 from eval_assets.schemas.chat import ChatResult, Message
 from eval_assets.schemas.endpoint import Endpoint, EndpointCapabilities, split_endpoint_fields
 from eval_assets.schemas.predictions import (
@@ -127,6 +128,13 @@ class VLMClient(Protocol):
 
     def public_settings(self) -> dict[str, Any]:
         """Settings safe to write into a run's config.json (no secrets)."""
+        ...
+
+    def answer_text(self, case: Case, messages: list[Message], *, lettered: bool = False,
+                    temperature: float | None = None, seed: int | None = None,
+                    response_format: dict[str, Any] | None = None) -> AnswerRecord:
+        """Ask ``case`` with prepared ``messages`` (another template, a sampling repeat, a
+        structured answer); failures come back as records."""
         ...
 
 
@@ -239,6 +247,29 @@ class OpenAIVLMClient:
         """
         return self._answer_record(case.id, case.choices, result)
 
+    def answer_text(self, case: Case, messages: list[Message], *, lettered: bool = False,
+                    temperature: float | None = None, seed: int | None = None,
+                    response_format: dict[str, Any] | None = None) -> AnswerRecord:
+        """Ask ``case`` with prepared ``messages``: another template's wording (``lettered``:
+        a bare letter names a choice), a sampling repeat (``temperature`` for this request, and
+        ``seed`` sent so a server that takes one samples reproducibly), or a structured answer
+        (``response_format``: the reply's ``answer`` field is read for the choice, and
+        ``raw_response`` keeps the JSON as sent back).
+        """
+        extra: dict[str, Any] = {} if seed is None else {"seed": seed}
+        request = self.requests.request(messages, max_tokens=self.settings.endpoint.max_tokens,
+                                        response_format=response_format,
+                                        temperature=temperature, **extra)
+        result = self.requests.send(self._chat, request, label=case.id)
+        if response_format is None:
+            return self._answer_record(case.id, case.choices, result, lettered=lettered)
+        fields, text = self._common(result)
+        if text is None and fields["status"] == "success":
+            fields.update(raw_response="", unread_reply=fields["raw_response"])
+        choice = read_structured(text, case.choices)
+        return AnswerRecord(case_id=case.id, choice=choice,
+                            extraction_tier=None if choice is None else "json", **fields)
+
     def answer_spatial(self, ask: SpatialAsk, messages: list[Message]) -> AnswerRecord:
         """Ask one spatial case (its frames as parts, or their mosaic, in ``messages``)."""
         return self.spatial_answer_from(ask, self.chat(messages, label=ask.case.id))
@@ -249,12 +280,13 @@ class OpenAIVLMClient:
         return self._answer_record(ask.case.id, ask.case.choices, result, ask.asked)
 
     def _answer_record(self, case_id: str, choices: list[str] | None, result: ChatResult,
-                       spatial: SpatialAsked | None = None) -> AnswerRecord:
+                       spatial: SpatialAsked | None = None, *,
+                       lettered: bool = False) -> AnswerRecord:
         fields, text = self._common(result)
         choice = tier = None
         if text is not None:
             if choices:
-                match = match_choice(text, choices)
+                match = match_choice(text, choices, lettered=lettered)
                 choice, tier = match.choice, match.tier
         elif fields["status"] == "success":
             # Truncated or refused: the scorers read raw_response, so it holds nothing to read.

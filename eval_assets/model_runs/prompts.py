@@ -42,6 +42,11 @@ def vqa_messages(png: bytes, question: str, choices: list[str]) -> list[Message]
     return _messages(png, question_text(question, choices))
 
 
+def text_messages(png: bytes, text: str) -> list[Message]:
+    """System prompt, then the image followed by ``text`` (a case in another template)."""
+    return _messages(png, text)
+
+
 def description_messages(png: bytes) -> list[Message]:
     """The free-text description task for one frame, with the same system prompt."""
     return _messages(png, DESCRIPTION_PROMPT)
@@ -60,6 +65,12 @@ def _fingerprint(image_sha256: str, text: str) -> str:
 def vqa_content_sha256(image_sha256: str, question: str, choices: list[str]) -> str:
     """Identity of the model-facing content of a VQA case: prompt, question, choices, image."""
     return _fingerprint(image_sha256, question_text(question, choices))
+
+
+def text_content_sha256(image_sha256: str, text: str) -> str:
+    """Identity of the model-facing content of :func:`text_messages`: prompt, text, image (for
+    the record template the same as :func:`vqa_content_sha256`)."""
+    return _fingerprint(image_sha256, text)
 
 
 def description_content_sha256(image_sha256: str) -> str:

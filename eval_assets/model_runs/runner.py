@@ -36,6 +36,7 @@ from eval_assets.model_runs.concurrency import (
     fixed_concurrency,
 )
 from eval_assets.model_runs.flips import run_flips
+from eval_assets.model_runs.prompt_controls import run_prompt_control
 from eval_assets.model_runs.prompts import (
     DESCRIPTION_PROMPT,
     description_content_sha256,
@@ -55,6 +56,7 @@ from eval_assets.model_runs.spatial import (
 from eval_assets.model_runs.store import answer_key, description_key, rotation_key
 from eval_assets.model_runs.summary import Record, run_cost, summarise
 from eval_assets.model_runs.time_controls import run_time_control, time_control_cases
+from eval_assets.prompt_controls import PromptControl, check_per_family, check_repeats
 from eval_assets.schemas.chat import ChatResult, TokenUsage
 from eval_assets.schemas.concurrency import ConcurrencyHistory
 from eval_assets.schemas.cost import Price
@@ -255,6 +257,11 @@ def run_model(
     time_flips: bool = False,
     repeat_frames: bool = False,
     time_control_share: float = 1.0,
+    templates: bool = False,
+    repeats: int = 1,
+    repeat_temperature: float = 0.7,
+    structured: bool = False,
+    prompt_control_cases: int = 100,
     on_record: Callable[[Record], None] | None = None,
     price: Price | None = None,
     budget_usd: float | None = None,
@@ -277,7 +284,12 @@ def run_model(
     (TimeFlip) and ``repeat_frames`` (RepeatFrames) ask the multi-frame spatial cases of their
     families again with the frames reversed, or each shown twice, for the share
     ``time_control_share`` of them (``time_flips.jsonl``, ``repeat_frames.jsonl``:
-    :mod:`eval_assets.model_runs.time_controls`).
+    :mod:`eval_assets.model_runs.time_controls`). The prompt controls
+    (:mod:`eval_assets.model_runs.prompt_controls`) ask up to ``prompt_control_cases`` dimOS
+    cases per family again: ``templates`` in the paraphrase and lettered-options templates
+    (``templates.jsonl``), ``repeats`` > 1 that many times at ``repeat_temperature``
+    (``repeats.jsonl``), ``structured`` with a JSON schema of the choices where the preflight
+    found structured output enforced (``structured.jsonl``).
 
     Spatial cases (``spatial_cases.jsonl``, when present) are answered too, after dimOS's, into
     the same journal and ``answers.jsonl``: their frames as image parts in order, or as one
@@ -304,6 +316,8 @@ def run_model(
     if max_concurrency < 1:
         raise ValueError(f"max_concurrency is {max_concurrency}; it must be at least 1")
     check_share(time_control_share)  # refused before any call, not after the answers
+    check_per_family(prompt_control_cases)
+    check_repeats(repeats, repeat_temperature)
     # The time controls this run asks: like FlipEval's, their calls are not budgeted or batched.
     switches: dict[Control, bool] = {"time_flip": time_flips, "repeat_frames": repeat_frames}
     timing = [control for control in CONTROLS
@@ -467,14 +481,27 @@ def run_model(
                               share=time_control_share, max_images=max_images,
                               max_concurrency=max_concurrency, ask=control in timing)
              for control in CONTROLS]
+    # The prompt controls likewise; structured answers only where the preflight found the
+    # endpoint enforces a schema (ignored or refused, the calls would measure nothing).
+    unbudgeted = batch is None and budget_usd is None
+    enforced = getattr(getattr(client, "capabilities", None), "structured_output",
+                       None) == "enforced"
+    wanted: tuple[tuple[PromptControl, bool], ...] = (
+        ("templates", templates), ("repeats", repeats > 1), ("structured", structured and enforced))
+    prompted = [run_prompt_control(dataset_dir, client, out_dir, cases, control,
+                                   per_family=prompt_control_cases, repeats=repeats,
+                                   temperature=repeat_temperature,
+                                   max_concurrency=max_concurrency, ask=unbudgeted and on)
+                for control, on in wanted]
     _write_document(out_dir / RUN_SUMMARY, summary,
                     exclude={"concurrency"} if summary.concurrency is None else None)
     skipped = (len(cases) + len(spatial) - len(pending_cases) - len(pending_spatial)
                + len(frames) - len(pending_frames)
                + len(variants) - len(pending_rotations) + flipped.skipped
-               + sum(t.skipped for t in timed))
+               + sum(t.skipped for t in timed) + sum(p.skipped for p in prompted))
     return RunResult(out_dir=out_dir, summary=summary,
-                     calls_made=calls + flipped.calls_made + sum(t.calls_made for t in timed),
+                     calls_made=(calls + flipped.calls_made + sum(t.calls_made for t in timed)
+                                 + sum(p.calls_made for p in prompted)),
                      skipped=skipped,
                      batch_in_flight=in_flight)
 

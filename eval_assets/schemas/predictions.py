@@ -29,9 +29,15 @@ from eval_assets.layout import RUN_FLIPS_JOURNAL as RUN_FLIPS_JOURNAL
 from eval_assets.layout import RUN_LOCK as RUN_LOCK
 from eval_assets.layout import RUN_REPEAT_FRAMES as RUN_REPEAT_FRAMES
 from eval_assets.layout import RUN_REPEAT_FRAMES_JOURNAL as RUN_REPEAT_FRAMES_JOURNAL
+from eval_assets.layout import RUN_REPEATS as RUN_REPEATS
+from eval_assets.layout import RUN_REPEATS_JOURNAL as RUN_REPEATS_JOURNAL
 from eval_assets.layout import RUN_ROTATIONS as RUN_ROTATIONS
 from eval_assets.layout import RUN_ROTATIONS_JOURNAL as RUN_ROTATIONS_JOURNAL
+from eval_assets.layout import RUN_STRUCTURED as RUN_STRUCTURED
+from eval_assets.layout import RUN_STRUCTURED_JOURNAL as RUN_STRUCTURED_JOURNAL
 from eval_assets.layout import RUN_SUMMARY as RUN_SUMMARY
+from eval_assets.layout import RUN_TEMPLATES as RUN_TEMPLATES
+from eval_assets.layout import RUN_TEMPLATES_JOURNAL as RUN_TEMPLATES_JOURNAL
 from eval_assets.layout import RUN_TIME_FLIPS as RUN_TIME_FLIPS
 from eval_assets.layout import RUN_TIME_FLIPS_JOURNAL as RUN_TIME_FLIPS_JOURNAL
 
@@ -207,6 +213,29 @@ class TimeControlRecord(_CallRecord):
     choice: str | None = None
     extraction_tier: str | None = None
     spatial: SpatialAsked
+
+
+class PromptVariantRecord(_CallRecord):
+    """A model's answer to a dimOS case asked another way (:mod:`eval_assets.prompt_controls`):
+    in another template (``templates``), once more at a temperature above 0 (``repeats``), or
+    with a JSON schema of its choices (``structured``).
+
+    The request is built from public fields only (:mod:`eval_assets.model_runs.prompt_controls`);
+    ``text`` is the user text the model was shown. ``raw_response`` is the reply as sent back
+    (the JSON object of a structured answer), ``choice`` the answer read from it: both are kept.
+    """
+
+    kind: Literal["prompt_variant"] = "prompt_variant"
+    control: Literal["templates", "repeats", "structured"]
+    case_id: str
+    template: Literal["record", "paraphrase", "lettered"] = "record"
+    repeat: int = Field(default=0, ge=0, description="the repeat index (sent as the seed)")
+    temperature: float | None = Field(
+        default=None, description="the temperature of this request; None: the run's")
+    text: str = Field(description="the user text as shown (question and choices)")
+    choices: list[str] = Field(min_length=2)
+    choice: str | None = None
+    extraction_tier: str | None = None
 
 
 def rotate_choices(choices: list[str], rotation: int) -> list[str]:

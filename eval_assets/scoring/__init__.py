@@ -19,6 +19,7 @@ from eval_assets.scoring.judge import JUDGE
 from eval_assets.scoring.mcq import MCQ
 from eval_assets.scoring.numeric import NUMERIC
 from eval_assets.scoring.pope import POPE
+from eval_assets.scoring.prompt_controls import REPEATS, STRUCTURED, TEMPLATES
 from eval_assets.scoring.spatial import SPATIAL
 from eval_assets.scoring.spec import MetricSpec
 from eval_assets.scoring.time_controls import REPEAT_FRAMES, TIME_FLIP
@@ -27,6 +28,7 @@ from eval_assets.scoring.vqa import VQA
 
 # In leaderboard column order and report section order.
 METRICS: tuple[MetricSpec[Any], ...] = (VQA, CIRCULAR, FLIP, POPE, MCQ, JUDGE, VISION, CHAIR,
-                                        NUMERIC, SPATIAL, TIME_FLIP, REPEAT_FRAMES, BLIND)
+                                        NUMERIC, SPATIAL, TIME_FLIP, REPEAT_FRAMES, BLIND,
+                                        TEMPLATES, REPEATS, STRUCTURED)
 
 __all__ = ["METRICS", "MetricSpec"]

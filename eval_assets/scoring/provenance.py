@@ -27,8 +27,11 @@ from eval_assets.layout import (
     RUN_DESCRIPTIONS,
     RUN_FLIPS,
     RUN_REPEAT_FRAMES,
+    RUN_REPEATS,
     RUN_ROTATIONS,
+    RUN_STRUCTURED,
     RUN_SUMMARY,
+    RUN_TEMPLATES,
     RUN_TIME_FLIPS,
 )
 from eval_assets.model_runs.runner import public_fingerprint
@@ -41,7 +44,7 @@ SCORED_INPUTS = "inputs.json"
 
 # The standing records a metric may read; journals and summary.json are not scored.
 _RUN_FILES = (RUN_ANSWERS, RUN_DESCRIPTIONS, RUN_ROTATIONS, RUN_FLIPS, RUN_TIME_FLIPS,
-              RUN_REPEAT_FRAMES)
+              RUN_REPEAT_FRAMES, RUN_TEMPLATES, RUN_REPEATS, RUN_STRUCTURED)
 
 
 class StaleInputsError(InputError):

@@ -178,7 +178,8 @@ METRIC_ASSETS = [metric_asset(spec) for spec in METRICS]
 # Module-level names, so ``load_assets_from_modules`` finds every metric asset.
 (vqa_accuracy, circular_eval, flip_eval, pope_presence, mcq_avlm, description_judge,
  vision_similarity, chair_hallucination, numeric_accuracy, spatial_accuracy, time_flip,
- repeat_frames, blind_solvability) = METRIC_ASSETS
+ repeat_frames, blind_solvability, prompt_templates, sampling_stability,
+ structured_answers) = METRIC_ASSETS
 
 
 @asset(key=keys.BENCHMARK_RESULTS, partitions_def=recording_model_partitions, group_name=GROUP,

@@ -70,7 +70,11 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
         result = run_model(layout.dataset_dir(recording), client, out_dir, batch=batcher,
                            rotations=vlm.rotations, flips=vlm.flips,
                            time_flips=vlm.time_flips, repeat_frames=vlm.repeat_frames,
-                           time_control_share=vlm.time_control_share, price=spec.price,
+                           time_control_share=vlm.time_control_share,
+                           templates=vlm.templates, repeats=vlm.repeats,
+                           repeat_temperature=vlm.repeat_temperature,
+                           structured=vlm.structured,
+                           prompt_control_cases=vlm.prompt_control_cases, price=spec.price,
                            budget_usd=spec.budget_usd)
     answers = result.summary.answers
     where = f"{model} on {recording}"
