@@ -6,8 +6,9 @@
 Fabricates a results tree once (each recording a small real dataset written with the report
 tests' builders, eval_assets_tests/report/builders.py: one frame, three cases, detections and a
 point cloud; each model's answers and a results.json scored by the real metric functions, with
-the inputs it was scored from; one cell missing, one scored on an older dataset), then builds the leaderboard and the report
-from it as the two Dagster assets do, ``--repeat`` times each, and prints the median wall time,
+the inputs it was scored from; one cell missing, one scored on an older dataset), then builds
+the leaderboard and the report from it as the two Dagster assets do, ``--repeat`` times each,
+and prints the median wall time,
 the peak Python memory (tracemalloc, a separate build) and the report's SHA-256. With
 ``--code DIR``, the same tree is also built by the eval_assets package of DIR (another checkout,
 e.g. a ``git worktree`` of main) in a subprocess, and the two are printed side by side: timings
