@@ -35,19 +35,21 @@ from eval_assets.metrics.stats import PairedComparison
 from eval_assets.report.baselines import FamilyBaselines, family_baselines
 from eval_assets.report.baselines_section import baselines_section
 from eval_assets.report.case_browser import CASES_PER_PAGE, cases_section
-from eval_assets.report.circular_section import circular_section
 from eval_assets.report.concurrency_section import concurrency_section
 from eval_assets.report.cost_section import CellCost, cost_section
 from eval_assets.report.coverage import Coverage, build_coverage
 from eval_assets.report.drift_section import REPORT_DRIFT_NIGHTS, drift_section
 from eval_assets.report.endpoints_section import ModelEndpoint, endpoints_section
 from eval_assets.report.evidence_section import evidence_quality_section
-from eval_assets.report.flip_section import flip_section
 from eval_assets.report.history import NightResult, night_drift
 from eval_assets.report.label_audit import LabelAudit, label_audit_section
 from eval_assets.report.leaderboard import METHODS, paired_comparisons
 from eval_assets.report.markup import esc, section
-from eval_assets.report.metric_sections import metric_sections, not_computed_section
+from eval_assets.report.metric_sections import (
+    drawn_sections,
+    metric_sections,
+    not_computed_section,
+)
 from eval_assets.report.nights_section import NO_NIGHTS, nights_section
 from eval_assets.report.ranking_sections import (
     comparisons_section,
@@ -63,6 +65,7 @@ from eval_assets.schemas.report import CaseCard, FrameImage
 from eval_assets.schemas.results import CellScores
 from eval_assets.scoring.inputs import Annotations
 from eval_assets.scoring.mcq import MCQ_NOT_MEASURED
+from eval_assets.scoring.spec import ReportView
 from eval_assets.scoring.vqa import report_of
 
 if TYPE_CHECKING:
@@ -168,8 +171,6 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         ReportSection("headline", "Headline", headline_section(leaderboard, coverage)),
         ReportSection("coverage", "Coverage", coverage_section(coverage)),
         ReportSection("comparisons", "Comparisons", comparisons_section(comparisons)),
-        ReportSection("circular", "Position bias", circular_section(results, coverage)),
-        ReportSection("flip", "Mirror", flip_section(results)),
         ReportSection("evidence-quality", "Evidence quality" if evidence_quality else None,
                       evidence_quality_section(evidence_quality)),
         ReportSection("families", "Families", families_section(leaderboard)),
@@ -201,6 +202,18 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                       cases_section(cards, frames, frames_beside=frames_beside)),
         ReportSection("methods", "Methods", _methods()),
     ]
+    # The sections a metric draws itself (CircularEval, FlipEval) go where their spec says.
+    pending = drawn_sections(ReportView(cells=results, coverage=coverage))
+    while pending:
+        placed = [p for p in pending if any(s.anchor == p[3] for s in sections)]
+        if not placed:
+            raise ValueError(f"report sections {[p[0] for p in pending]}: no section "
+                             f"{sorted({str(p[3]) for p in pending})} to follow; fix the "
+                             "metric spec's Section.after")
+        for anchor, label, html, after in placed:
+            at = next(i for i, s in enumerate(sections) if s.anchor == after)
+            sections.insert(at + 1, ReportSection(anchor, label if html else None, html))
+        pending = [p for p in pending if p not in placed]
     nav = "".join(f'<a href="#{s.anchor}">{esc(s.nav)}</a>' for s in sections if s.nav)
     body = "".join(s.html for s in sections)
     footer = ("Models are ranked only on the cases every ranked model answered. Leaderboard "
