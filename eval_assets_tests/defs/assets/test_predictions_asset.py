@@ -108,7 +108,9 @@ def test_spatial_cases_are_answered_through_the_same_core(tmp_path: Path) -> Non
     meta = _metadata(result)
     assert meta["complete"] is True
     assert meta["num_answers"] == len(dataset.cases) + len(dataset.spatial)
-    assert meta["spatial_layouts"] == {"parts": 6} and meta["endpoint_max_images"] == 6
+    # The preflight probes up to twice the most frames a case shows (6 here): RepeatFrames shows
+    # every frame twice, and the random model takes all 12.
+    assert meta["spatial_layouts"] == {"parts": 6} and meta["endpoint_max_images"] == 12
     out = layout.predictions_dir("rec1", "random")
     answers = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
     assert sum(1 for a in answers if a.get("spatial")) == 6
