@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -68,9 +67,6 @@ from eval_assets.scoring.mcq import MCQ_NOT_MEASURED
 from eval_assets.scoring.spec import ReportView
 from eval_assets.scoring.vqa import report_of
 
-if TYPE_CHECKING:
-    from eval_assets.report.numeric_section import NumericCaseRow
-
 __all__ = ["CASES_PER_PAGE", "MCQ_NOT_MEASURED", "NO_NIGHTS", "render_report", "write_report"]
 
 
@@ -96,15 +92,6 @@ def _methods() -> str:
                     "in leaderboard.json).", f"<ul>{items}</ul>")
 
 
-def _numeric(rows: Sequence[NumericCaseRow], models: Sequence[str]) -> str:
-    if not rows:
-        return ""
-    # Imported here: it loads matplotlib, which rendering needs and the code location does not.
-    from eval_assets.report.numeric_section import numeric_section
-
-    return numeric_section(rows, models)
-
-
 def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   cards: Sequence[CaseCard], title: str, *,
                   frames: Sequence[FrameImage] = (),
@@ -116,7 +103,6 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   generated_at: str | None = None,
                   concurrency: Mapping[str, ConcurrencyHistory] | None = None,
                   blind: Collection[str] = (),
-                  numeric_rows: Sequence[NumericCaseRow] = (),
                   frames_beside: bool = False,
                   label_audit: LabelAudit | None = None,
                   spatial_cards: Sequence[str] = (),
@@ -136,8 +122,9 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     ``costs`` (``cell_costs(...)``) adds the "Cost" section; None: no section.
     ``concurrency`` is ``load_concurrency(...)`` of the runs (no section when empty).
     ``blind`` names the blind models (``baselines.blind_models``): the blind baseline.
-    ``numeric_rows`` (per-case rows of the numeric families) add their scatter and MRA by
-    distance section; ``spatial_cards`` (``spatial_cards.load_spatial_cards``) the multi-frame
+    Each metric's own sections are its spec's (``MetricSpec.section`` and
+    ``extra_sections``; CircularEval, FlipEval and the numeric families' scatter and MRA by
+    distance among them). ``spatial_cards`` (``spatial_cards.load_spatial_cards``) the multi-frame
     case cards.
     ``frames_beside``: the case browser links each frame as a file of ``frame_files(frames)``
     (:mod:`eval_assets.report.frame_files`) instead of inlining it; write them with the page.
@@ -175,9 +162,6 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                       evidence_quality_section(evidence_quality)),
         ReportSection("families", "Families", families_section(leaderboard)),
         ReportSection("baselines", "Baselines", baselines_section(baselines)),
-        ReportSection("numeric-families", "Numeric families" if numeric_rows else None,
-                      _numeric(numeric_rows, list(leaderboard["model"].unique())
-                               if not leaderboard.empty else models)),
         ReportSection("recordings", "Recordings", recordings_section(leaderboard)),
         ReportSection("nights", "Across nights", nights_section(history)),
         ReportSection("drift", "Drift",
@@ -202,8 +186,11 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                       cases_section(cards, frames, frames_beside=frames_beside)),
         ReportSection("methods", "Methods", _methods()),
     ]
-    # The sections a metric draws itself (CircularEval, FlipEval) go where their spec says.
-    pending = drawn_sections(ReportView(cells=results, coverage=coverage))
+    # The sections a metric draws itself (CircularEval, FlipEval, the numeric families' charts)
+    # go where their spec says.
+    pending = drawn_sections(ReportView(
+        cells=results, coverage=coverage,
+        models=list(leaderboard["model"].unique()) if not leaderboard.empty else models))
     while pending:
         placed = [p for p in pending if any(s.anchor == p[3] for s in sections)]
         if not placed:

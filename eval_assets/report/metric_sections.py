@@ -75,15 +75,15 @@ def render_table(data: ReportTable) -> str:
 def metric_sections(cells: Sequence[CellScores]) -> list[tuple[str, str, str]]:
     """(anchor, navigation label, HTML) of every metric whose section is table data, in
     METRICS order (the sections drawn beside the ranking are :func:`drawn_sections`)."""
-    return [(spec.section.anchor, spec.section.nav, render_table(spec.section.build(cells)))
-            for spec in METRICS if spec.section is not None and spec.section.build is not None]
+    return [(s.anchor, s.nav, render_table(s.build(cells)))
+            for spec in METRICS for s in spec.sections if s.build is not None]
 
 
 def drawn_sections(view: ReportView) -> list[tuple[str, str, str, str | None]]:
     """(anchor, navigation label, HTML, anchor it follows) of every metric whose section its
     report module draws (:attr:`eval_assets.scoring.spec.Section.draw`), in METRICS order."""
-    return [(spec.section.anchor, spec.section.nav, spec.section.draw(view), spec.section.after)
-            for spec in METRICS if spec.section is not None and spec.section.draw is not None]
+    return [(s.anchor, s.nav, s.draw(view), s.after)
+            for spec in METRICS for s in spec.sections if s.draw is not None]
 
 
 def dropped_annotations_text(annotations: Annotations) -> str:

@@ -30,7 +30,6 @@ from eval_assets.report.history import NightResult, load_history
 from eval_assets.report.html import render_report
 from eval_assets.report.label_audit import LabelAudit, build_label_audit
 from eval_assets.report.leaderboard import build_leaderboard, paired_comparisons, write_leaderboard
-from eval_assets.report.numeric_section import NumericCaseRow
 from eval_assets.report.spatial_cards import load_spatial_cards
 from eval_assets.schemas.concurrency import ConcurrencyHistory
 from eval_assets.schemas.evidence_quality import EvidenceQuality
@@ -44,7 +43,6 @@ from eval_assets.scoring.inputs import (
     unmatched_annotations,
 )
 from eval_assets.scoring.judge import JUDGE
-from eval_assets.scoring.numeric import NUMERIC
 from eval_assets.scoring.provenance import current_inputs, stale_reason
 from eval_assets.scoring.vqa import report_of
 from eval_assets.vqa.dataset import dataset_fingerprint
@@ -213,24 +211,6 @@ def publish_leaderboard(layout: StorageLayout, results: Sequence[CellScores], *,
     return table, parquet, json_path
 
 
-def numeric_case_rows(results: Sequence[CellScores]) -> list[NumericCaseRow]:
-    """Every model's answer to every numeric case of ``results`` (the numeric metric's per-case
-    rows), for the numeric families' scatter and MRA by distance. The camera distance is known
-    only for ``camera_distance_m`` cases, where it is the truth itself."""
-    rows: list[NumericCaseRow] = []
-    for cell in results:
-        scores = NUMERIC.result(cell)
-        if scores is None:
-            continue
-        rows += [NumericCaseRow(model=cell.model, case_id=f"{cell.recording}/{r.case_id}",
-                                family=r.family, target=r.target, prediction=r.predicted,
-                                unit=r.unit, score=r.mra,
-                                camera_distance_m=(r.target if r.family == "camera_distance_m"
-                                                   else None))
-                 for r in scores.rows]
-    return rows
-
-
 @dataclass(frozen=True)
 class ReportInputs:
     """Everything the report shows, gathered once (:func:`gather_report_inputs`): the
@@ -249,7 +229,6 @@ class ReportInputs:
     blind: list[str]
     label_audit: LabelAudit | None
     evidence_quality: list[EvidenceQuality]
-    numeric_rows: list[NumericCaseRow]
     dropped_annotations: dict[str, Annotations] | None
 
 
@@ -289,7 +268,6 @@ def gather_report_inputs(layout: StorageLayout, results: Sequence[CellScores], *
                                                                         labels_dir),
         evidence_quality=list(load_evidence_quality(
             layout, sorted(recordings if recordings is not None else used_recordings))),
-        numeric_rows=numeric_case_rows(usable),
         dropped_annotations=None if annotations_dir is None
         else dict(unmatched_annotations(annotations_dir, used_recordings, layout)))
 
@@ -306,7 +284,6 @@ def render_inputs(inputs: ReportInputs, generated_at: str | None = None) -> str:
                          frames_beside=True, label_audit=inputs.label_audit,
                          spatial_cards=inputs.spatial_cards,
                          evidence_quality=inputs.evidence_quality,
-                         numeric_rows=inputs.numeric_rows,
                          dropped_annotations=inputs.dropped_annotations)
 
 

@@ -168,6 +168,7 @@ class ReportView:
 
     cells: Sequence[CellScores]
     coverage: Coverage
+    models: Sequence[str]  # in the leaderboard's order: charts colour them in that order
 
 
 @dataclass(frozen=True)
@@ -205,6 +206,7 @@ class MetricSpec(Generic[R]):
       from the row's cells; ``None`` when the leaderboard pools the metric per case (VQA
       accuracy and CircularEval, which are restricted to the common case set).
     - ``section``: its report section; ``None`` when the report shows it with the ranking.
+      ``extra_sections``: more of its sections (charts drawn elsewhere in the page).
     - ``label``: its name in prose; ``description``: what it measures (its module's docstring);
       ``describes_frames``: it scores the free-text frame descriptions; ``methods``: how its
       leaderboard columns are computed, (key, text) lines of the leaderboard's ``methods``.
@@ -222,11 +224,17 @@ class MetricSpec(Generic[R]):
     columns: tuple[Column, ...] = ()
     pool: Callable[[Sequence[CellScores]], dict[str, Any]] | None = None
     section: Section | None = None
+    extra_sections: tuple[Section, ...] = ()
     not_computed: Callable[[Sequence[CellScores]], list[tuple[str, str]]] | None = None
     describes_frames: bool = False
     label: str = ""
     description: str = ""
     methods: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def sections(self) -> tuple[Section, ...]:
+        """Every report section of this metric: ``section`` (if any), then ``extra_sections``."""
+        return (*(() if self.section is None else (self.section,)), *self.extra_sections)
 
     def outcome(self, cell: CellScores) -> R | NotMeasured:
         """This metric's entry of ``cell``: its result, or why it was not measured."""
