@@ -126,7 +126,9 @@ class PerceptionResource(ConfigurableResource):
     ``detector``: ``"color"`` (offline colour/shape detector) or ``"moondream"`` (Moondream Cloud
     with the key read from the environment variable named by ``moondream_api_key_env``, or a
     Moondream Station at ``moondream_endpoint``). ``segmenter``: ``"box_region"``,
-    ``"grabcut"`` or ``"edgetam"`` (needs ``edgetam_checkpoint``). An empty ``vocabulary`` queries
+    ``"grabcut"`` or ``"edgetam"`` (needs ``edgetam_checkpoint``). ``"truth"`` (both): exact
+    evidence from the truth files beside a simulated or synthesized recording; a partition
+    without them fails naming the file. An empty ``vocabulary`` queries
     every colour × shape name of the sample scene, present or not.
     """
 
@@ -157,10 +159,13 @@ class PerceptionResource(ConfigurableResource):
             vocabulary=tuple(self.vocabulary),
         )
 
-    def build(self) -> tuple[Detector, Segmenter]:
-        """The configured detector and segmenter (``ConfigurationError`` when misconfigured)."""
+    def build(self, recording: Path | None = None) -> tuple[Detector, Segmenter]:
+        """The configured detector and segmenter (``ConfigurationError`` when misconfigured).
+
+        ``recording``: the partition's file; ``truth`` reads the truth files beside it.
+        """
         config = self.perception_config()
-        return config.build_detector(), config.build_segmenter()
+        return config.build_detector(recording), config.build_segmenter(recording)
 
 
 class VLMClientResource(ConfigurableResource):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypeVar
 
 from eval_assets.env_names import check_env_var_name
@@ -31,14 +32,17 @@ from eval_assets.perception.protocols import (
     Box,
     ConfigurationError,
     Detector,
+    FrameBound,
     PerceptionError,
     Segmenter,
     detect_and_segment,
 )
+from eval_assets.perception.truth_evidence import TruthDetector, TruthSegmenter, TruthSource
 from eval_assets.schemas.perception import Detection, FrameDetections
 from eval_assets.synth.scene import PALETTE, SHAPES
 
 T = TypeVar("T")
+TRUTH = "truth"  # the detector and segmenter that read a simulated recording's truth files
 
 
 def default_vocabulary() -> list[str]:
@@ -50,10 +54,13 @@ def default_vocabulary() -> list[str]:
 class PerceptionConfig:
     """Which detector and segmenter to use, and what they need.
 
-    ``detector``: ``color`` | ``moondream``; ``segmenter``: ``box_region`` | ``grabcut`` |
-    ``edgetam``. The Moondream key is read from the environment variable named by
-    ``moondream_api_key_env`` (never stored in config). An empty ``vocabulary`` means
-    :func:`default_vocabulary`.
+    ``detector``: ``color`` | ``moondream`` | ``truth``; ``segmenter``: ``box_region`` |
+    ``grabcut`` | ``edgetam`` | ``truth``. ``truth`` reads the engine's truth beside a simulated
+    or synthesized recording (:mod:`~eval_assets.perception.truth_evidence`): it needs the
+    recording's path when built and refuses a recording without truth files; the ``truth``
+    segmenter only with the ``truth`` detector (it segments the truth's own boxes). The
+    Moondream key is read from the environment variable named by ``moondream_api_key_env``
+    (never stored in config). An empty ``vocabulary`` means :func:`default_vocabulary`.
     """
 
     detector: str = "color"
@@ -72,26 +79,48 @@ class PerceptionConfig:
                                example=DEFAULT_API_KEY_ENV)
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
+        if self.segmenter == TRUTH and self.detector != TRUTH:
+            raise ConfigurationError(
+                f"perception config field `segmenter` is 'truth' but `detector` is "
+                f"{self.detector!r}: the truth segmenter segments the truth detector's boxes. "
+                "Fix: set detector to 'truth' too, or choose another segmenter")
 
     def names(self) -> list[str]:
         """The object names to query in every frame, in order, without duplicates."""
         names = list(self.vocabulary) if self.vocabulary else default_vocabulary()
         return list(dict.fromkeys(n.strip() for n in names if n.strip()))
 
-    def build_detector(self) -> Detector:
-        """The configured detector (``ConfigurationError`` for an unknown name or missing key)."""
+    def build_detector(self, recording: str | Path | None = None) -> Detector:
+        """The configured detector (``ConfigurationError`` for an unknown name or missing key).
+
+        ``recording``: the recording it will see; only ``truth`` needs it (and its truth files).
+        """
+        if self.detector == TRUTH:
+            return TruthDetector(_truth_source(recording, "detector"))
         return _choose(DETECTORS, self.detector, "detector")(self)
 
-    def build_segmenter(self) -> Segmenter:
+    def build_segmenter(self, recording: str | Path | None = None) -> Segmenter:
         """The configured segmenter (``ConfigurationError`` for an unknown name or checkpoint)."""
+        if self.segmenter == TRUTH:
+            return TruthSegmenter(_truth_source(recording, "segmenter"))
         return _choose(SEGMENTERS, self.segmenter, "segmenter")(self)
+
+
+def _truth_source(recording: str | Path | None, field_name: str) -> TruthSource:
+    if recording is None:
+        raise ConfigurationError(
+            f"perception config field `{field_name}` is 'truth', which reads the truth files "
+            "beside a recording, but no recording was given. Fix: build it with the recording "
+            f"(build_{field_name}(recording)), or choose another {field_name}")
+    return TruthSource(recording)
 
 
 def _choose(table: Mapping[str, Callable[[PerceptionConfig], T]], key: str,
             field_name: str) -> Callable[[PerceptionConfig], T]:
     if key not in table:
         raise ConfigurationError(
-            f"perception config field `{field_name}` is {key!r}; choose one of {sorted(table)}"
+            f"perception config field `{field_name}` is {key!r}; choose one of "
+            f"{sorted([*table, TRUTH])}"
         )
     return table[key]
 
@@ -116,6 +145,7 @@ SEGMENTERS: dict[str, Callable[[PerceptionConfig], Segmenter]] = {
 __all__ = [
     "DETECTORS",
     "SEGMENTERS",
+    "TRUTH",
     "Box",
     "ColorShapeDetector",
     "ColorShapeParams",
@@ -123,6 +153,7 @@ __all__ = [
     "Detection",
     "Detector",
     "EdgeTAMSegmenter",
+    "FrameBound",
     "FrameDetections",
     "GrabCutSegmenter",
     "MoondreamDetector",
@@ -130,6 +161,9 @@ __all__ = [
     "PerceptionError",
     "RegionSegmenter",
     "Segmenter",
+    "TruthDetector",
+    "TruthSegmenter",
+    "TruthSource",
     "build_detections",
     "default_vocabulary",
     "detect_and_segment",

@@ -26,7 +26,12 @@ from eval_assets import progress
 from eval_assets.atomic import in_flight, write_bytes_atomic, write_text_atomic
 from eval_assets.frames import RectifiedFrame, load_rectified_image
 from eval_assets.layout import DETECTIONS_TABLE, FRAMES_DIR, MASKS_DIR
-from eval_assets.perception.protocols import Detector, Segmenter, detect_and_segment
+from eval_assets.perception.protocols import (
+    Detector,
+    FrameBound,
+    Segmenter,
+    detect_and_segment,
+)
 from eval_assets.schemas.perception import Detection, FrameDetections
 
 # Fixed encoder settings: the PNG bytes depend on them, and outputs must be byte-identical.
@@ -177,6 +182,9 @@ def build_detections(
     stored: list[FrameDetections] = []
     for frame in progress.track(frames, "detecting and segmenting frames"):
         image = load_rectified_image(Path(frames_dir), frame)
+        for model in (detector, segmenter):
+            if isinstance(model, FrameBound):
+                model.bind_frame(frame)
         found = detect_and_segment(image, names, detector, segmenter)
         record = FrameDetections(
             frame_index=frame.frame_index,

@@ -13,6 +13,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from eval_assets.schemas.frames import RectifiedFrame
 from eval_assets.schemas.perception import Detection
 
 
@@ -58,6 +59,19 @@ class Segmenter(Protocol):
     def segment(self, image: np.ndarray,
                 box_xyxy: tuple[float, float, float, float]) -> np.ndarray:
         """A boolean (H, W) mask of the object prompted by ``box_xyxy`` in an RGB image."""
+        ...
+
+
+@runtime_checkable
+class FrameBound(Protocol):
+    """A detector or segmenter that must know which recording frame it is looking at.
+
+    :func:`~eval_assets.perception.evidence_io.build_detections` calls ``bind_frame`` before
+    asking about each frame (the truth evidence answers from that frame's truth map).
+    """
+
+    def bind_frame(self, frame: RectifiedFrame) -> None:
+        """Look at ``frame`` from now on; raise when it cannot."""
         ...
 
 

@@ -61,9 +61,12 @@ def generate(
     vlm_base_url: str = typer.Option("", help="OpenAI-compatible endpoint of the vlm author."),
     vlm_model: str = typer.Option("", help="Model name of the vlm author."),
     vlm_api_key_env: str = typer.Option("", help="Environment variable with its API key."),
-    detector: str = typer.Option("color", help="Detector: color (offline) or moondream."),
+    detector: str = typer.Option(
+        "color", help="Detector: color (offline), moondream, or truth (exact boxes from the "
+        "truth files beside a simulated or synthesized recording; refused on any other)."),
     segmenter: str = typer.Option(
-        "box_region", help="Segmenter: box_region (offline), grabcut or edgetam."),
+        "box_region", help="Segmenter: box_region (offline), grabcut, edgetam, or truth (exact "
+        "masks; with --detector truth)."),
     moondream_endpoint: str = typer.Option("", help="Moondream Station URL (moondream)."),
     moondream_api_key_env: str = typer.Option(
         "MOONDREAM_API_KEY", help="Environment variable with the Moondream Cloud key."),
@@ -175,7 +178,8 @@ def _run(recording: Path, out: Path, selection: tuple[FrameSelectionConfig, Path
         models = PerceptionConfig(**perception)
         # The detector is asked about every name of the author's vocabulary.
         summary = generate_from_recording(
-            recording, out, frames, config, models.build_detector(), models.build_segmenter(),
+            recording, out, frames, config, models.build_detector(recording),
+            models.build_segmenter(recording),
             allow_pickle=allow_pickle, selection_file=selection_file, on_frames=_print_frames,
             bias=bias)
     except NothingAnswerableError as exc:

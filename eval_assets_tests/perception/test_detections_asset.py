@@ -75,3 +75,49 @@ def test_a_misconfigured_detector_fails_the_run_and_writes_nothing(
                     resources={"storage": storage,
                                "perception": PerceptionResource(detector="moondream")})
     assert not StorageLayout(tmp_path).detections_dir("sample").exists()
+
+
+@pytest.mark.slow
+def test_truth_evidence_on_a_simulated_partition(tmp_path: Path) -> None:
+    """The resource's ``truth`` reads the partition's own truth files: exact counts per name."""
+    from eval_assets.sim.catalog import CATALOG
+    from eval_assets.sim.simulate import SimConfig, simulate_recording
+
+    recordings = tmp_path / "recordings"
+    recordings.mkdir()
+    db = simulate_recording(recordings / "sim.db", SimConfig(seed=3, frames=4, lidar_rings=2,
+                                                              lidar_columns=16)).db
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("recordings", ["sim"])
+    storage = ProjectStorage(recordings_dir=str(recordings), storage_root=str(tmp_path / "out"))
+    result = materialize(
+        [recording_ingest, rectified_frames, detections_masks], partition_key="sim",
+        instance=instance,
+        resources={"storage": storage, "perception": PerceptionResource(
+            detector="truth", segmenter="truth", vocabulary=list(CATALOG))})
+    assert result.success
+    meta = _metadata(result, "detections_masks")
+    scene = json.loads(db.with_suffix(".scene.json").read_text())
+    expected = dict.fromkeys(CATALOG, 0)
+    for frame in scene["frames"]:
+        for obj in frame["objects"]:
+            expected[obj["name"]] += 1
+    assert meta["detections_per_name"] == expected and sum(expected.values()) > 0
+    assert meta["detector"] == "truth 1" and meta["segmenter"] == "truth 1"
+
+
+def test_truth_evidence_on_a_partition_without_truth_fails_naming_the_file(
+        tmp_path: Path) -> None:
+    from eval_assets_tests.factories import make_recording
+
+    recordings = tmp_path / "recordings"
+    recordings.mkdir()
+    make_recording(recordings / "real.db")
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("recordings", ["real"])
+    storage = ProjectStorage(recordings_dir=str(recordings), storage_root=str(tmp_path / "out"))
+    with pytest.raises(ConfigurationError, match=r"real\.scene\.json does not exist"):
+        materialize([detections_masks], partition_key="real", instance=instance,
+                    resources={"storage": storage, "perception": PerceptionResource(
+                        detector="truth", segmenter="truth")})
+    assert not StorageLayout(tmp_path / "out").detections_dir("real").exists()

@@ -14,6 +14,7 @@ from eval_assets.defs.automation_conditions import OWNERS, RECOMPUTE
 from eval_assets.defs.partitions import recordings_partitions
 from eval_assets.defs.resources import PerceptionResource, ProjectStorage
 from eval_assets.frames import read_rectified_frames
+from eval_assets.perception import TRUTH
 from eval_assets.perception.evidence_io import DETECTIONS_TABLE, build_detections
 from eval_assets.schemas.perception import FrameDetections
 
@@ -30,7 +31,9 @@ def detections_masks(context: AssetExecutionContext, storage: ProjectStorage,
     key = context.partition_key
     layout = storage.layout()
     frames_dir = layout.rectified_frames_dir(key)
-    detector, segmenter = perception.build()
+    # Only the truth evidence reads the recording's own files (its truth sidecars).
+    truth = TRUTH in (perception.detector, perception.segmenter)
+    detector, segmenter = perception.build(storage.recording_file(key) if truth else None)
     out_dir = layout.detections_dir(key)
     frames = build_detections(frames_dir, read_rectified_frames(frames_dir), out_dir,
                               perception.perception_config().names(), detector, segmenter)
