@@ -4,11 +4,11 @@ comparisons and baselines, so the report neither rebuilds them nor hashes a data
 The board's coverage was checked against every cell's inputs when the board was built
 (:func:`eval_assets.report.publish.report_coverage` hashes each recording's dataset once, and
 each cell's answers and label overrides): the report takes its verdicts as they are. What may
-have changed since is cheap to see without hashing anything: a cell whose ``results.json``,
-``answers.jsonl`` or dataset folder is newer than ``leaderboard.json``, whose result appeared
-after the board said it was missing, or whose dataset or case count differs from the board's is
-stale in the report ("changed after the leaderboard was built"): no number from other content
-than the board checked is shown as current.
+have changed since is cheap to see without hashing anything. A cell is stale in the report
+("changed after the leaderboard was built") when its ``results.json``, ``answers.jsonl``,
+dataset folder or label overrides file is newer than ``leaderboard.json``, when its result
+appeared after the board said it was missing, or when its dataset or case count differs from
+the board's: no number from other content than the board checked is shown as current.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from eval_assets.jsonio import read_json
-from eval_assets.layout import RUN_ANSWERS, StorageLayout
+from eval_assets.layout import RUN_ANSWERS, StorageLayout, overrides_file_for
 from eval_assets.metrics.stats import PairedComparison
 from eval_assets.report.baselines import FamilyBaselines
 from eval_assets.report.coverage import Coverage, CoverageCell, build_coverage
@@ -31,8 +31,9 @@ from eval_assets.scoring.vqa import report_of
 
 __all__ = ["CHANGED_SINCE_BOARD", "Board", "read_board"]
 
-CHANGED_SINCE_BOARD = ("changed after the leaderboard was built (its result, answers or dataset "
-                       "is newer): rematerialize the leaderboard, then the report")
+CHANGED_SINCE_BOARD = ("changed after the leaderboard was built (its result, answers, dataset or "
+                       "label overrides are newer): rematerialize the leaderboard, then the "
+                       "report")
 
 
 @dataclass(frozen=True)
@@ -49,10 +50,13 @@ def _newer(path: Path, built_ns: int) -> bool:
     return path.exists() and path.stat().st_mtime_ns > built_ns
 
 
-def read_board(layout: StorageLayout, results: Sequence[CellScores]) -> Board:
+def read_board(layout: StorageLayout, results: Sequence[CellScores],
+               labels_dir: Path | None = None) -> Board:
     """The leaderboard of ``layout.leaderboard_dir()`` and the coverage of ``results`` under its
-    verdicts (see the module docstring). Raises ``FileNotFoundError`` without a leaderboard and
-    ``ValueError`` for one of another format, each naming the fix."""
+    verdicts (see the module docstring); with ``labels_dir`` (the label overrides' folder), a
+    recording whose overrides file is newer than the board has its cells stale too. Raises
+    ``FileNotFoundError`` without a leaderboard and ``ValueError`` for one of another format,
+    each naming the fix."""
     folder = layout.leaderboard_dir()
     json_path, parquet_path = folder / LEADERBOARD_JSON, folder / LEADERBOARD_PARQUET
     for path in (json_path, parquet_path):
@@ -78,7 +82,9 @@ def read_board(layout: StorageLayout, results: Sequence[CellScores]) -> Board:
                 or cell.n_cases != len(report_of(r).rows)
                 or _newer(layout.results_file(*key), built_ns)
                 or _newer(layout.predictions_dir(*key) / RUN_ANSWERS, built_ns)
-                or _newer(layout.dataset_dir(r.recording), built_ns)):
+                or _newer(layout.dataset_dir(r.recording), built_ns)
+                or (labels_dir is not None
+                    and _newer(overrides_file_for(labels_dir, r.recording), built_ns))):
             stale[key] = CHANGED_SINCE_BOARD
     # The board's fingerprint of each recording (taken once when it was built), not a new hash.
     current = {c.recording: c.current_sha256 for c in cells.values() if c.current_sha256}

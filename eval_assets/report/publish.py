@@ -241,7 +241,7 @@ def gather_report_inputs(layout: StorageLayout, results: Sequence[CellScores], *
     table, comparisons, baselines, and its coverage verdicts applied to ``results``) and, for
     the usable cells, each run's answers read once and shared by the case cards and the
     multi-frame cards. See :func:`publish_report` for the keywords."""
-    board = read_board(layout, results)
+    board = read_board(layout, results, labels_dir)
     usable = [r for r in results if board.coverage.usable(r)]
     run_dirs = {(r.recording, r.model): layout.predictions_dir(r.recording, r.model)
                 for r in usable}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from eval_assets.layout import RUN_ANSWERS, StorageLayout
+from eval_assets.layout import RUN_ANSWERS, StorageLayout, overrides_file_for
 from eval_assets.report.board import CHANGED_SINCE_BOARD, read_board
 from eval_assets.report.leaderboard import build_leaderboard, paired_comparisons
 from eval_assets.report.publish import publish_leaderboard, report_coverage
@@ -75,15 +75,20 @@ def test_the_board_read_back_is_the_board_built(tmp_path: Path) -> None:
     assert board.comparisons == paired_comparisons(results, coverage=built)
 
 
-@pytest.mark.parametrize("changed", ["results", "answers"])
+@pytest.mark.parametrize("changed", ["results", "answers", "overrides"])
 def test_a_cell_changed_after_the_board_is_stale_in_the_report(tmp_path: Path,
                                                                changed: str) -> None:
     layout, results = _tree(tmp_path)
-    path = (layout.results_file("hall", "a") if changed == "results"
-            else layout.predictions_dir("hall", "a") / RUN_ANSWERS)
+    labels = tmp_path / "labels"
+    path = {"results": layout.results_file("hall", "a"),
+            "answers": layout.predictions_dir("hall", "a") / RUN_ANSWERS,
+            "overrides": overrides_file_for(labels, "hall")}[changed]
+    path.parent.mkdir(exist_ok=True)
+    path.touch()
     later = (layout.leaderboard_dir() / "leaderboard.json").stat().st_mtime_ns + 10**9
     os.utime(path, ns=(later, later))
-    cell = read_board(layout, results).coverage.cell("hall", "a")
+    assert read_board(layout, results).coverage.cell("kitchen", "a").status == "ok"  # type: ignore[union-attr]
+    cell = read_board(layout, results, labels).coverage.cell("hall", "a")
     assert cell is not None and (cell.status, cell.reason) == ("stale", CHANGED_SINCE_BOARD)
 
 
