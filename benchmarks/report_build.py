@@ -9,10 +9,11 @@ point cloud; each model's answers and a results.json scored by the real metric f
 the inputs it was scored from; one cell missing, one scored on an older dataset), then builds
 the leaderboard and the report from it as the two Dagster assets do, ``--repeat`` times each,
 and prints each one's median wall and CPU time (after a warm-up build), its peak Python memory
-(tracemalloc, a separate build) and the report's SHA-256. With ``--code DIR``, the same tree is
-also built by the eval_assets package of DIR (another checkout, e.g. a ``git worktree`` of
-main) in a subprocess, and the two are printed side by side: timings measured in one run on one
-machine, and whether the two pages are byte-identical.
+(tracemalloc, a separate build), its Python function calls (cProfile, another build: a figure
+that load on the machine does not move) and the report's SHA-256. With ``--code DIR``, the
+same tree is also built by the eval_assets package of DIR (another checkout, e.g. a ``git
+worktree`` of main) in a subprocess, and the two are printed side by side: timings measured in
+one run on one machine, and whether the two pages are byte-identical.
 
 What it leaves out: Dagster itself (benchmarks/graph_scale_daemon.py runs the real assets), and
 the weight of big datasets (the cards and frames grow with cases; here every recording has 3).
@@ -21,10 +22,12 @@ the weight of big datasets (the cards and frames grow with cases; here every rec
 from __future__ import annotations
 
 import argparse
+import cProfile
 import hashlib
 import inspect
 import json
 import os
+import pstats
 import shutil
 import statistics
 import subprocess
@@ -139,6 +142,10 @@ def measure(root: Path, repeat: int) -> dict[str, object]:
         publish_one(layout, load_results(layout, recs, mods), **kwargs)  # type: ignore[operator]
         out[f"{name}_peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
+        # Python function calls: the same on a busy machine as on an idle one, unlike time.
+        profile = cProfile.Profile()
+        profile.runcall(publish_one, layout, load_results(layout, recs, mods), **kwargs)
+        out[f"{name}_calls"] = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
     page = layout.report_file().read_bytes()
     return {"code": str(Path(sys.modules["eval_assets"].__file__ or "").parents[1]), **out,
             "html_bytes": len(page), "html_sha256": hashlib.sha256(page).hexdigest()}
@@ -177,7 +184,8 @@ def main() -> int:
         print(f"  {r['code']}:")
         for name, label in (("board", "leaderboard"), ("report", "report")):
             print(f"    {label:<11} {r[name + '_s']:.2f} s wall, {r[name + '_cpu_s']:.2f} s CPU, "
-                  f"peak {r[name + '_peak_mib']:.1f} MiB traced")
+                  f"peak {r[name + '_peak_mib']:.1f} MiB traced, "
+                  f"{r[name + '_calls']:,} function calls")
         print(f"    report.html {r['html_bytes']:,} bytes, sha256 {r['html_sha256'][:16]}")
     if len(rows) > 1:
         same = len({r["html_sha256"] for r in rows}) == 1
