@@ -20,7 +20,7 @@ from eval_assets.tracks.fuse import build_object_tracks
 from eval_assets.tracks.lift import (
     Sighting,
     Skipped,
-    camera_poses,
+    camera_poses_and_trajectory,
     floor_heights,
     lift_detection,
     visible_points,
@@ -37,7 +37,7 @@ def build_tracks(recording: Recording, frames_dir: Path, clouds_dir: Path,
     frames = read_rectified_frames(frames_dir)
     clouds = {c.frame_index: c for c in read_pointcloud_frames(clouds_dir)}
     detections = {d.frame_index: d for d in read_detections(detections_dir)}
-    world, poses, no_pose = camera_poses(recording, frames)
+    world, poses, no_pose, trajectory = camera_poses_and_trajectory(recording, frames)
     sightings: list[Sighting] = []
     skipped: list[Skipped] = []
     cameras = {f.frame_index: FrameCamera(
@@ -70,4 +70,4 @@ def build_tracks(recording: Recording, frames_dir: Path, clouds_dir: Path,
                 sightings.append(lifted)
             else:
                 skipped.append(lifted)
-    return build_object_tracks(world, sightings, skipped, cameras)
+    return build_object_tracks(world, sightings, skipped, cameras, trajectory)

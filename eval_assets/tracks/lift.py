@@ -21,6 +21,7 @@ from eval_assets.frames.pointclouds import TF_STREAM, TF_TOLERANCE
 from eval_assets.geometry.transforms import TransformGraph, TransformUnavailable
 from eval_assets.recording import Recording, RecordingError
 from eval_assets.schemas.frames import RectifiedFrame
+from eval_assets.schemas.spatial import CameraSample
 
 # A mask's points farther than this from its median range belong to something else.
 RANGE_GATE_M = 0.35
@@ -93,8 +94,18 @@ def camera_poses(recording: Recording, frames: Sequence[RectifiedFrame]
     in) into the world: the recorded camera pose turned back by ``R_rect``. A frame whose pose
     the TF cannot give is left out with the reason, never guessed.
     """
+    world, poses, missing, _ = camera_poses_and_trajectory(recording, frames)
+    return world, poses, missing
+
+
+def camera_poses_and_trajectory(recording: Recording, frames: Sequence[RectifiedFrame]
+                                ) -> tuple[str, dict[int, np.ndarray], dict[int, str],
+                                           list[CameraSample]]:
+    """:func:`camera_poses` and the camera's trajectory (:func:`camera_trajectory`), from one
+    pass over the TF stream."""
     if TF_STREAM not in recording.streams:
-        return "", {}, {f.frame_index: f"the recording has no {TF_STREAM!r} stream" for f in frames}
+        return "", {}, {f.frame_index: f"the recording has no {TF_STREAM!r} stream"
+                        for f in frames}, []
     errors: list[RecordingError] = []
     parents: dict[str, str] = {}
     graph = TransformGraph()
@@ -112,10 +123,54 @@ def camera_poses(recording: Recording, frames: Sequence[RectifiedFrame]
         except TransformUnavailable as exc:
             missing[frame.frame_index] = f"no camera pose in {world!r}: {exc}"
             continue
-        unrectify = np.eye(4)
-        unrectify[:3, :3] = np.asarray(frame.R_rect, dtype=np.float64).reshape(3, 3).T
-        poses[frame.frame_index] = world_from_recorded @ unrectify
-    return world, poses, missing
+        poses[frame.frame_index] = world_from_recorded @ _unrectify(frame)
+    return world, poses, missing, camera_trajectory(graph, world, frames)
+
+
+def _unrectify(frame: RectifiedFrame) -> np.ndarray:
+    unrectify = np.eye(4)
+    unrectify[:3, :3] = np.asarray(frame.R_rect, dtype=np.float64).reshape(3, 3).T
+    return unrectify
+
+
+def heading_deg(world_from_camera: np.ndarray) -> float:
+    """Yaw of the camera's optical axis (its z) on the floor plane, counter-clockwise from world
+    +x, in (-180, 180] degrees."""
+    axis = world_from_camera[:3, 2]
+    yaw = math.degrees(math.atan2(float(axis[1]), float(axis[0])))
+    return 180.0 if yaw <= -180.0 else yaw
+
+
+def camera_trajectory(graph: TransformGraph, world: str, frames: Sequence[RectifiedFrame]
+                      ) -> list[CameraSample]:
+    """The rectified camera's pose at every TF sample on its chain to ``world``, from the last
+    sample before the first image to the first sample after the last one.
+
+    Path length and total turn between two images sum over these samples, not only over the
+    images shown (``shared/specs/motion.md``). A stamp the chain cannot give (an edge without a
+    sample within the TF tolerance) is left out.
+    """
+    if not frames or not world:
+        return []
+    first = min(frames, key=lambda f: f.image_ts)
+    stamps = graph.chain_stamps(world, first.camera_frame_id)
+    if not len(stamps):
+        return []
+    lo = max(int(np.searchsorted(stamps, first.image_ts)) - 1, 0)
+    hi = int(np.searchsorted(stamps, max(f.image_ts for f in frames), side="right")) + 1
+    unrectify = _unrectify(first)
+    out = []
+    for t in stamps[lo:hi]:
+        try:
+            pose = graph.lookup(world, first.camera_frame_id, float(t),
+                                tolerance=TF_TOLERANCE) @ unrectify
+        except TransformUnavailable:
+            continue
+        # Rounded (micrometres, microdegrees) so the tracks file is the same bytes on rerun.
+        out.append(CameraSample(t=float(t),
+                                position=[round(float(x), 6) + 0.0 for x in pose[:3, 3]],
+                                yaw_deg=round(heading_deg(pose), 6) + 0.0))
+    return out
 
 
 def floor_heights(xyz: np.ndarray, world_from_camera: np.ndarray) -> np.ndarray:
