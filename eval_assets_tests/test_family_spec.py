@@ -29,7 +29,7 @@ from eval_assets.prompt_controls import wording
 from eval_assets.report.baselines import family_baselines
 from eval_assets.schemas import spatial as spatial_schema
 from eval_assets.schemas import vqa as vqa_schema
-from eval_assets.schemas.spatial import ObjectTracks, SpatialCase, SpatialLabel
+from eval_assets.schemas.spatial import SPATIAL_FAMILIES, ObjectTracks, SpatialCase, SpatialLabel
 from eval_assets.scoring.families import family_scores, pooled_spatial_families
 from eval_assets.scoring.inputs import PrivateDataset
 from eval_assets.scoring.numeric import (
@@ -196,7 +196,8 @@ def test_a_declared_spatial_family_reaches_generator_scorer_headline_baselines_a
         built = build_spatial(ObjectTracks(world_frame="map", tracks=[]), [4, 2, 9])
         assert [lab.id for lab in built.labels] == ["spatial-camera_height_m-camera-0"]
         assert built.cases[0].images == ["assets/frame-000002.png", "assets/frame-000004.png"]
-        assert spatial_schema.SPATIAL_FAMILIES["camera_height_m"] == ("number", "m")
+        # A live view: bound at this module's import, it still sees the new family.
+        assert SPATIAL_FAMILIES["camera_height_m"] == ("number", "m")
         # Scorer: a zero truth is scored by the declared zero rule, not refused.
         data = PrivateDataset(root=Path("."), cases={}, labels=[],
                               spatial_labels=list(built.labels))
@@ -223,6 +224,7 @@ def test_a_declared_spatial_family_reaches_generator_scorer_headline_baselines_a
         SpatialLabel(id="x", answer="1", family="camera_height_m", answer_type="number",
                      object_names=[], frame_index=0, evidence={"tracks": []})
     assert scored_by("camera_height_m", "m") == "mra"
+    assert "camera_height_m" not in SPATIAL_FAMILIES
     assert family_of("spatial-camera_height_m-camera-0") is None
     assert not build_spatial(ObjectTracks(world_frame="map", tracks=[]), [2, 4]).labels
 

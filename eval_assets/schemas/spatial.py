@@ -18,6 +18,7 @@ across frames into world-frame objects.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -41,11 +42,27 @@ def spatial_families() -> dict[str, tuple[AnswerType, Unit | None]]:
     return {s.name: (s.answer_type, cast("Unit | None", s.unit)) for s in families("spatial")}
 
 
+class _DeclaredSpatialFamilies(Mapping[str, tuple[AnswerType, "Unit | None"]]):
+    """A live view of :func:`spatial_families`: each lookup reads the declarations, so a module
+    may bind it at import time (before the declarations are loaded) and read it later."""
+
+    def __getitem__(self, family: str) -> tuple[AnswerType, Unit | None]:
+        return spatial_families()[family]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(spatial_families())
+
+    def __len__(self) -> int:
+        return len(spatial_families())
+
+
+# Family -> (answer type, unit or None), read from the declarations on each lookup.
+SPATIAL_FAMILIES: Mapping[str, tuple[AnswerType, Unit | None]] = _DeclaredSpatialFamilies()
+
+
 def __getattr__(name: str) -> Any:
-    """``SPATIAL_FAMILIES`` (:func:`spatial_families`) and ``SPATIAL_FAMILY_NAMES`` (its keys),
-    read from the declarations when asked (they import this module, so it cannot import them)."""
-    if name == "SPATIAL_FAMILIES":
-        return spatial_families()
+    """``SPATIAL_FAMILY_NAMES`` (the keys of :func:`spatial_families`), read from the
+    declarations when asked (they import this module, so it cannot import them)."""
     if name == "SPATIAL_FAMILY_NAMES":
         return tuple(spatial_families())
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
