@@ -119,7 +119,17 @@ def pair_distance_m(index: TrackIndex) -> Iterator[Item]:
 
 
 def camera_distance_m(index: TrackIndex) -> Iterator[Item]:
-    """Camera to an askable object's visible surface in the frame that shows it best."""
+    """Camera to an askable object's visible surface in the frame that shows it best: the
+    median range over that surface, and the question says so.
+
+    The gold is the median LiDAR range inside the object's mask, as the synthesizer's truth
+    (``surface_distance_m``: the median over the visible pixels) measures it. The question
+    used to ask for "the nearest visible surface", a minimum, which lies nearer than that median
+    (3.4 % at the median case and 12 % on a box seen across a corner, when this was found): a
+    model answering it well would have been marked down. A median over the visible part is
+    what both the LiDAR and a model looking at the image can estimate without one noisy point
+    deciding it.
+    """
     good, rejected = index.askable("camera_distance_m")
     yield from rejected
     for t in good:
@@ -128,9 +138,11 @@ def camera_distance_m(index: TrackIndex) -> Iterator[Item]:
             continue
         frame = max(ranged, key=lambda f: (t.pixels.get(f, 0), -f))
         yield _case("camera_distance_m", [t.name], [frame],
-                    f"How far is the camera from the nearest visible surface of the {t.name}, "
-                    f"in metres?", f"{t.ranges_m[frame]:.2f}",
-                    {"distance": "surface", "range_m": t.ranges_m[frame]}, [t])
+                    f"What is the median distance from the camera to the visible surface of "
+                    f"the {t.name} (over the part of it seen in the image), in metres?",
+                    f"{t.ranges_m[frame]:.2f}",
+                    {"distance": "surface", "statistic": "median",
+                     "range_m": t.ranges_m[frame]}, [t])
 
 
 def _order_choices(gold: tuple[str, ...], key: str) -> list[str]:
