@@ -57,6 +57,9 @@ _COUNT_QUESTION = ("How many different {name} objects appear across these images
 # Reference frames per object for relative_direction; objects take turns, so the family's cap
 # spreads over objects before it repeats one.
 REFERENCES_PER_OBJECT = 4
+# Groups of namesakes counted at most, per name: a room with many objects of one name would
+# otherwise give 2^n groups; the family's cap takes 12 cases in all anyway.
+MAX_GROUPS_PER_NAME = 30
 # The rejection reason of a case left out so that one answer is at most half of its family.
 ANSWER_BALANCE = "answer_balance"
 
@@ -249,11 +252,6 @@ def object_count_across_frames(index: TrackIndex) -> Iterator[Item]:
     yield from fewer
 
 
-# Groups of namesakes asked about at most, per name: a room with many objects of one name would
-# otherwise give 2^n groups; the family's cap takes 12 cases in all anyway.
-MAX_GROUPS_PER_NAME = 30
-
-
 def _subgroups(index: TrackIndex, name: str, tracks: Sequence[ObjectTrack]) -> Iterator[Item]:
     """For a name several objects share: each smaller group of them (ones first, then twos...)
     counted over the frames where no other namesake can show."""
@@ -294,9 +292,10 @@ def _namesakes(index: TrackIndex, name: str) -> list[ObjectTrack]:
 def _none_shown(index: TrackIndex, name: str, tracks: Sequence[ObjectTrack]) -> Item:
     """The name over published frames where none of its objects can show: the answer is 0.
 
-    "Can show" is :meth:`TrackIndex.may_be_visible` (the object grown by its extent and a pose
-    margin, occluders ignored), so a frame counted as not showing it is one where it is out of
-    view; the frames are as many as a full count's, so their number does not give the answer.
+    "Can show" is :func:`_may_show`: detected there, or in view by the pose
+    (:meth:`TrackIndex.may_be_visible`: the object grown by its extent and a pose margin,
+    occluders ignored), so a frame counted as not showing it is one where it is out of view;
+    the frames are as many as a full count's, so their number does not give the answer.
     ``evidence.tracks`` holds the name's objects (each out of view in every frame shown).
     """
     everyone = _namesakes(index, name)
