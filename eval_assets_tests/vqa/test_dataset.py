@@ -256,6 +256,8 @@ def test_every_case_has_a_private_bias_line_and_pruning_is_in_the_fingerprint(
     run = json.loads((low / "audit/run.json").read_text())
     assert run["question_count"] == len(kept)
     assert run["rejections_per_reason"]["bias_pruned"] == len(gone)
+    # The answer distributions count the cases published, not those pruned.
+    assert {f: a["n"] for f, a in run["answers_per_family"].items()} == run["cases_per_family"]
     fingerprints = {dataset_fingerprint(d) for d in (plain, low, lower)}
     assert len(fingerprints) == 3
     # The fingerprint covers the audit itself, not only the cases it leaves.

@@ -12,7 +12,7 @@ and at most :data:`~eval_assets.vqa.spatial.evidence.MAX_CASES_PER_FAMILY` cases
   ``surface_distance_m``), and the question asks for that median.
 - ``appearance_order``: the order in which three (or two) objects were first seen.
 - ``object_count_across_frames``: distinct tracks of one name across the frames shown (all of
-  the name's objects, fewer of them, or none).
+  the name's objects, or fewer of them).
 - ``relative_direction``: an object's quadrant around the camera of a reference frame.
 
 The choice and count families' cases are chosen so that no answer is more than half of a
@@ -228,14 +228,17 @@ def object_count_across_frames(index: TrackIndex) -> Iterator[Item]:
     """Distinct objects of one name across frames showing each of them (the same object seen
     twice counts once); a name with any weak track is not asked about.
 
-    So that the counts are not mostly 1 (a name most often has one object), each name is also
-    asked about over fewer of its objects and over none (asked after every name's full count):
-    for a name several objects share, every smaller group of them over the frames where no
-    other namesake can show (each of the group seen in one of them; the answer is the group's
-    size however often each is seen), then the frames where no object of the name can show (0).
+    Then, after every name's full count, for a name several objects share: every smaller group
+    of them over the frames where no other namesake can show (each of the group seen in one of
+    them; the answer is the group's size however often each is seen); last, each group of two
+    or more over each half of its frames (:func:`_halves`). A count of 0 (frames
+    where no object of the name can show) is not asked: counts are scored by mean relative
+    accuracy, which a target of 0 cannot have (``spatial.md``), so the 2s and 3s a scene's
+    namesakes give are what balances its 1s.
     """
     counted = _COUNT_QUESTION
     fewer: list[Item] = []
+    halves: list[Item] = []
     for name in sorted({t.name for t in index.visible}):
         tracks = index.by_name(name)
         weak = [w for w in (index.problem(t) for t in tracks) if w is not None]
@@ -247,14 +250,36 @@ def object_count_across_frames(index: TrackIndex) -> Iterator[Item]:
         yield _case("object_count_across_frames", [name], frames,
                     _TIME_ORDER + counted.format(name=name), str(len(tracks)),
                     {"track_ids": [t.track_id for t in tracks]}, tracks)
-        fewer.extend(_subgroups(index, name, tracks))
-        fewer.append(_none_shown(index, name, tracks))
+        if len(tracks) > 1:
+            halves.extend(_halves(name, tracks, sorted({f for t in tracks for f in t.frames}),
+                                  {"track_ids": [t.track_id for t in tracks]}))
+        fewer.extend(_subgroups(index, name, tracks, halves))
     yield from fewer
+    yield from halves
 
 
-def _subgroups(index: TrackIndex, name: str, tracks: Sequence[ObjectTrack]) -> Iterator[Item]:
+def _halves(name: str, group: Sequence[ObjectTrack], frames: Sequence[int],
+            evidence: dict[str, object]) -> Iterator[Item]:
+    """``group`` (two or more namesakes) counted again over each half, in time, of ``frames``
+    (those it may be counted over) that still sees every one of it: other images, the same
+    count. Asked after every other count, so they add 2s and 3s only where a scene's 1s
+    outnumber them."""
+    cut = len(frames) // 2
+    for label, half in (("first half", frames[:cut]), ("second half", frames[cut:])):
+        if len(half) < 2 or any(not set(half) & set(t.frames) for t in group):
+            continue
+        best = [max((f for f in t.frames if f in half), key=lambda f: (t.pixels.get(f, 0), -f))
+                for t in group]
+        yield _case("object_count_across_frames", [name], spread(half, sorted(set(best))),
+                    _TIME_ORDER + _COUNT_QUESTION.format(name=name), str(len(group)),
+                    {**evidence, "window": label}, list(group))
+
+
+def _subgroups(index: TrackIndex, name: str, tracks: Sequence[ObjectTrack],
+               halves: list[Item]) -> Iterator[Item]:
     """For a name several objects share: each smaller group of them (ones first, then twos...)
-    counted over the frames where no other namesake can show."""
+    counted over the frames where no other namesake can show; a group of two or more is also
+    counted over each half of those frames (added to ``halves``, see :func:`_halves`)."""
     groups = [g for k in range(1, len(tracks)) for g in itertools.combinations(tracks, k)]
     for group in groups[:MAX_GROUPS_PER_NAME]:
         ids = [t.track_id for t in group]
@@ -272,10 +297,13 @@ def _subgroups(index: TrackIndex, name: str, tracks: Sequence[ObjectTrack]) -> I
             continue
         best = [max((f for f in t.frames if f in own), key=lambda f: (t.pixels.get(f, 0), -f))
                 for t in group]
+        evidence: dict[str, object] = {"track_ids": ids,
+                                       "namesakes_out_of_view": [o.track_id for o in others]}
         yield _case("object_count_across_frames", [name], spread(own, sorted(set(best))),
                     _TIME_ORDER + _COUNT_QUESTION.format(name=name), str(len(group)),
-                    {"track_ids": ids, "namesakes_out_of_view": [o.track_id for o in others]},
-                    list(group))
+                    evidence, list(group))
+        if len(group) > 1:
+            halves.extend(_halves(name, group, own, evidence))
 
 
 def _may_show(index: TrackIndex, track: ObjectTrack, frame: int) -> bool:
@@ -287,27 +315,6 @@ def _may_show(index: TrackIndex, track: ObjectTrack, frame: int) -> bool:
 def _namesakes(index: TrackIndex, name: str) -> list[ObjectTrack]:
     """Every track of ``name``, published frames or not."""
     return [t for t in index.tracks.tracks if t.name == name]
-
-
-def _none_shown(index: TrackIndex, name: str, tracks: Sequence[ObjectTrack]) -> Item:
-    """The name over published frames where none of its objects can show: the answer is 0.
-
-    "Can show" is :func:`_may_show`: detected there, or in view by the pose
-    (:meth:`TrackIndex.may_be_visible`: the object grown by its extent and a pose margin,
-    occluders ignored), so a frame counted as not showing it is one where it is out of view;
-    the frames are as many as a full count's, so their number does not give the answer.
-    ``evidence.tracks`` holds the name's objects (each out of view in every frame shown).
-    """
-    everyone = _namesakes(index, name)
-    empty = [f for f in index.published if not any(_may_show(index, t, f) for t in everyone)]
-    if len(empty) < 2:
-        return SpatialRejection("object_count_across_frames", (name,), "name_in_view",
-                                f"a {name} may show in every published frame but {len(empty)}",
-                                tuple(empty))
-    return _case("object_count_across_frames", [name], spread(empty, []),
-                 _TIME_ORDER + _COUNT_QUESTION.format(name=name), "0",
-                 {"track_ids": [], "namesakes_out_of_view": [t.track_id for t in everyone]},
-                 tracks)
 
 
 def _quadrant(x: float, z: float) -> str:
