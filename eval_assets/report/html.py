@@ -92,6 +92,13 @@ def _numeric(rows: Sequence[NumericCaseRow], models: Sequence[str]) -> str:
     return numeric_section(rows, models)
 
 
+def _motion(results: Sequence[CellScores], models: Sequence[str]) -> str:
+    # Imported here, as the numeric section: it loads matplotlib.
+    from eval_assets.report.motion_section import motion_section
+
+    return motion_section(results, models)
+
+
 def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   cards: Sequence[CaseCard], title: str, *,
                   frames: Sequence[FrameImage] = (),
@@ -123,7 +130,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     ``concurrency`` is ``load_concurrency(...)`` of the runs (no section when empty).
     ``blind`` names the blind models (``baselines.blind_models``): the blind baseline.
     ``numeric_rows`` (per-case rows of the numeric families) add their scatter and MRA by
-    distance section; ``spatial_cards`` (``spatial_cards.load_spatial_cards``) the multi-frame
+    distance section; the results' motion cases the "Motion" section after it;
+    ``spatial_cards`` (``spatial_cards.load_spatial_cards``) the multi-frame
     case cards.
     ``frames_beside``: the case browser links each frame as a file of ``frame_files(frames)``
     (:mod:`eval_assets.report.frame_files`) instead of inlining it; write them with the page.
@@ -149,6 +157,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     if generated_at:
         sub.append(f"generated {generated_at}")
     metrics = metric_sections(results)
+    motion = _motion(results, list(leaderboard["model"].unique()) if not leaderboard.empty
+                     else models)
     nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t in (
         ("headline", "Headline"), ("coverage", "Coverage"), ("comparisons", "Comparisons"),
         ("circular", "Position bias"), ("flip", "Mirror"),
@@ -156,6 +166,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         ("families", "Families"),
         ("baselines", "Baselines"),
         *((("numeric-families", "Numeric families"),) if numeric_rows else ()),
+        *((("motion", "Motion"),) if motion else ()),
         ("recordings", "Recordings"),
         ("nights", "Across nights"), ("drift", "Drift"),
         *((("endpoints", "Endpoints"),) if endpoints else ()),
@@ -175,6 +186,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         baselines_section(family_baselines(results, coverage=coverage, blind=blind)),
         _numeric(numeric_rows, list(leaderboard["model"].unique()) if not leaderboard.empty
                  else models),
+        motion,
         recordings_section(leaderboard),
         nights_section(history),
         drift_section(night_drift(history, latest=REPORT_DRIFT_NIGHTS)),
