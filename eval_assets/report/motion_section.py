@@ -14,6 +14,8 @@ Each numeric table row gives ``n``, the unparseable replies (scored 0, not drawn
 the family's rule (as :mod:`eval_assets.scoring.numeric` gave it) with a normal 95% interval of
 the mean, and the mean absolute error. A model's cells (recordings) are pooled case by case.
 Charts are deterministic PNGs in the report's chart style (:mod:`eval_assets.report.charts`).
+The section is one of the numeric metric's drawn sections (``NUMERIC.extra_sections``), placed
+after the numeric families'.
 """
 
 from __future__ import annotations

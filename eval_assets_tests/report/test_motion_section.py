@@ -159,10 +159,7 @@ def test_the_motion_section_draws_numbers_and_tabulates_choices(tmp_path: Path) 
 
 def test_the_report_places_motion_after_the_numeric_families(tmp_path: Path) -> None:
     cells = _cells(tmp_path)
-    from eval_assets.report.publish import numeric_case_rows
-
-    page = render_report(build_leaderboard(cells), cells, [], "t",
-                         numeric_rows=numeric_case_rows(cells))
+    page = render_report(build_leaderboard(cells), cells, [], "t")
     assert 'href="#motion"' in page
     assert page.index('id="numeric-families"') < page.index('id="motion"') \
         < page.index('id="recordings"')
