@@ -53,8 +53,9 @@ SPATIAL_DECLARED: tuple[FamilySpec, ...] = tuple(register(spec) for spec in (
                "What is the distance between the centre of the {name} and the centre of the "
                "{other}, in metres?", "number", _TRACKS, pair_distance_m, unit="m"),
     FamilySpec("camera_distance_m", "spatial",
-               "How far is the camera from the nearest visible surface of the {name}, in "
-               "metres?", "number", _TRACKS_LIDAR, camera_distance_m, unit="m"),
+               "What is the median distance from the camera to the visible surface of the "
+               "{name} (over the part of it seen in the image), in metres?", "number",
+               _TRACKS_LIDAR, camera_distance_m, unit="m"),
     # Not generated: no stage builds the room's whole outline (see spatial.families).
     FamilySpec("room_area_m2", "spatial", "What is the floor area of this room, in square "
                "metres?", "number", _TRACKS, None, unit="m2"),
