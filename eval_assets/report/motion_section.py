@@ -36,7 +36,7 @@ from eval_assets.metrics.stats import WILSON_Z, wilson_interval
 from eval_assets.report.charts import _STYLE, _png, model_colours
 from eval_assets.report.markup import NA, acc_cell, count, esc, img, num, section, table
 from eval_assets.schemas.results import CellScores
-from eval_assets.scoring.numeric import MAGNITUDE_ANGLE_FAMILIES, NUMERIC
+from eval_assets.scoring.numeric import NUMERIC, magnitude_angle_families
 from eval_assets.scoring.spatial import SPATIAL
 
 __all__ = ["MOTION_ANGLE", "MOTION_CHOICE", "MOTION_DISTANCE", "MotionChoiceRow",
@@ -104,14 +104,14 @@ def _shown(family: str, value: float) -> float:
     """A value as the chart draws it: degrees wrapped into (−180, 180], a magnitude's size."""
     if family in MOTION_ANGLE:
         wrapped = wrap_degrees(value)
-        return abs(wrapped) if family in MAGNITUDE_ANGLE_FAMILIES else wrapped
+        return abs(wrapped) if family in magnitude_angle_families() else wrapped
     return value
 
 
 def _error(family: str, predicted: float, target: float) -> float:
     """Signed error: metres, or degrees wrapped around into (−180, 180]."""
     if family in MOTION_ANGLE:
-        if family in MAGNITUDE_ANGLE_FAMILIES:
+        if family in magnitude_angle_families():
             return abs(wrap_degrees(predicted)) - abs(wrap_degrees(target))
         return wrap_degrees(predicted - target)
     return predicted - target
@@ -143,7 +143,7 @@ def motion_number_chart(rows: Sequence[MotionNumberRow], family: str,
         fig = Figure(figsize=(9.0, 3.8))
         scatter, hist = fig.subplots(1, 2)
         if angle:
-            low, high = (0.0, 180.0) if family in MAGNITUDE_ANGLE_FAMILIES else (-180.0, 180.0)
+            low, high = (0.0, 180.0) if family in magnitude_angle_families() else (-180.0, 180.0)
             # 15° bins over the whole circle, one centred on 0 (an exact answer).
             edges = np.arange(-187.5, 188.0, 15.0)
         else:
