@@ -40,6 +40,14 @@ SPATIAL_FAMILIES: dict[str, tuple[AnswerType, Unit | None]] = {
     "appearance_order": ("choice", None),
     "object_count_across_frames": ("number", None),
     "relative_direction": ("choice", None),
+    # The robot's own motion (shared/specs/motion.md): truth from TF alone, no detector.
+    "camera_displacement_m": ("number", "m"),
+    "path_length_m": ("number", "m"),
+    "turn_direction": ("choice", None),
+    "turn_angle_deg": ("number", "deg"),
+    "egocentric_direction_deg": ("number", "deg"),
+    "route_sequence": ("choice", None),
+    "same_place": ("choice", None),
 }
 SPATIAL_FAMILY_NAMES: tuple[str, ...] = tuple(SPATIAL_FAMILIES)
 RELATIVE_DIRECTIONS: tuple[str, ...] = ("front-left", "front-right", "back-left", "back-right")
@@ -166,6 +174,22 @@ class ObjectTracks(BaseModel):
                                           description="detections not fused, each with a reason")
     cameras: dict[int, FrameCamera] = Field(
         default_factory=dict, description="per frame index with a pose: the rectified camera")
+    trajectory: list[CameraSample] = Field(
+        default_factory=list,
+        description="the rectified camera's pose at every TF sample from just before the first "
+                    "image to just after the last, in time order (the motion families' truth)")
+
+
+class CameraSample(BaseModel):
+    """The camera at one TF sample: optical centre and heading (``shared/specs/motion.md``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    t: float = Field(description="the TF sample's stamp (epoch seconds)")
+    position: list[float] = Field(min_length=3, max_length=3,
+                                  description="optical centre in the world frame (metres)")
+    yaw_deg: float = Field(description="heading: yaw of the optical axis on the floor plane "
+                                       "(world z up), counter-clockwise, in (-180, 180]")
 
 
 class FrameCamera(BaseModel):

@@ -55,6 +55,7 @@ from eval_assets.scoring.spec import (
     Num,
     Pct,
     ReportTable,
+    ReportView,
     ScoringInputs,
     Section,
     Text,
@@ -300,6 +301,15 @@ METHODS = (
                 "angle; null when no numeric case was scored"),
 )
 
+def _draw_families(view: ReportView) -> str:
+    """The numeric families' scatter and MRA by distance; empty without a numeric result."""
+    # Imported here: the section draws with matplotlib, and imports this module.
+    from eval_assets.report.numeric_section import numeric_case_rows, numeric_section
+
+    rows = numeric_case_rows(view.cells)
+    return numeric_section(rows, view.models) if rows else ""
+
+
 NUMERIC: MetricSpec[NumericScores] = MetricSpec(
     name=NAME, description=__doc__ or "", file="numeric.json", version="3",
     result_model=NumericScores, score=_score, metadata=_metadata, label="numeric MRA",
@@ -307,4 +317,6 @@ NUMERIC: MetricSpec[NumericScores] = MetricSpec(
     columns=(Column("numeric_mra"), Column("numeric_abs_rel_error"),
              Column("numeric_n", integer=True), Column("numeric_unparseable", integer=True)),
     pool=_pool, methods=METHODS, section=Section("numeric", "Numeric", _table),
+    extra_sections=(Section("numeric-families", "Numeric families", draw=_draw_families,
+                            after="baselines"),),
 )

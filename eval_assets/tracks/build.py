@@ -23,7 +23,7 @@ from eval_assets.tracks.lift import (
     CameraPoses,
     Sighting,
     Skipped,
-    camera_poses,
+    camera_poses_and_trajectory,
     floor_heights,
     lift_detection,
     visible_points,
@@ -60,7 +60,7 @@ def build_tracks(recording: Recording, frames_dir: Path, clouds_dir: Path,
     clouds = {c.frame_index: c for c in read_pointcloud_frames(clouds_dir)}
     detections = {d.frame_index: d for d in read_detections(detections_dir)}
     poses_at = CameraPoses.of(recording)
-    world, poses, no_pose = camera_poses(recording, frames, poses_at)
+    world, poses, no_pose, trajectory = camera_poses_and_trajectory(recording, frames, poses_at)
     sightings: list[Sighting] = []
     skipped: list[Skipped] = []
     cameras = {f.frame_index: FrameCamera(
@@ -94,4 +94,4 @@ def build_tracks(recording: Recording, frames_dir: Path, clouds_dir: Path,
                 sightings.append(lifted)
             else:
                 skipped.append(lifted)
-    return build_object_tracks(world, sightings, skipped, cameras)
+    return build_object_tracks(world, sightings, skipped, cameras, trajectory)

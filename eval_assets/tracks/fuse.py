@@ -17,7 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from eval_assets.atomic import write_text_atomic
-from eval_assets.schemas.spatial import TRACKS_FILE, FrameCamera, ObjectTrack, ObjectTracks
+from eval_assets.schemas.spatial import (
+    TRACKS_FILE,
+    CameraSample,
+    FrameCamera,
+    ObjectTrack,
+    ObjectTracks,
+)
 from eval_assets.tracks.lift import Sighting, Skipped
 
 FUSE_FACTOR = 1.5
@@ -182,14 +188,16 @@ def fuse_sightings(sightings: Iterable[Sighting]) -> list[ObjectTrack]:
 
 def build_object_tracks(world_frame: str, sightings: Sequence[Sighting],
                         skipped: Sequence[Skipped],
-                        cameras: Mapping[int, FrameCamera] | None = None) -> ObjectTracks:
-    """The tracks file's record: fused tracks, every detection left out (with its reason) and
-    each frame's camera (pose and intrinsics), which the spatial families project with."""
+                        cameras: Mapping[int, FrameCamera] | None = None,
+                        trajectory: Sequence[CameraSample] = ()) -> ObjectTracks:
+    """The tracks file's record: fused tracks, every detection left out (with its reason),
+    each frame's camera (pose and intrinsics), which the spatial families project with, and the
+    camera's trajectory at every TF sample, which the motion families measure."""
     return ObjectTracks(
         world_frame=world_frame, tracks=fuse_sightings(sightings),
         skipped=[{"frame_index": s.frame_index, "name": s.name, "reason": s.reason,
                   "detail": s.detail} for s in skipped],
-        cameras=dict(sorted((cameras or {}).items())))
+        cameras=dict(sorted((cameras or {}).items())), trajectory=list(trajectory))
 
 
 def write_object_tracks(out_dir: Path, tracks: ObjectTracks) -> Path:

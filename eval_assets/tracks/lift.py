@@ -23,6 +23,7 @@ from eval_assets.geometry.transforms import TransformGraph, TransformUnavailable
 from eval_assets.recording import Recording, RecordingError
 from eval_assets.recording.messages import TFMessage
 from eval_assets.schemas.frames import RectifiedFrame
+from eval_assets.schemas.spatial import CameraSample
 
 # A mask's points farther than this from its median range belong to something else.
 RANGE_GATE_M = 0.35
@@ -160,9 +161,7 @@ class CameraPoses:
     def rectified(self, world: str, frame: RectifiedFrame, t: float) -> np.ndarray:
         """``world_from_camera`` of ``frame``'s RECTIFIED camera (the one the point clouds are
         stored in) at ``t``: the recorded camera pose turned back by ``R_rect``."""
-        unrectify = np.eye(4)
-        unrectify[:3, :3] = np.asarray(frame.R_rect, dtype=np.float64).reshape(3, 3).T
-        return self.at(world, frame.camera_frame_id, t) @ unrectify
+        return self.at(world, frame.camera_frame_id, t) @ _unrectify(frame)
 
 
 def camera_poses(recording: Recording, frames: Sequence[RectifiedFrame],
@@ -175,9 +174,20 @@ def camera_poses(recording: Recording, frames: Sequence[RectifiedFrame],
     in) into the world at the image's time (:class:`CameraPoses`). A frame whose pose the TF
     cannot give is left out with the reason, never guessed.
     """
+    world, poses, missing, _ = camera_poses_and_trajectory(recording, frames, poses_at)
+    return world, poses, missing
+
+
+def camera_poses_and_trajectory(recording: Recording, frames: Sequence[RectifiedFrame],
+                                poses_at: CameraPoses | None = None
+                                ) -> tuple[str, dict[int, np.ndarray], dict[int, str],
+                                           list[CameraSample]]:
+    """:func:`camera_poses` and the camera's trajectory (:func:`camera_trajectory`), from one
+    pass over the TF stream."""
     tf = poses_at or CameraPoses.of(recording)
     if not tf.ok:
-        return "", {}, {f.frame_index: f"the recording has no {TF_STREAM!r} stream" for f in frames}
+        return "", {}, {f.frame_index: f"the recording has no {TF_STREAM!r} stream"
+                        for f in frames}, []
     world = tf.world_of(frames[0].camera_frame_id) if frames else ""
     poses: dict[int, np.ndarray] = {}
     missing: dict[int, str] = {}
@@ -186,7 +196,53 @@ def camera_poses(recording: Recording, frames: Sequence[RectifiedFrame],
             poses[frame.frame_index] = tf.rectified(world, frame, frame.image_ts)
         except TransformUnavailable as exc:
             missing[frame.frame_index] = f"no camera pose in {world!r}: {exc}"
-    return world, poses, missing
+    return world, poses, missing, camera_trajectory(tf.graph, world, frames)
+
+
+def _unrectify(frame: RectifiedFrame) -> np.ndarray:
+    unrectify = np.eye(4)
+    unrectify[:3, :3] = np.asarray(frame.R_rect, dtype=np.float64).reshape(3, 3).T
+    return unrectify
+
+
+def heading_deg(world_from_camera: np.ndarray) -> float:
+    """Yaw of the camera's optical axis (its z) on the floor plane, counter-clockwise from world
+    +x, in (-180, 180] degrees."""
+    axis = world_from_camera[:3, 2]
+    yaw = math.degrees(math.atan2(float(axis[1]), float(axis[0])))
+    return 180.0 if yaw <= -180.0 else yaw
+
+
+def camera_trajectory(graph: TransformGraph, world: str, frames: Sequence[RectifiedFrame]
+                      ) -> list[CameraSample]:
+    """The rectified camera's pose at every TF sample on its chain to ``world``, from the last
+    sample before the first image to the first sample after the last one.
+
+    Path length and total turn between two images sum over these samples, not only over the
+    images shown (``shared/specs/motion.md``). A stamp the chain cannot give (an edge without a
+    sample within the TF tolerance) is left out.
+    """
+    if not frames or not world:
+        return []
+    first = min(frames, key=lambda f: f.image_ts)
+    stamps = graph.chain_stamps(world, first.camera_frame_id)
+    if not len(stamps):
+        return []
+    lo = max(int(np.searchsorted(stamps, first.image_ts)) - 1, 0)
+    hi = int(np.searchsorted(stamps, max(f.image_ts for f in frames), side="right")) + 1
+    unrectify = _unrectify(first)
+    out = []
+    for t in stamps[lo:hi]:
+        try:
+            pose = graph.lookup(world, first.camera_frame_id, float(t),
+                                tolerance=TF_TOLERANCE) @ unrectify
+        except TransformUnavailable:
+            continue
+        # Rounded (micrometres, microdegrees) so the tracks file is the same bytes on rerun.
+        out.append(CameraSample(t=float(t),
+                                position=[round(float(x), 6) + 0.0 for x in pose[:3, 3]],
+                                yaw_deg=round(heading_deg(pose), 6) + 0.0))
+    return out
 
 
 def floor_heights(xyz: np.ndarray, world_from_camera: np.ndarray) -> np.ndarray:

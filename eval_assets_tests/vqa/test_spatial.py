@@ -273,7 +273,8 @@ def test_an_object_seen_only_partly_is_not_asked_about() -> None:
     partly = {r.family for r in spatial.rejections
               if r.reason == "seen_only_partly" and r.object_names == ("orange cylinder",)}
     assert partly == {"object_size_cm", "pair_distance_m", "camera_distance_m",
-                      "appearance_order", "object_count_across_frames", "relative_direction"}
+                      "appearance_order", "object_count_across_frames", "relative_direction",
+                      "egocentric_direction_deg"}
     # Seen whole once (its name from a full outline): asked about.
     seen = ObjectTracks(world_frame="world", cameras=tracks.cameras, tracks=[
         t.model_copy(update={"whole_frames": [3]}) if t is hidden else t for t in tracks.tracks])

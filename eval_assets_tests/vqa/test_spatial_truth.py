@@ -14,7 +14,7 @@ from eval_assets.vqa.leakage import find_leaks
 from eval_assets.vqa.spatial.truth import MULTI_FRAME, NUMERIC, check_labels, per_family
 
 SCENE_SEED = 41  # the benchmark (benchmarks/spatial_truth.py) uses other seeds
-FRAMES = 48
+FRAMES = 64
 
 
 @pytest.mark.slow

@@ -44,6 +44,7 @@ from eval_assets.vqa.spatial.evidence import (
     spread,
     track_evidence,
 )
+from eval_assets.vqa.spatial.motion import MAX_MOTION_CASES, MOTION_GENERATORS
 
 Item = tuple[SpatialCase, SpatialLabel] | SpatialRejection
 _TIME_ORDER = "These images are frames of one video, in time order. "
@@ -72,12 +73,12 @@ def _case(family: str, names: Sequence[str], frames: Sequence[int], question: st
     return case, label
 
 
-def _capped(items: Iterator[Item]) -> Iterator[Item]:
+def _capped(items: Iterator[Item], cap: int = MAX_CASES_PER_FAMILY) -> Iterator[Item]:
     asked = 0
     for item in items:
         if isinstance(item, SpatialRejection):
             yield item
-        elif asked < MAX_CASES_PER_FAMILY:
+        elif asked < cap:
             asked += 1
             yield item
 
@@ -283,9 +284,12 @@ FAMILY_GENERATORS = {
     "appearance_order": appearance_order,
     "object_count_across_frames": object_count_across_frames,
     "relative_direction": relative_direction,
+    **MOTION_GENERATORS,
 }
 
 
 def spatial_items(index: TrackIndex) -> list[Item]:
     """Every family's cases (capped) and rejections, family by family, in a fixed order."""
-    return [item for generator in FAMILY_GENERATORS.values() for item in _capped(generator(index))]
+    return [item for name, generator in FAMILY_GENERATORS.items()
+            for item in _capped(generator(index), MAX_MOTION_CASES if name in MOTION_GENERATORS
+                                else MAX_CASES_PER_FAMILY)]
