@@ -319,6 +319,22 @@ class GenerationAudit(BaseModel):
     why: str | None = Field(default=None, description="ours: that rule, in words")
 
 
+class AnswerBalance(BaseModel):
+    """One family's published gold answers: how many of each, and the most common one's share
+    (what always giving that answer would score)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    n: int = Field(description="cases published")
+    answers: dict[str, int] = Field(description="cases per gold answer, most common first")
+    majority: str = Field(description="the most common gold answer (ties: the first by name)")
+    majority_share: float = Field(description="its share of the cases (0 to 1)")
+    left_out: int = Field(default=0, description="cases of the most common answer left out so "
+                                                 "that it is at most half of the family")
+    note: str | None = Field(default=None, description="why the share is what it is, where the "
+                                                       "target was not met by choosing cases")
+
+
 class RunAudit(BaseModel):
     """``audit/run.json``: dimOS's keys first (``generation``, ``configuration``, ``families``,
     ``models``, ``frame_count``, ``question_count``, ``rejected_question_count``), then how we
@@ -344,6 +360,13 @@ class RunAudit(BaseModel):
     rejections_per_reason: dict[str, int]
     skipped_frames: list[dict[str, Any]] = Field(
         default_factory=list, description="selected frames that could not be used, and why")
+    answers_per_family: dict[str, AnswerBalance] = Field(
+        default_factory=dict, description="per family (dimOS's), the gold answers' distribution "
+                                          "and the most common one's share")
+    spatial_answers_per_family: dict[str, AnswerBalance] = Field(
+        default_factory=dict, description="the same for the spatial families whose answers a "
+                                          "guess could win (choices, counts), chosen so that no "
+                                          "answer is above half where the scene allows")
 
 
 def dumps_line(model: BaseModel) -> str:

@@ -310,6 +310,15 @@ def _draw_families(view: ReportView) -> str:
     return numeric_section(rows, view.models) if rows else ""
 
 
+def _draw_motion(view: ReportView) -> str:
+    """The motion families' section (distances, angles and the motion choice families, which
+    the spatial metric scores); empty without a motion case."""
+    # Imported here, as the numeric families' section: it draws with matplotlib.
+    from eval_assets.report.motion_section import motion_section
+
+    return motion_section(view.cells, view.models)
+
+
 NUMERIC: MetricSpec[NumericScores] = MetricSpec(
     name=NAME, description=__doc__ or "", file="numeric.json", version="3",
     result_model=NumericScores, score=_score, metadata=_metadata, label="numeric MRA",
@@ -318,5 +327,6 @@ NUMERIC: MetricSpec[NumericScores] = MetricSpec(
              Column("numeric_n", integer=True), Column("numeric_unparseable", integer=True)),
     pool=_pool, methods=METHODS, section=Section("numeric", "Numeric", _table),
     extra_sections=(Section("numeric-families", "Numeric families", draw=_draw_families,
-                            after="baselines"),),
+                            after="baselines"),
+                    Section("motion", "Motion", draw=_draw_motion, after="numeric-families")),
 )

@@ -267,7 +267,8 @@ def build_dataset(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
             frame_indices=tally.frame_indices, frames_with_cases=tally.frames_with_cases,
             num_proposals=summary.num_proposals, cases_per_family=summary.cases_per_family,
             rejections_per_reason=summary.rejections_per_reason,
-            skipped_frames=list(skipped_frames),
+            skipped_frames=list(skipped_frames), answers_per_family=summary.answers_per_family,
+            spatial_answers_per_family=summary.spatial_answers_per_family,
         )
 
     spatial = None

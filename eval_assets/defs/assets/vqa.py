@@ -123,6 +123,12 @@ def vqa_dataset(context: AssetExecutionContext, storage: ProjectStorage,
         "labels": MetadataValue.path(str(out / DATASET_LABELS)),
         "spatial_rejections_per_reason": MetadataValue.json(
             summary.spatial_rejections_per_reason),
+        # The gold answers' distribution per family and the most common one's share (what a
+        # guess of it scores): private, as the answers are.
+        "answers_per_family": MetadataValue.json(
+            {f: b.model_dump(mode="json") for f, b in summary.answers_per_family.items()}),
+        "spatial_answers_per_family": MetadataValue.json(
+            {f: b.model_dump(mode="json") for f, b in summary.spatial_answers_per_family.items()}),
         "spatial_labels": MetadataValue.path(str(out / SPATIAL_LABELS)),
         "blind_solvability": MetadataValue.json(blind),
         "bias_audit": MetadataValue.path(str(out / "audit" / AUDIT_BIAS_SUMMARY)),
