@@ -175,6 +175,11 @@ class ObjectTrack(BaseModel):
         default_factory=list,
         description="frames where the object was seen whole: its mask cut neither by the image "
                     "border nor by something in front of it (the name is decided there)")
+    view_spread_deg: float = Field(
+        default=0.0, ge=0.0, le=360.0,
+        description="how far round the object (degrees of bearing about world z) its sightings "
+                    "were taken from; its extent and centre come from all its points only when "
+                    "this is wide enough (tracks.fuse.COVERED_DEG)")
 
 
 class ObjectTracks(BaseModel):

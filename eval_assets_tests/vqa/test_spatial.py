@@ -43,11 +43,13 @@ def _at(angle_deg: float, distance: float) -> list[float]:
 
 
 def _track(track_id: str, center: list[float], frames: list[int], points: int = 200,
-           extent: tuple[float, float, float] = (0.4, 0.3, 0.5)) -> ObjectTrack:
+           extent: tuple[float, float, float] = (0.4, 0.3, 0.5),
+           view_spread_deg: float = 200.0) -> ObjectTrack:
     return ObjectTrack(track_id=track_id, name=track_id.split("#")[0], center_world=center,
                        extent_m=list(extent), yaw_rad=0.0, frames=frames,
                        pixels={f: 1000 + 10 * f for f in frames}, points=points,
-                       ranges_m={f: 2.5 + f / 10 for f in frames}, whole_frames=frames)
+                       ranges_m={f: 2.5 + f / 10 for f in frames}, whole_frames=frames,
+                       view_spread_deg=view_spread_deg)
 
 
 TRACKS = ObjectTracks(world_frame="world", cameras={f: _camera(f) for f in range(6)}, tracks=[
@@ -90,6 +92,21 @@ def test_weak_and_ambiguous_names_are_rejected_with_reasons() -> None:
     assert ("object_size_cm", ("purple ball",), "too_few_points") in reasons
     assert ("object_size_cm", ("orange box",), "ambiguous_name") in reasons
     assert all(isinstance(r, SpatialRejection) and r.detail for r in spatial.rejections)
+
+
+def test_a_size_is_asked_only_of_an_object_seen_from_all_round() -> None:
+    narrow = TRACKS.model_copy(update={"tracks": [
+        _track("red ball#0", _at(0, 3.0), [0, 1]),
+        _track("blue box#0", _at(100, 4.0), [2, 3], view_spread_deg=40.0)]})
+    spatial = build_spatial(narrow, range(6))
+    sizes = [lab.object_names for lab in spatial.labels if lab.family == "object_size_cm"]
+    assert sizes == [["red ball"]]
+    (why,) = [r for r in spatial.rejections if r.reason == "narrow_view"]
+    assert why.family == "object_size_cm" and why.object_names == ("blue box",)
+    assert "40 degrees" in why.detail and why.frame_indices == (2, 3)
+    # Its centre is still good enough for a distance between centres.
+    assert [lab.object_names for lab in spatial.labels if lab.family == "pair_distance_m"] == [
+        ["blue box", "red ball"]]
 
 
 def test_appearance_order_and_counts_across_frames() -> None:

@@ -47,6 +47,7 @@ from eval_assets.vqa.spatial.evidence import (
     SpatialRejection,
     TrackIndex,
     best_frames,
+    narrow_view,
     spread,
     track_evidence,
 )
@@ -121,6 +122,9 @@ def object_size_cm(index: TrackIndex) -> Iterator[Item]:
     good, rejected = index.askable("object_size_cm")
     yield from rejected
     for t in good:
+        if (narrow := narrow_view("object_size_cm", t)) is not None:
+            yield narrow
+            continue
         size_cm = round(100 * max(t.extent_m))
         if size_cm < 1:
             yield SpatialRejection("object_size_cm", (t.name,), "degenerate_extent",
