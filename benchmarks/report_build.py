@@ -159,7 +159,11 @@ def main() -> int:
     parser.add_argument("--code", type=Path, action="append", default=[],
                         help="another checkout whose eval_assets builds the same tree too")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the subprocess
+    parser.add_argument("--smoke", action="store_true",
+                        help="3 recordings x 2 models, once: check that the script runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.recordings, args.models, args.repeat = 3, 2, 1
     if args.measure is not None:
         print(json.dumps(measure(args.measure, args.repeat)))
         return 0
