@@ -3,9 +3,10 @@
 the generator asks them and the report lists them.
 
 The rules (generators) live in :mod:`eval_assets.vqa.spatial.families` and
-:mod:`eval_assets.vqa.spatial.motion`; a question here is the
-family's wording as a template (``{name}``, ``{other}``: object names; the generator fills them
-and, for a multi-frame family, prefixes that the images are frames of one video in time order).
+:mod:`eval_assets.vqa.spatial.motion`; a question here is the family's only wording, a template
+(``{name}``, ``{other}``, ``{names}``: object names; ``{k}``: an image's position) that the
+generator fills with :func:`~eval_assets.vqa.spatial.wording.ask` and, for a multi-frame family,
+prefixes with the images being frames of one video in time order.
 The time-control facts are those of :mod:`eval_assets.time_controls`'s module docstring.
 """
 
@@ -99,12 +100,14 @@ SPATIAL_DECLARED: tuple[FamilySpec, ...] = tuple(register(spec) for spec in (
     FamilySpec("egocentric_direction_deg", "spatial",
                "Imagine standing where the camera is in the last image, facing the way it "
                "faces. In which direction is the {name} (seen in an earlier image)? Answer in "
-               "degrees clockwise from straight ahead, from -180 to 180.", "number",
+               "degrees clockwise from straight ahead, from -180 to 180 (90 is to your right, "
+               "-90 to your left).", "number",
                _TRACKS_MOTION, egocentric_direction_deg, unit="deg", cap=MAX_MOTION_CASES,
                time=TimeControl(None, repeat_frames=False)),
     FamilySpec("route_sequence", "spatial",
                "Which sequence of moves took the camera from where it was in the first image to "
-               "where it is in the last?", "choice", _MOTION, route_sequence,
+               "where it is in the last? 'forward' is a straight drive ahead, 'turn left' and "
+               "'turn right' are turns of 45 degrees or more.", "choice", _MOTION, route_sequence,
                cap=MAX_MOTION_CASES, time=TimeControl(reverse_route, repeat_frames=False)),
     FamilySpec("same_place", "spatial",
                "Was the last image taken from about the same place, facing about the same way, "

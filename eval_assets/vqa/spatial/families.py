@@ -51,11 +51,10 @@ from eval_assets.vqa.spatial.evidence import (
     spread,
     track_evidence,
 )
+from eval_assets.vqa.spatial.wording import ask
 
 Item = tuple[SpatialCase, SpatialLabel] | SpatialRejection
 _TIME_ORDER = "These images are frames of one video, in time order. "
-_COUNT_QUESTION = ("How many different {name} objects appear across these images? The same "
-                   "object seen in several images counts once.")
 # Reference frames per object for relative_direction; objects take turns, so the family's cap
 # spreads over objects before it repeats one.
 REFERENCES_PER_OBJECT = 4
@@ -131,8 +130,7 @@ def object_size_cm(index: TrackIndex) -> Iterator[Item]:
                                    f"{t.track_id} spans {t.extent_m} m")
             continue
         yield _case("object_size_cm", [t.name], best_frames(t, 3),
-                    f"How long is the longest dimension (length, width or height) of the "
-                    f"{t.name}, in centimetres?", str(size_cm),
+                    ask("object_size_cm", name=t.name), str(size_cm),
                     {"extent_m": list(t.extent_m), "measure": "longest oriented extent"}, [t])
 
 
@@ -152,8 +150,8 @@ def pair_distance_m(index: TrackIndex) -> Iterator[Item]:
                                    f"centres {d:.3f} m apart", tuple(frames))
             continue
         yield _case("pair_distance_m", names, frames,
-                    f"What is the distance between the centre of the {names[0]} and the centre "
-                    f"of the {names[1]}, in metres?", f"{d:.2f}", {"distance": "centre"},
+                    ask("pair_distance_m", name=names[0], other=names[1]), f"{d:.2f}",
+                    {"distance": "centre"},
                     [a, b] if a.name == names[0] else [b, a])
 
 
@@ -177,8 +175,7 @@ def camera_distance_m(index: TrackIndex) -> Iterator[Item]:
             continue
         frame = max(ranged, key=lambda f: (t.pixels.get(f, 0), -f))
         yield _case("camera_distance_m", [t.name], [frame],
-                    f"What is the median distance from the camera to the visible surface of "
-                    f"the {t.name} (over the part of it seen in the image), in metres?",
+                    ask("camera_distance_m", name=t.name),
                     f"{t.ranges_m[frame]:.2f}",
                     {"distance": "surface", "statistic": "median",
                      "range_m": t.ranges_m[frame]}, [t])
@@ -223,9 +220,8 @@ def appearance_order(index: TrackIndex) -> Iterator[Item]:
         gold = tuple(t.name for t in sorted(group, key=lambda t: t.frames[0]))
         key = f"{slug(asked)}-{'-'.join(map(str, frames))}"
         yield _case("appearance_order", asked, frames,
-                    _TIME_ORDER + f"In which order did these objects first appear: "
-                    f"{', '.join(asked)}? Answer with the names in that order, separated by "
-                    "commas.", ", ".join(gold), {"first_seen": dict(zip(names, firsts,
+                    _TIME_ORDER + ask("appearance_order", names=", ".join(asked)),
+                    ", ".join(gold), {"first_seen": dict(zip(names, firsts,
                                                                          strict=True))},
                     sorted(group, key=lambda t: t.name), choices=_order_choices(gold, key))
 
@@ -242,7 +238,6 @@ def object_count_across_frames(index: TrackIndex) -> Iterator[Item]:
     accuracy, which a target of 0 cannot have (``spatial.md``), so the 2s and 3s a scene's
     namesakes give are what balances its 1s.
     """
-    counted = _COUNT_QUESTION
     fewer: list[Item] = []
     halves: list[Item] = []
     for name in sorted({t.name for t in index.visible}):
@@ -254,7 +249,7 @@ def object_count_across_frames(index: TrackIndex) -> Iterator[Item]:
         must = sorted({best_frames(t, 1)[0] for t in tracks})
         frames = spread([f for t in tracks for f in t.frames], must)
         yield _case("object_count_across_frames", [name], frames,
-                    _TIME_ORDER + counted.format(name=name), str(len(tracks)),
+                    _TIME_ORDER + ask("object_count_across_frames", name=name), str(len(tracks)),
                     {"track_ids": [t.track_id for t in tracks]}, tracks)
         if len(tracks) > 1:
             halves.extend(_halves(name, tracks, sorted({f for t in tracks for f in t.frames}),
@@ -277,7 +272,7 @@ def _halves(name: str, group: Sequence[ObjectTrack], frames: Sequence[int],
         best = [max((f for f in t.frames if f in half), key=lambda f: (t.pixels.get(f, 0), -f))
                 for t in group]
         yield _case("object_count_across_frames", [name], spread(half, sorted(set(best))),
-                    _TIME_ORDER + _COUNT_QUESTION.format(name=name), str(len(group)),
+                    _TIME_ORDER + ask("object_count_across_frames", name=name), str(len(group)),
                     {**evidence, "window": label}, list(group))
 
 
@@ -306,7 +301,7 @@ def _subgroups(index: TrackIndex, name: str, tracks: Sequence[ObjectTrack],
         evidence: dict[str, object] = {"track_ids": ids,
                                        "namesakes_out_of_view": [o.track_id for o in others]}
         yield _case("object_count_across_frames", [name], spread(own, sorted(set(best))),
-                    _TIME_ORDER + _COUNT_QUESTION.format(name=name), str(len(group)),
+                    _TIME_ORDER + ask("object_count_across_frames", name=name), str(len(group)),
                     evidence, list(group))
         if len(group) > 1:
             halves.extend(_halves(name, group, own, evidence))
@@ -382,9 +377,7 @@ def _directions(index: TrackIndex, t: ObjectTrack) -> Iterator[Item]:
         frames = sorted({ref, *best_frames(t, 3)})
         k = frames.index(ref) + 1
         yield _case("relative_direction", [t.name], frames,
-                    _TIME_ORDER + f"Imagine standing where the camera stood when it took "
-                    f"image {k}, facing the same way. Is the {t.name} front-left, "
-                    "front-right, back-left or back-right of you?", _quadrant(x, z),
+                    _TIME_ORDER + ask("relative_direction", k=k, name=t.name), _quadrant(x, z),
                     {"camera_xz_m": [round(x, 4), round(z, 4)], "reference_image": k},
                     [t], choices=RELATIVE_DIRECTIONS, reference=ref)
 

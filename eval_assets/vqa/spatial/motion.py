@@ -58,6 +58,7 @@ from eval_assets.vqa.spatial.trajectory import Motion as Motion
 from eval_assets.vqa.spatial.trajectory import Pose as Pose
 from eval_assets.vqa.spatial.trajectory import route as route
 from eval_assets.vqa.spatial.trajectory import wrap_deg as wrap_deg
+from eval_assets.vqa.spatial.wording import ask
 
 Item = tuple[SpatialCase, SpatialLabel] | SpatialRejection
 
@@ -247,17 +248,13 @@ def _travelled(motion: Motion, a: Pose, b: Pose) -> float:
 def camera_displacement_m(index: TrackIndex) -> Iterator[Item]:
     """Straight-line distance between the camera at the first and at the last frame."""
     yield from _distance_family(
-        index, "camera_displacement_m", _displacement,
-        "How far, in a straight line, is the camera's position in the last image from its "
-        "position in the first image, in metres?")
+        index, "camera_displacement_m", _displacement, ask("camera_displacement_m"))
 
 
 def path_length_m(index: TrackIndex) -> Iterator[Item]:
     """Distance the camera travelled along its path from the first frame to the last."""
     yield from _distance_family(
-        index, "path_length_m", _travelled,
-        "How far did the camera travel along its path from the first image to the last, in "
-        "metres?")
+        index, "path_length_m", _travelled, ask("path_length_m"))
 
 
 def _turn_windows(index: TrackIndex, family: str
@@ -297,9 +294,8 @@ def turn_direction(index: TrackIndex) -> Iterator[Item]:
     picked = _balanced(groups, MAX_MOTION_CASES)
     for shown, turn in sorted(picked, key=lambda item: (item[0][0].t, item[0][-1].t)):
         answer = ("no turn" if abs(turn) < NO_TURN_DEG else "left" if turn > 0 else "right")
-        yield _case("turn_direction", shown, _TIME_ORDER + "Between the first and the last "
-                    "image, did the camera turn left, turn right, or keep its heading (no turn)?",
-                    answer, motion, {}, choices=("left", "right", "no turn"))
+        yield _case("turn_direction", shown, _TIME_ORDER + ask("turn_direction"), answer, motion,
+                    {}, choices=("left", "right", "no turn"))
 
 
 def turn_angle_deg(index: TrackIndex) -> Iterator[Item]:
@@ -310,9 +306,8 @@ def turn_angle_deg(index: TrackIndex) -> Iterator[Item]:
     yield from rejected.rows(_TURN_DESCRIBED)
     picked = _balanced({"left": groups["left"], "right": groups["right"]}, MAX_MOTION_CASES)
     for shown, turn in sorted(picked, key=lambda item: (item[0][0].t, item[0][-1].t)):
-        yield _case("turn_angle_deg", shown, _TIME_ORDER + "By how many degrees did the camera "
-                    "turn (about the vertical axis, left or right) between the first and the "
-                    "last image? Answer in degrees.", f"{abs(turn):.0f}", motion, {})
+        yield _case("turn_angle_deg", shown, _TIME_ORDER + ask("turn_angle_deg"),
+                    f"{abs(turn):.0f}", motion, {})
 
 
 def bearing_cw_deg(pose: Pose, point: Sequence[float]) -> float:
@@ -358,10 +353,7 @@ def egocentric_direction_deg(index: TrackIndex) -> Iterator[Item]:
             bearing = bearing_cw_deg(end, t.center_world)
             asked += 1
             items.append(_case(
-                family, shown, _TIME_ORDER + f"Imagine standing where the camera is in the last "
-                f"image, facing the way it faces. In which direction is the {t.name} (seen in an "
-                "earlier image)? Answer in degrees clockwise from straight ahead, from -180 to "
-                "180 (90 is to your right, -90 to your left).", f"{bearing:.0f}", motion,
+                family, shown, _TIME_ORDER + ask(family, name=t.name), f"{bearing:.0f}", motion,
                 {"bearing_deg": round(bearing, 3) + 0.0, "floor_distance_m": round(floor, 4) + 0.0,
                  "seen_in": first}, [t.name], [t]))
         per_object.append(items)
@@ -451,10 +443,7 @@ def route_sequence(index: TrackIndex) -> Iterator[Item]:
     for shown, runs in sorted(picked, key=lambda item: (item[0][0].t, item[0][-1].t)):
         gold = tuple(r.move for r in runs)
         key = "-".join(str(s.frame) for s in shown)
-        yield _case(family, shown, _TIME_ORDER + "Which sequence of moves took the camera from "
-                    "where it was in the first image to where it is in the last? 'forward' is "
-                    "a straight drive ahead, 'turn left' and 'turn right' are turns of 45 "
-                    "degrees or more.", ", ".join(gold), motion,
+        yield _case(family, shown, _TIME_ORDER + ask(family), ", ".join(gold), motion,
                     {"runs": [{"move": r.move, "length_m": round(r.length_m, 4) + 0.0,
                                "turn_deg": round(r.turn_deg, 3) + 0.0} for r in runs]},
                     choices=route_choices(gold, key))
@@ -504,8 +493,7 @@ def same_place(index: TrackIndex) -> Iterator[Item]:
     for (i, j), answer in sorted([*((c, "yes") for c in chosen_yes),
                                   *((c, "no") for c in chosen_no)]):
         shown = [poses[i], poses[j]]
-        yield _case(family, shown, _TIME_ORDER + "Was the last image taken from about the same "
-                    "place, facing about the same way, as the first image?", answer, motion,
+        yield _case(family, shown, _TIME_ORDER + ask(family), answer, motion,
                     {"distance_m": round(math.dist(shown[0].p, shown[1].p), 4) + 0.0,
                      "heading_change_deg": round(abs(wrap_deg(shown[1].psi - shown[0].psi)),
                                                  3) + 0.0},
