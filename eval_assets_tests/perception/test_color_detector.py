@@ -267,5 +267,33 @@ def test_a_strip_too_short_to_name_is_not_reported() -> None:
     image[50:57, 40:90] = (140, 40, 200)    # 7 rows x 50 columns, 350 px: a purple strip
     image[80:92, 40:90] = (25, 60, 215)     # 12 rows: tall enough to name
     detector = ColorShapeDetector()
-    assert [i.color for i in detector.instances(image)] == ["blue"]
+    assert [(i.color, i.sure) for i in detector.instances(image)] == [("blue", True),
+                                                                      ("purple", False)]
     assert all(detector.detect(image, f"purple {s}") == [] for s in ("box", "ball", "cylinder"))
+    # Seen but not named: unsure under every purple name, so "no purple box" is not asked.
+    assert all(len(detector.unsure(image, f"purple {s}")) == 1
+               for s in ("box", "ball", "cylinder"))
+    assert detector.unsure(image, "blue box") == []
+
+
+@pytest.mark.parametrize("rgb,why", [
+    ((200, 95, 90), "red hue, saturation 0.55: 0.33 below the palette red's (a teddy bear)"),
+    ((255, 220, 0), "yellow hue, saturation 1.0: 0.09 above the palette yellow's (a duck)"),
+])
+def test_a_region_off_the_palette_albedo_is_unsure_not_named(rgb: tuple[int, int, int],
+                                                             why: str) -> None:
+    """A surface of a palette hue but not its albedo is something the detector was not written
+    for: it names nothing there, and says it saw something under every name of that colour."""
+    image = np.full((120, 160, 3), (150, 146, 140), dtype=np.uint8)
+    image[30:70, 40:80] = rgb
+    image[80:110, 100:130] = (25, 60, 215)  # the palette's blue: named
+    detector = ColorShapeDetector()
+    colour = "red" if rgb[0] > rgb[1] + 50 else "yellow"
+    assert sorted((i.color, i.sure) for i in detector.instances(image)) == sorted(
+        [(colour, False), ("blue", True)]), why
+    for shape in ("box", "ball", "cylinder"):
+        assert detector.detect(image, f"{colour} {shape}") == []
+        assert [b.box_xyxy for b in detector.unsure(image, f"{colour} {shape}")] == [
+            (40.0, 30.0, 80.0, 70.0)]
+    assert len(detector.detect(image, "blue box")) == 1
+    assert detector.unsure(image, "blue box") == []
