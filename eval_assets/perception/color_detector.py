@@ -108,6 +108,11 @@ class ColorShapeParams:
     max_median_hue_deg: float = 5.0
     """Largest median hue distance of a named region from its reference hue (named palette
     regions: ≤ 2.8°; a simulated lego brick 7.8°, a distractor 11°)."""
+    min_name_score: float = 0.72
+    """Lowest shape score a named region needs; below it the shape cue was near its threshold
+    (or only the outline fallback, score 0.5, decided) and the region is unsure instead.
+    Measured on scene seeds 1101-1103 (first 40-60 frames): the two box/cylinder misnamings
+    scored 0.51 and 0.70; 19 of 237 correctly named regions scored below 0.72."""
     min_unsure_px: int = 25
     """Smallest region reported as unsure when it is not named (smaller, or too short, or off
     the palette's albedo): half the 50 px from which the truth counts an object as visible, as
@@ -542,7 +547,10 @@ class ColorShapeDetector:
                 shape, score = _classify_crop(region, luma[gy:gy + region.shape[0],
                                                            gx:gx + region.shape[1]],
                                               self.params, (gx, gy), (height, width))
-                found.append(Instance(color, shape, box, score, area))
+                # A shape decided near its threshold is a guess: seen, but not named.
+                found.append(Instance(color, shape, box, score, area)
+                             if score >= self.params.min_name_score
+                             else Instance(color, "", box, 0.0, area, sure=False))
         found.sort(key=lambda i: (self.classifier.colors.index(i.color), i.box_xyxy[0],
                                   i.box_xyxy[1]))
         return tuple(found)

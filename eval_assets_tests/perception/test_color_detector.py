@@ -3,8 +3,11 @@
 Agreement rule (per frame and per queried name): the number of detections equals the number of
 truth objects of that name with at least ``MIN_VISIBLE_PX`` visible pixels; every such object is
 matched by a box with IoU ≥ 0.7 against its truth bbox, and that box's mask has IoU ≥ 0.8 with the
-object's region in the truth id map. Measured on the bundled sample (24 frames × 18 names): 432/432
-counts agree, box IoU min 0.857 (mean 0.978), region-mask IoU min 0.874 (mean 0.976).
+object's region in the truth id map. A pair with fewer detections than objects is no disagreement
+when the detector reports an unsure region under that name (it did not name a shape decided near
+its threshold: the questions about that name are then not asked). Measured on the bundled sample
+(24 frames × 18 names): 427/432 counts agree and the other 5 are unsure; box IoU min 0.871 (mean
+0.977), region-mask IoU min 0.879 (mean 0.976) over the 198 matched objects.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ def agreement(rectified_sample: RectifiedSample) -> dict[str, Any]:
     detector, segmenter = ColorShapeDetector(), RegionSegmenter()
     names = default_vocabulary()
     count_mismatches: list[tuple[int, str, int, int]] = []
+    unsure_misses: list[tuple[int, str, int, int]] = []
     box_ious: list[tuple[float, int, int]] = []
     mask_ious: list[tuple[float, int, int]] = []
     detections_of_absent_objects = 0
@@ -60,6 +64,11 @@ def agreement(rectified_sample: RectifiedSample) -> dict[str, Any]:
             boxes = detector.detect(image, name)
             expected = [o for o in truth if o["name"] == name
                         and o["visible_pixels"] >= MIN_VISIBLE_PX]
+            if len(boxes) < len(expected) and detector.unsure(image, name):
+                # Fewer named, and the detector says it saw a region it would not name: the
+                # questions about this name are not asked on this frame (yield, not wrong gold).
+                unsure_misses.append((frame.frame_index, name, len(boxes), len(expected)))
+                continue  # which object went unnamed is unknown: no IoU to measure
             if len(boxes) != len(expected):
                 count_mismatches.append((frame.frame_index, name, len(boxes), len(expected)))
             if not any(o["name"] == name for o in truth):
@@ -75,7 +84,8 @@ def agreement(rectified_sample: RectifiedSample) -> dict[str, Any]:
                 region = rectified_sample.id_maps[frame.frame_index] == obj["id"]
                 mask_ious.append((mask_iou(mask, region), frame.frame_index, obj["id"]))
     pairs = len(rectified_sample.frames) * len(names)
-    return {"pairs": pairs, "count_mismatches": count_mismatches, "box_ious": box_ious,
+    return {"pairs": pairs, "count_mismatches": count_mismatches,
+            "unsure_misses": unsure_misses, "box_ious": box_ious,
             "mask_ious": mask_ious, "absent_hits": detections_of_absent_objects}
 
 
@@ -84,6 +94,10 @@ def test_counts_agree_with_truth_for_every_frame_and_name(agreement: dict[str, A
     print(f"count agreement: {rate:.4f} of {agreement['pairs']} (frame, name) pairs")
     assert agreement["pairs"] == 24 * 18
     assert agreement["count_mismatches"] == []
+    # Shapes decided near a cue's threshold are left unnamed (ColorShapeParams.min_name_score):
+    # on the sample, 5 (frame, name) pairs, each with an unsure region under that name.
+    print(f"unsure instead of named: {agreement['unsure_misses']}")
+    assert len(agreement["unsure_misses"]) <= 5
     # The vocabulary includes the twelve absent colour×shape names; none may be "found".
     assert agreement["absent_hits"] == 0
 
