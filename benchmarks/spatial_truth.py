@@ -9,12 +9,12 @@ For each scene seed (seeds no test uses) a ``sample``-profile recording is synth
 ``eval-assets vqa generate`` does, and ``audit/spatial_labels.jsonl`` compared with
 ``R.scene.json`` (:mod:`eval_assets.vqa.spatial.truth`). Prints per seed and family: cases,
 checkable cases, the mean MRA (numeric families) or agreement (multi-frame families) and the
-rejections per reason, and whether at least two multi-frame families have 5+ checkable cases;
-then per family over every seed, against the targets (numeric mean MRA ≥ 0.85, multi-frame
-agreement ≥ 95 %). Last, the generation time of the bundled sample with and
-without the spatial families (fastest of three alternating runs each; their ratio; target
-≤ 1.5). Exits 1 when a target is missed
-(not in ``--smoke``).
+rejections per reason, whether at least two multi-frame families have 5+ checkable cases, and
+per choice or count family the most common gold answer's share (target: at most half where the
+family has 3+ cases); then per family over every seed, against the targets (numeric mean MRA
+≥ 0.85, multi-frame agreement ≥ 95 %), and the pooled answer shares. Last, the generation
+time of the bundled sample with and without the spatial families (fastest of three alternating
+runs each; their ratio; target ≤ 1.5). Exits 1 when a target is missed (not in ``--smoke``).
 """
 
 from __future__ import annotations
@@ -32,8 +32,10 @@ from eval_assets.perception import PerceptionConfig
 from eval_assets.schemas.spatial import AUDIT_SPATIAL_LABELS, SpatialLabel
 from eval_assets.synth.stream import synthesize_recording
 from eval_assets.vqa.authors import AuthorConfig
+from eval_assets.vqa.balance import MAX_MAJORITY_SHARE, MIN_CASES_FOR_TARGET
 from eval_assets.vqa.generate import frame_selection, generate_from_recording
 from eval_assets.vqa.spatial import AUDIT_SPATIAL_REJECTIONS
+from eval_assets.vqa.spatial.families import balanced_family
 from eval_assets.vqa.spatial.truth import MULTI_FRAME, NUMERIC, TruthCheck, check_labels
 
 SAMPLE_DB = Path(__file__).resolve().parent.parent / "data" / "recordings" / "sample.db"
@@ -73,6 +75,19 @@ def _row(family: str, checks: list[TruthCheck]) -> str:
     return f"  {family:28s} n {len(mine):3d}  checked {len(scored):3d}  {kind} {figure}"
 
 
+def _balance_rows(checks: list[TruthCheck]) -> list[tuple[str, bool]]:
+    """Per family whose answers a guess could win: the most common gold answer's share (what
+    always giving it scores) and whether it is at most half (target where 3+ cases)."""
+    rows = []
+    for family in sorted({c.family for c in checks if balanced_family(c.family)}):
+        answers = Counter(c.answer for c in checks if c.family == family)
+        (top, most), n = answers.most_common(1)[0], answers.total()
+        met = n < MIN_CASES_FOR_TARGET or most / n <= MAX_MAJORITY_SHARE
+        rows.append((f"  {family:28s} most common {top!r}: {most} of {n} ({most / n:.0%})"
+                     + ("" if met else "  above half: MISSED"), met))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the comparison; the exit status says whether every target held."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -99,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
             ok_seeds &= enough >= 2
             print("  rejected: " + (", ".join(f"{r} {n}" for r, n in sorted(rejections.items()))
                                     or "none"))
+            for line, met in _balance_rows(checks):
+                print(line)
+                ok_seeds &= met
         print(f"all seeds ({', '.join(map(str, seeds))}):")
         ok = ok_seeds
         for family in (*NUMERIC, *MULTI_FRAME):
@@ -107,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
             ok &= met
             print(_row(family, every) + f"  target {TARGETS[family]:.2f} "
                   f"{'met' if met else 'MISSED'}")
+        for line, _ in _balance_rows(every):
+            print(line.replace("most common", "most common, pooled,"))
         # Alternating runs, the fastest of each kind: the first run also pays for warming up.
         times: dict[bool, list[float]] = {False: [], True: []}
         for run in range(1 if args.smoke else 3):

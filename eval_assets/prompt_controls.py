@@ -10,11 +10,12 @@ sampling repeats and structured answers.
 - **Structured**: a case asked with a JSON schema whose one field is an enum of its choices,
   where the endpoint's preflight found structured output.
 
-:data:`TEMPLATES` is the one declaration of the wordings, keyed by family. The family and the
-object a question names are read back from the public question text against dimOS's wording
-(:data:`eval_assets.vqa.families.QUESTIONS`), so the alternative wordings are built at ask time
-from public fields only; a question that matches no family's wording (a dataset by another
-generator, an LLM-authored question) is not asked in another template. Which cases a control
+:func:`templates` (``TEMPLATES``) reads each family's paraphrase from its one declaration
+(:class:`eval_assets.family_spec.FamilySpec`). The family and the object a question names are
+read back from the public question text against the declared wording, so the alternative
+wordings are built at ask time from public fields only; a question that matches no family's
+wording (a dataset by another generator, an LLM-authored question) is not asked in another
+template. Which cases a control
 asks is drawn from the case id (:func:`selected`): up to ``per_family`` per family and dataset.
 """
 
@@ -28,14 +29,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from eval_assets.choices import match_choice
+from eval_assets.family_spec import families
 from eval_assets.schemas.vqa import Case
 from eval_assets.schemas.vqa_prompt import lettered_text, question_text
-from eval_assets.vqa.families import QUESTIONS
 
 __all__ = [
     "PROMPT_CONTROLS",
     "STRUCTURED_FORMAT_NAME",
-    "TEMPLATES",
     "TEMPLATE_NAMES",
     "PromptControl",
     "TemplateName",
@@ -46,27 +46,30 @@ __all__ = [
     "question_family",
     "read_structured",
     "selected",
+    "templates",
     "wording",
 ]
+# TEMPLATES is served by the module's __getattr__ (read from the declarations when asked).
 
 PromptControl = Literal["templates", "repeats", "structured"]
 PROMPT_CONTROLS: tuple[PromptControl, ...] = ("templates", "repeats", "structured")
 TemplateName = Literal["record", "paraphrase", "lettered"]
 TEMPLATE_NAMES: tuple[TemplateName, ...] = ("record", "paraphrase", "lettered")
 
-# The one declaration: family -> its paraphrase of dimOS's question (``{name}``: the object the
-# question names, read back from the case's own question). The record wording is dimOS's
-# (QUESTIONS); the lettered template keeps it and changes only how the choices are shown.
-TEMPLATES: dict[str, str] = {
-    "presence": "Is at least one {name} visible anywhere in this image?",
-    "horizontal_direction": "Looking at the image from left to right, in which part is the "
-                            "{name}?",
-    "object_count": "Count the {name} you can see in this image. How many are there?",
-    "image_coverage": "Roughly what share of the image area does the {name} take up?",
-    "largest_visible_area": "Which object takes up the most area in this image?",
-    "object_distance": "Roughly what is the distance from the camera to the {name}?",
-    "closest_object": "Which object is nearest to the camera?",
-}
+def templates() -> dict[str, str]:
+    """Family -> its paraphrase of dimOS's question (``{name}``: the object the question names,
+    read back from the case's own question), from each family's one declaration
+    (:class:`eval_assets.family_spec.FamilySpec`'s ``paraphrase``). The record wording is the
+    declared ``question``; the lettered template keeps it and changes only how the choices are
+    shown."""
+    return {s.name: s.paraphrase for s in families("dimos") if s.paraphrase is not None}
+
+
+def __getattr__(name: str) -> object:
+    """``TEMPLATES``: :func:`templates`, read from the declarations when asked."""
+    if name == "TEMPLATES":
+        return templates()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _pattern(template: str) -> re.Pattern[str]:
@@ -78,16 +81,13 @@ def _pattern(template: str) -> re.Pattern[str]:
     return re.compile(re.escape(head) + r"(?P<name>.+?)" + re.escape(tail))
 
 
-_RECORD_PATTERNS = {family: _pattern(text) for family, text in QUESTIONS.items()}
-
-
 def question_family(question: str) -> tuple[str, str | None] | None:
     """(family, the object named) of a question worded as dimOS words it; None when it matches
     no family's wording. The name is None for a family whose question names no object."""
-    for family, pattern in _RECORD_PATTERNS.items():
-        m = pattern.fullmatch(question)
+    for spec in families("dimos"):
+        m = _pattern(spec.question).fullmatch(question)
         if m is not None:
-            return family, m.groupdict().get("name")
+            return spec.name, m.groupdict().get("name")
     return None
 
 
@@ -111,7 +111,10 @@ def wording(case: Case, template: TemplateName) -> Wording | None:
     family, name = found
     if template == "lettered":
         return Wording("lettered", lettered_text(case.question, case.choices), True)
-    question = TEMPLATES[family].format(name=name) if name is not None else TEMPLATES[family]
+    paraphrase = templates().get(family)
+    if paraphrase is None:
+        return None
+    question = paraphrase.format(name=name) if name is not None else paraphrase
     return Wording("paraphrase", question_text(question, case.choices), False)
 
 

@@ -10,8 +10,9 @@
   twice in a row, for the families whose truth that leaves unchanged. A model that counts frames,
   not objects, changes its answer.
 
-:data:`TIME_FAMILIES` is the one declaration, one entry per family, keyed by family name. Choices
-for our existing multi-frame spatial families:
+:func:`time_families` (``TIME_FAMILIES``) reads each family's ``time`` entry from its one
+declaration (:mod:`eval_assets.family_spec`). Choices for our existing multi-frame spatial
+families:
 
 - ``object_count_across_frames``: in both (reversing or repeating frames shows the same objects).
 - ``appearance_order``: RepeatFrames only. Reversed, its truth is the order of each object's LAST
@@ -42,8 +43,9 @@ from typing import Literal
 from eval_assets.choices import flip_text
 from eval_assets.schemas.spatial import SpatialCase
 
-__all__ = ["CONTROLS", "TIME_FAMILIES", "TRANSFORMS", "AnswerKind", "Control", "TimeFamily",
-           "check_share", "family_of", "repeated", "reverse_route", "selected", "shown_choices",
+# TIME_FAMILIES is served by the module's __getattr__ (read from the declarations when asked).
+__all__ = ["CONTROLS", "TRANSFORMS", "AnswerKind", "Control", "TimeFamily", "check_share",
+           "family_of", "repeated", "reverse_route", "selected", "shown_choices", "time_families",
            "time_flipped", "transform_of"]
 
 Control = Literal["time_flip", "repeat_frames"]
@@ -84,27 +86,28 @@ class TimeFamily:
     repeat_frames: bool
 
 
-# The one table: family name -> its TimeFlip transform and RepeatFrames membership.
-TIME_FAMILIES: dict[str, TimeFamily] = {
-    # The motion families (motion.md).
-    "camera_displacement_m": TimeFamily("length", _same, repeat_frames=True),
-    "path_length_m": TimeFamily("length", _same, repeat_frames=True),
-    "turn_direction": TimeFamily("choice", flip_text, repeat_frames=True),
-    "turn_angle_deg": TimeFamily("angle", _same, repeat_frames=False),
-    "route_sequence": TimeFamily("choice", reverse_route, repeat_frames=False),
-    "same_place": TimeFamily("choice", _same, repeat_frames=False),
-    "egocentric_direction_deg": TimeFamily("angle", None, repeat_frames=False),
-    # The multi-frame spatial families (spatial.md); see the module docstring for why.
-    "object_count_across_frames": TimeFamily("count", _same, repeat_frames=True),
-    "appearance_order": TimeFamily("choice", None, repeat_frames=True),
-    "relative_direction": TimeFamily("choice", None, repeat_frames=False),
-}
+def time_families() -> dict[str, TimeFamily]:
+    """Family name -> its answer kind, TimeFlip transform and RepeatFrames membership, for every
+    declared family with a ``time`` entry (:class:`eval_assets.family_spec.FamilySpec`: the
+    motion families, then the multi-frame spatial ones; see the module docstring for why)."""
+    from eval_assets.family_spec import families
+
+    return {s.name: TimeFamily(s.answer_kind, s.time.time_flip, s.time.repeat_frames)
+            for s in families() if s.time is not None}
+
+
+def __getattr__(name: str) -> object:
+    """``TIME_FAMILIES``: :func:`time_families`, read from the declarations when asked (they
+    import this module for :func:`reverse_route`, so it cannot import them)."""
+    if name == "TIME_FAMILIES":
+        return time_families()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def transform_of(family: str, control: Control) -> Callable[[str], str] | None:
     """The gold (and choice) transform of ``family`` under ``control``; None when the control
     does not ask the family."""
-    entry = TIME_FAMILIES.get(family)
+    entry = time_families().get(family)
     if entry is None:
         return None
     if control == "time_flip":
@@ -115,7 +118,8 @@ def transform_of(family: str, control: Control) -> Callable[[str], str] | None:
 def family_of(case_id: str) -> str | None:
     """The table family named by one hyphen-separated token of ``case_id``; None when no token
     (or more than one) names a family."""
-    found = {token for token in case_id.split("-") if token in TIME_FAMILIES}
+    known = time_families()
+    found = {token for token in case_id.split("-") if token in known}
     return next(iter(found)) if len(found) == 1 else None
 
 

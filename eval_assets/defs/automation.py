@@ -25,6 +25,7 @@ from dagster import (
     AssetObservation,
     AssetSelection,
     AutomationConditionSensorDefinition,
+    BetaWarning,
     DefaultScheduleStatus,
     DefaultSensorStatus,
     MultiPartitionKey,
@@ -40,6 +41,7 @@ from dagster import (
 )
 
 from eval_assets.defs import keys
+from eval_assets.defs.accepted import quietly
 from eval_assets.defs.assets.sources import (
     judge_version,
     model_versions,
@@ -69,7 +71,7 @@ from eval_assets.recording import RecordingError
 from eval_assets.recording.watch import ContentHashes, FileState, file_state, quiet_seconds
 from eval_assets.schemas.predictions import ModelsFileError
 
-automation_sensor = AutomationConditionSensorDefinition(
+automation_sensor = quietly(BetaWarning, lambda: AutomationConditionSensorDefinition(
     "eval_assets_automation",
     target=AssetSelection.all(),
     default_status=DefaultSensorStatus.RUNNING,
@@ -81,7 +83,14 @@ automation_sensor = AutomationConditionSensorDefinition(
     # predictions and its metrics at two iterations: up to a minute per change before a cell
     # started (the end-to-end automation test spent most of its 11.5 min there).
     emit_backfills=False,
-)
+    # Evaluated in the code server, with the conditions as Python objects: the cells' condition
+    # includes a class of ours (automation_conditions.RequestedThisTick: a dependency requested
+    # in this tick in another run), which the daemon cannot deserialize, so an asset daemon
+    # evaluation would see no condition at all for them. At most 500 assets and checks per
+    # sensor in this mode (Dagster refuses the tick beyond); test_automation_race evaluates a
+    # tick the way the daemon asks the code server to.
+    use_user_code_server=True,
+))
 
 
 CELL_ASSETS = (keys.PREDICTIONS, *keys.METRICS.values(), keys.BENCHMARK_RESULTS)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dagster import AutomationCondition
+from dagster import AssetKey, AutomationCondition, AutomationContext, AutomationResult
 
 OWNERS = ["team:robot-evals"]
 """Shown in the UI beside every asset."""
@@ -88,17 +88,67 @@ _DEP_STALE = AutomationCondition.any_deps_match(
     _UPSTREAM_UPDATED & ~AutomationCondition.will_be_requested()
 ).with_label("a dependency is stale and not requested now")
 
-CELL_RECOMPUTE = (RECOMPUTE & ~_DEP_STALE).with_label(
+
+class RequestedThisTick(AutomationCondition[AssetKey]):
+    """The partitions of the asset that the current evaluation requests, in whichever run.
+
+    Dagster's ``will_be_requested()`` counts a request only when it can join the evaluated asset's
+    own run (same partitions definition, identity mapping): a cell (recording × model) does not
+    see its recording's dataset requested in the same evaluation, since that runs apart, one run
+    per recording partition. Under ``any_deps_match`` this condition is evaluated on the
+    dependency's partitions, mapped from the cell's by the dependency's own partition mapping, so
+    cell ``model|alpha`` sees ``private_labels[alpha]`` requested.
+
+    Not serializable (Dagster's daemon evaluates only its own classes): the automation sensor that
+    evaluates it runs in the code server (:data:`eval_assets.defs.automation.automation_sensor`).
+    """
+
+    @property
+    def name(self) -> str:
+        """Shown in the UI's condition tree."""
+        return "requested_this_tick"
+
+    @property
+    def description(self) -> str:
+        """Shown in the UI's condition tree."""
+        return "Requested in this evaluation, in any run"
+
+    @property
+    def requires_cursor(self) -> bool:
+        """Read from the evaluation's own requests only: nothing to keep between ticks."""
+        return False
+
+    def evaluate(self, context: AutomationContext[AssetKey]) -> AutomationResult[AssetKey]:
+        """The candidates requested by this tick so far (it evaluates upstream assets first)."""
+        requested = context.request_subsets_by_key.get(context.key)
+        if requested is None:
+            return AutomationResult(context, context.get_empty_subset())
+        return AutomationResult(context, context.candidate_subset.compute_intersection(requested))
+
+
+# A dependency requested now in a run of its own: the recording's chain, which the cell cannot
+# join. What reads it now would read the dataset while that run rewrites it (and answers to the
+# old public cases would be scored against the new labels). The whole chain of a recording is
+# requested in one evaluation (EAGER's upstream-requested-now trigger, within one partitions
+# definition), so the cell's direct dependencies in it (public_cases, private_labels) say so.
+# In the ticks after, the chain's run is in progress (``any_deps_in_progress``), then its
+# updates make the predictions stale (``_DEP_STALE``): the cell waits until it reads the new
+# dataset with the new answers.
+_DEP_REQUESTED_APART = AutomationCondition.any_deps_match(
+    RequestedThisTick() & ~AutomationCondition.will_be_requested()
+).with_label("a dependency is requested now in another run")
+
+CELL_RECOMPUTE = (RECOMPUTE & ~_DEP_STALE & ~_DEP_REQUESTED_APART).with_label(
     "a cell's: missing, upstream data changed or code changed, once its inputs are current")
 """:data:`RECOMPUTE` for the (recording, model) assets (predictions, metrics, results): they wait
 while an input is itself about to change, so no cell is computed from a dataset, answers or
 labels that are on their way out (a recording replaced under the same name).
 
-A dependency requested in the same evaluation from another partitions definition (the recording's
-dataset) is not seen: Dagster's ``will_be_requested`` only sees what can join the same run. The
-local runner defers such cells itself (:mod:`eval_assets.defs.local.run`); under the daemon the
-metrics refuse answers to other content (:mod:`eval_assets.scoring.provenance`) and are
-requested again once the dataset and the answers are updated."""
+That includes a dependency requested in the same evaluation from another partitions definition
+(the recording's dataset; :class:`RequestedThisTick`), which Dagster's ``will_be_requested`` does
+not see: a recording replaced in the same sensor tick as its label overrides (or a model entry)
+are edited has its chain run first, then its cells answered and scored from the new dataset.
+The metrics' provenance check (:mod:`eval_assets.scoring.provenance`) stays as the last guard."""
 
 # Typed as any entity's condition: Dagster types ``since_last_handled`` for conditions on assets or
 # checks, and code_version_changed() is typed for assets only, although both apply to assets here.

@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field, field_validator
 
 from eval_assets.defs.partitions import declared_model, declared_models
 from eval_assets.env_names import check_env_var_name
+from eval_assets.family_spec import family_names
 from eval_assets.layout import (
     StorageLayout,
     default_annotations_dir,
@@ -29,7 +30,6 @@ from eval_assets.perception import PerceptionConfig
 from eval_assets.perception.protocols import Detector, Segmenter
 from eval_assets.schemas.endpoint import Endpoint
 from eval_assets.schemas.predictions import ModelSpec
-from eval_assets.schemas.vqa import FAMILY_NAMES
 from eval_assets.vqa.authors import DEFAULT_VOCABULARY, AuthorConfig, QuestionAuthor, build_author
 
 
@@ -86,7 +86,7 @@ class QuestionAuthorResource(ConfigurableResource):
 
     author: str = _AUTHOR_DEFAULTS["author"]
     vocabulary: list[str] = Field(default_factory=lambda: list(DEFAULT_VOCABULARY))
-    families: list[str] = Field(default_factory=lambda: list(FAMILY_NAMES))
+    families: list[str] = Field(default_factory=lambda: list(family_names("dimos")))
     seed: int = _AUTHOR_DEFAULTS["seed"]
     max_names_per_family: int = _AUTHOR_DEFAULTS["max_names_per_family"]
     max_groups_per_family: int = _AUTHOR_DEFAULTS["max_groups_per_family"]

@@ -160,6 +160,17 @@ class TransformGraph:
             result = self._step(a, b, t)[1] @ result
         return result
 
+    def chain_stamps(self, target: str, source: str) -> np.ndarray:
+        """Sorted distinct stamps of every sample on the edges chaining ``source`` to ``target``
+        (empty when they are not connected): the times at which the chain's pose changes."""
+        if target not in self._neighbours or source not in self._neighbours:
+            return np.empty(0)
+        path = self._bfs(source, target, 0.0, None)
+        if path is None or len(path) < 2:
+            return np.empty(0)
+        stamps = [self._step(a, b, 0.0)[2].sorted_arrays()[0] for a, b in pairwise(path)]
+        return np.unique(np.concatenate(stamps))
+
     def _explain(self, target: str, source: str, t: float, tolerance: float) -> str:
         structural = self._bfs(source, target, t, None)
         if structural is None:

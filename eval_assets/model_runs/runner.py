@@ -12,10 +12,8 @@ next one is scheduled in its place, which makes an interrupted run resumable at 
 from __future__ import annotations
 
 import contextlib
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -46,6 +44,7 @@ from eval_assets.model_runs.prompts import (
     vqa_messages,
 )
 from eval_assets.model_runs.public_cases import DatasetInputError, dataset_image, load_public_cases
+from eval_assets.model_runs.scheduling import schedule_calls
 from eval_assets.model_runs.spatial import (
     SpatialAsk,
     load_spatial_cases,
@@ -199,50 +198,6 @@ def _dump_lines(records: Sequence[BaseModel]) -> str:
 
 def _write_document(path: Path, model: BaseModel, exclude: set[str] | None = None) -> None:
     write_json(path, model.model_dump(mode="json", exclude=exclude), sort_keys=True)
-
-
-def _schedule(tasks: Iterator[Callable[[], None]], max_concurrency: int,
-              controller: AdaptiveController | None = None) -> None:
-    """Run ``tasks`` with ``max_concurrency`` in flight, starting one as soon as one finishes.
-
-    With a ``controller`` the number in flight is its current limit (at most its cap) and each
-    start waits for its pacing. Tasks are pulled lazily, so an interruption (Ctrl-C, a failing
-    task) starts nothing new; the calls already in flight are let finish and journal their
-    records before it propagates.
-    """
-    workers = max_concurrency if controller is None else controller.cap
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vlm")
-    in_flight: set[Future[None]] = set()
-
-    def settle(timeout: float | None) -> None:
-        nonlocal in_flight
-        if not in_flight:
-            time.sleep(timeout or 0.0)
-            return
-        done, in_flight = wait(in_flight, timeout=timeout, return_when=FIRST_COMPLETED)
-        for future in done:
-            future.result()
-
-    try:
-        for task in tasks:
-            while True:
-                limit = max_concurrency if controller is None else controller.slots
-                if len(in_flight) >= limit:
-                    # A controller's slots also grow when a request starts waiting to retry:
-                    # look again every 0.1 s, not only when one finishes.
-                    settle(None if controller is None else 0.1)
-                    continue
-                # acquire() takes the turn when it answers 0 (a paced slot, or the probe of a
-                # rate limiter that stopped starts).
-                delay = 0.0 if controller is None else controller.acquire()
-                if delay <= 0:
-                    break
-                settle(delay)
-            in_flight.add(pool.submit(task))
-        while in_flight:
-            settle(None)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def run_model(
@@ -436,7 +391,7 @@ def run_model(
                                      (answer_keys, rotation_keys, frame_keys), pending_spatial)
                 in_flight = batch.run(items, out_dir).in_flight
             else:
-                _schedule(iter(tasks) if budget is None else budget.gate(iter(tasks)),
+                schedule_calls(iter(tasks) if budget is None else budget.gate(iter(tasks)),
                           max_concurrency, controller)
 
         standing_answers = [r for i in [*(c.id for c in cases), *asks]

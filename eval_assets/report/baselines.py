@@ -26,6 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from eval_assets.family_spec import family_names
 from eval_assets.layout import RUN_CONFIG
 from eval_assets.metrics.baselines import (
     BaselineComparison,
@@ -37,8 +38,6 @@ from eval_assets.metrics.headline import ScoreKind
 from eval_assets.report.coverage import CaseKey, Coverage, build_coverage, case_key
 from eval_assets.schemas.endpoint import BLIND_LOCAL_MODELS
 from eval_assets.schemas.results import CellScores
-from eval_assets.schemas.spatial import SPATIAL_FAMILY_NAMES
-from eval_assets.schemas.vqa import FAMILY_NAMES
 from eval_assets.scoring.numeric import NUMERIC, case_score
 from eval_assets.scoring.spatial import SPATIAL
 from eval_assets.scoring.vqa import report_of
@@ -184,7 +183,7 @@ def family_baselines(results: Sequence[CellScores], *, coverage: Coverage | None
     by_model = vqa_cases(usable, set(coverage.common_cases))
     for model, cases in spatial_cases(usable).items():
         by_model[model] = sorted([*by_model.get(model, []), *cases], key=lambda c: c.key)
-    order = (*FAMILY_NAMES, *SPATIAL_FAMILY_NAMES)
+    order = family_names()  # declaration order: dimOS's families, then the spatial ones
     families = sorted({c.family for cs in by_model.values() for c in cs},
                       key=lambda f: (order.index(f) if f in order else len(order), f))
     blind_here = sorted(set(blind) & set(by_model))

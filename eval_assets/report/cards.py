@@ -24,6 +24,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from eval_assets.family_spec import family_names
 from eval_assets.frames import PointCloudFrame, load_points, read_pointcloud_frames
 from eval_assets.jsonio import read_json, read_jsonl, read_model
 from eval_assets.metrics.vqa import VqaRowResult
@@ -41,7 +42,6 @@ from eval_assets.schemas.report import CaseCard, FrameImage, GoldCorrection, Jud
 from eval_assets.schemas.vqa import (
     AUDIT_FRAME_EVIDENCE,
     DATASET_CASES,
-    FAMILY_NAMES,
     Case,
     DetectionAudit,
     EvidenceAudit,
@@ -242,7 +242,8 @@ def select_cases(cases: Sequence[Case], labels: Mapping[str, Label],
         priority = 0 if any(s in _FAILURE_STATUSES for s in statuses) else 1
         family = labels[case.id].family if case.id in labels else statuses[0]
         queues.setdefault(family, []).append((priority, position, case.id))
-    order = [f for f in FAMILY_NAMES if f in queues] + sorted(set(queues) - set(FAMILY_NAMES))
+    known = family_names("dimos")
+    order = [f for f in known if f in queues] + sorted(set(queues) - set(known))
     for family in order:
         queues[family].sort()
     chosen: list[str] = []

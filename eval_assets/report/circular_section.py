@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from eval_assets.family_spec import family_names
 from eval_assets.metrics.circular import CircularGroupStats, PositionBias
 from eval_assets.metrics.stats import MIN_RELIABLE_N
 from eval_assets.report.coverage import Coverage
@@ -23,7 +24,6 @@ from eval_assets.report.markup import (
     table,
 )
 from eval_assets.schemas.results import CellScores
-from eval_assets.schemas.vqa import FAMILY_NAMES
 
 
 def _bias_test(bias: PositionBias) -> str:
@@ -93,9 +93,9 @@ def circular_section(results: Sequence[CellScores], coverage: Coverage) -> str:
     if unmeasured:
         body += (f'<p class="summary">Not measured (no rotations asked): '
                  f"{esc(', '.join(unmeasured))}.</p>")
+    known = family_names("dimos")
     families = sorted({f for _, _, by in pooled.values() for f in by},
-                      key=lambda f: (FAMILY_NAMES.index(f) if f in FAMILY_NAMES
-                                     else len(FAMILY_NAMES), f))
+                      key=lambda f: (known.index(f) if f in known else len(known), f))
     if families:
         fam_rows = []
         for family in families:

@@ -22,31 +22,33 @@ Nothing is read from the clock: a generation time appears only when the caller p
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from eval_assets.atomic import write_text_atomic
 from eval_assets.metrics.stats import PairedComparison
-from eval_assets.report.baselines import family_baselines
+from eval_assets.report.baselines import FamilyBaselines, family_baselines
 from eval_assets.report.baselines_section import baselines_section
 from eval_assets.report.case_browser import CASES_PER_PAGE, cases_section
-from eval_assets.report.circular_section import circular_section
 from eval_assets.report.concurrency_section import concurrency_section
 from eval_assets.report.cost_section import CellCost, cost_section
 from eval_assets.report.coverage import Coverage, build_coverage
 from eval_assets.report.drift_section import REPORT_DRIFT_NIGHTS, drift_section
 from eval_assets.report.endpoints_section import ModelEndpoint, endpoints_section
 from eval_assets.report.evidence_section import evidence_quality_section
-from eval_assets.report.flip_section import flip_section
 from eval_assets.report.history import NightResult, night_drift
 from eval_assets.report.label_audit import LabelAudit, label_audit_section
 from eval_assets.report.leaderboard import METHODS, paired_comparisons
 from eval_assets.report.markup import esc, section
-from eval_assets.report.metric_sections import metric_sections, not_computed_section
+from eval_assets.report.metric_sections import (
+    drawn_sections,
+    metric_sections,
+    not_computed_section,
+)
 from eval_assets.report.nights_section import NO_NIGHTS, nights_section
 from eval_assets.report.ranking_sections import (
     comparisons_section,
@@ -62,10 +64,8 @@ from eval_assets.schemas.report import CaseCard, FrameImage
 from eval_assets.schemas.results import CellScores
 from eval_assets.scoring.inputs import Annotations
 from eval_assets.scoring.mcq import MCQ_NOT_MEASURED
+from eval_assets.scoring.spec import ReportView
 from eval_assets.scoring.vqa import report_of
-
-if TYPE_CHECKING:
-    from eval_assets.report.numeric_section import NumericCaseRow
 
 __all__ = ["CASES_PER_PAGE", "MCQ_NOT_MEASURED", "NO_NIGHTS", "render_report", "write_report"]
 
@@ -76,20 +76,20 @@ def static_text(name: str) -> str:
     return resources.files("eval_assets.report").joinpath("static", name).read_text("utf-8")
 
 
+@dataclass(frozen=True)
+class ReportSection:
+    """One section of the page: its anchor, its navigation label (None: not linked) and HTML."""
+
+    anchor: str
+    nav: str | None
+    html: str
+
+
 def _methods() -> str:
     items = "".join(f"<li><b>{esc(k.replace('_', ' '))}</b>: {esc(v)}</li>"
                     for k, v in METHODS.items())
     return section("methods", "Methods", "How every number above is computed (the same text is "
                     "in leaderboard.json).", f"<ul>{items}</ul>")
-
-
-def _numeric(rows: Sequence[NumericCaseRow], models: Sequence[str]) -> str:
-    if not rows:
-        return ""
-    # Imported here: it loads matplotlib, which rendering needs and the code location does not.
-    from eval_assets.report.numeric_section import numeric_section
-
-    return numeric_section(rows, models)
 
 
 def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
@@ -103,12 +103,12 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   generated_at: str | None = None,
                   concurrency: Mapping[str, ConcurrencyHistory] | None = None,
                   blind: Collection[str] = (),
-                  numeric_rows: Sequence[NumericCaseRow] = (),
                   frames_beside: bool = False,
                   label_audit: LabelAudit | None = None,
                   spatial_cards: Sequence[str] = (),
                   evidence_quality: Sequence[EvidenceQuality] = (),
-                  dropped_annotations: Mapping[str, Annotations] | None = None) -> str:
+                  dropped_annotations: Mapping[str, Annotations] | None = None,
+                  baselines: Sequence[FamilyBaselines] | None = None) -> str:
     """The whole report as one self-contained HTML document.
 
     ``coverage`` comes from ``build_coverage(results, ...)`` (default: from ``results`` alone,
@@ -122,8 +122,9 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     ``costs`` (``cell_costs(...)``) adds the "Cost" section; None: no section.
     ``concurrency`` is ``load_concurrency(...)`` of the runs (no section when empty).
     ``blind`` names the blind models (``baselines.blind_models``): the blind baseline.
-    ``numeric_rows`` (per-case rows of the numeric families) add their scatter and MRA by
-    distance section; ``spatial_cards`` (``spatial_cards.load_spatial_cards``) the multi-frame
+    Each metric's own sections are its spec's (``MetricSpec.section`` and
+    ``extra_sections``; CircularEval, FlipEval and the numeric families' scatter and MRA by
+    distance among them). ``spatial_cards`` (``spatial_cards.load_spatial_cards``) the multi-frame
     case cards.
     ``frames_beside``: the case browser links each frame as a file of ``frame_files(frames)``
     (:mod:`eval_assets.report.frame_files`) instead of inlining it; write them with the page.
@@ -132,6 +133,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     quality" section before the family results; empty: none.
     ``dropped_annotations`` (``unmatched_annotations(...)``, by recording) lists in "Not
     computed" the annotations whose image is no frame of their recording's dataset.
+    ``baselines`` are the leaderboard's (``family_baselines(...)``); default: computed here.
     """
     if coverage is None:
         coverage = build_coverage(results)
@@ -148,46 +150,59 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
            f"ranked on {coverage.n_common:,} common cases" if coverage.ranked else "no ranking"]
     if generated_at:
         sub.append(f"generated {generated_at}")
-    metrics = metric_sections(results)
-    nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t in (
-        ("headline", "Headline"), ("coverage", "Coverage"), ("comparisons", "Comparisons"),
-        ("circular", "Position bias"), ("flip", "Mirror"),
-        *((("evidence-quality", "Evidence quality"),) if evidence_quality else ()),
-        ("families", "Families"),
-        ("baselines", "Baselines"),
-        *((("numeric-families", "Numeric families"),) if numeric_rows else ()),
-        ("recordings", "Recordings"),
-        ("nights", "Across nights"), ("drift", "Drift"),
-        *((("endpoints", "Endpoints"),) if endpoints else ()),
-        *((("concurrency", "Concurrency"),) if concurrency else ()),
-        *((("cost", "Cost"),) if costs is not None else ()),
-        ("not-computed", "Not computed"),
-        *((("label-audit", "Label audit"),) if label_audit is not None else ()),
-        *((anchor, label) for anchor, label, _ in metrics),
-        *((("spatial-cards", "Multi-frame cases"),) if spatial_cards else ()),
-        ("cases", "Cases"), ("methods", "Methods")))
-    body = "".join([
-        headline_section(leaderboard, coverage), coverage_section(coverage),
-        comparisons_section(comparisons), circular_section(results, coverage),
-        flip_section(results),
-        evidence_quality_section(evidence_quality),
-        families_section(leaderboard),
-        baselines_section(family_baselines(results, coverage=coverage, blind=blind)),
-        _numeric(numeric_rows, list(leaderboard["model"].unique()) if not leaderboard.empty
-                 else models),
-        recordings_section(leaderboard),
-        nights_section(history),
-        drift_section(night_drift(history, latest=REPORT_DRIFT_NIGHTS)),
-        endpoints_section(endpoints),
-        concurrency_section(concurrency or {}),
-        "" if costs is None else cost_section([c for c in costs
-                                               if (c.recording, c.model) in usable]),
-        not_computed_section(results, {rec: a for rec, a in (dropped_annotations or {}).items()
-                                       if rec in recordings}),
-        "" if label_audit is None else label_audit_section(label_audit, frames),
-        *(html for _, _, html in metrics), spatial_cards_section(spatial_cards),
-        cases_section(cards, frames, frames_beside=frames_beside), _methods(),
-    ])
+    if baselines is None:
+        baselines = family_baselines(results, coverage=coverage, blind=blind)
+    # One list gives the navigation and the body, in the same order: a section is linked when
+    # it has a label (some only when they have content), and its HTML may be empty.
+    sections: list[ReportSection] = [
+        ReportSection("headline", "Headline", headline_section(leaderboard, coverage)),
+        ReportSection("coverage", "Coverage", coverage_section(coverage)),
+        ReportSection("comparisons", "Comparisons", comparisons_section(comparisons)),
+        ReportSection("evidence-quality", "Evidence quality" if evidence_quality else None,
+                      evidence_quality_section(evidence_quality)),
+        ReportSection("families", "Families", families_section(leaderboard)),
+        ReportSection("baselines", "Baselines", baselines_section(baselines)),
+        ReportSection("recordings", "Recordings", recordings_section(leaderboard)),
+        ReportSection("nights", "Across nights", nights_section(history)),
+        ReportSection("drift", "Drift",
+                      drift_section(night_drift(history, latest=REPORT_DRIFT_NIGHTS))),
+        ReportSection("endpoints", "Endpoints" if endpoints else None,
+                      endpoints_section(endpoints)),
+        ReportSection("concurrency", "Concurrency" if concurrency else None,
+                      concurrency_section(concurrency or {})),
+        ReportSection("cost", None if costs is None else "Cost",
+                      "" if costs is None else cost_section(
+                          [c for c in costs if (c.recording, c.model) in usable])),
+        ReportSection("not-computed", "Not computed", not_computed_section(
+            results, {rec: a for rec, a in (dropped_annotations or {}).items()
+                      if rec in recordings})),
+        ReportSection("label-audit", None if label_audit is None else "Label audit",
+                      "" if label_audit is None else label_audit_section(label_audit, frames)),
+        *(ReportSection(anchor, label, html) for anchor, label, html in
+          metric_sections(results)),
+        ReportSection("spatial-cards", "Multi-frame cases" if spatial_cards else None,
+                      spatial_cards_section(spatial_cards)),
+        ReportSection("cases", "Cases",
+                      cases_section(cards, frames, frames_beside=frames_beside)),
+        ReportSection("methods", "Methods", _methods()),
+    ]
+    # The sections a metric draws itself (CircularEval, FlipEval, the numeric families' charts)
+    # go where their spec says.
+    pending = drawn_sections(ReportView(
+        cells=results, coverage=coverage,
+        models=list(leaderboard["model"].unique()) if not leaderboard.empty else models))
+    while pending:
+        placed = [p for p in pending if any(s.anchor == p[3] for s in sections)]
+        if not placed:
+            raise ValueError(f"report sections {[p[0] for p in pending]}: no section "
+                             f"{sorted({str(p[3]) for p in pending})} to follow; fix the "
+                             "metric spec's Section.after")
+        for anchor, label, html, after in placed:
+            at = next(i for i, s in enumerate(sections) if s.anchor == after)
+            sections.insert(at + 1, ReportSection(anchor, label if html else None, html))
+        pending = [p for p in pending if p not in placed]
+    nav = "".join(f'<a href="#{s.anchor}">{esc(s.nav)}</a>' for s in sections if s.nav)
+    body = "".join(s.html for s in sections)
     footer = ("Models are ranked only on the cases every ranked model answered. Leaderboard "
               "rows for all recordings are recomputed from pooled cases, never averaged from "
               "per-recording percentages. This report shows private ground truth: do not share "

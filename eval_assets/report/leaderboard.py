@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eval_assets.atomic import write_bytes_atomic, write_text_atomic
+from eval_assets.family_spec import family_names
 from eval_assets.jsonio import dumps_json
 from eval_assets.metrics.chance_adjusted import chance_adjusted_from_rates
 from eval_assets.metrics.circular import CircularGroupStats
@@ -60,7 +61,6 @@ from eval_assets.report.coverage import (
     check_results,
 )
 from eval_assets.schemas.results import CellScores
-from eval_assets.schemas.vqa import FAMILY_NAMES
 from eval_assets.scoring import METRICS
 from eval_assets.scoring.circular import (
     CIRCULAR,
@@ -185,7 +185,7 @@ METHODS: dict[str, Any] = {
 }
 
 # Fixed column order: the row's identity, then each metric's columns in METRICS order; the
-# per-family columns follow, families in FAMILY_NAMES order.
+# per-family columns follow, families in declaration order (eval_assets.family_spec).
 IDENTITY_COLUMNS: tuple[str, ...] = ("recording", "model", "case_set", "comparable")
 BASE_COLUMNS: tuple[str, ...] = IDENTITY_COLUMNS + tuple(
     c.name for spec in METRICS for c in spec.columns) + tuple(c.name for c in HEADLINE_COLUMNS)
@@ -333,7 +333,7 @@ def _none_if_nan(value: float) -> float | None:
 
 def _ordered_families(results: Sequence[CellScores]) -> list[str]:
     seen = {f for r in results for f in report_of(r).by_family}
-    known = [f for f in FAMILY_NAMES if f in seen]
+    known = [f for f in family_names("dimos") if f in seen]
     return known + sorted(seen - set(known))
 
 
@@ -507,7 +507,7 @@ def paired_comparisons(results: Sequence[CellScores], *,
     dataset, case id) across all recordings; a case counts as correct only when its status is
     "correct", so parse failures and failed calls are wrong, as in accuracy. Frames (recording,
     frame_index) are the clusters. The overall comparisons come first (``family`` None, pairs in
-    order), then each pair's families (in ``FAMILY_NAMES`` order, then by name) with a common
+    order), then each pair's families (in declaration order, then by name) with a common
     case. McNemar's p of every comparison returned is adjusted over all of them
     (:func:`eval_assets.metrics.stats.adjust_comparisons`, Holm), which decides ``significant``.
     """
@@ -521,7 +521,7 @@ def paired_comparisons(results: Sequence[CellScores], *,
     models = sorted(by_model)
     overall: list[PairedComparison] = []
     families: list[PairedComparison] = []
-    order = {f: i for i, f in enumerate(FAMILY_NAMES)}
+    order = {f: i for i, f in enumerate(family_names("dimos"))}
     for i, a in enumerate(models):
         for b in models[i + 1:]:
             common = sorted(set(by_model[a]) & set(by_model[b]))

@@ -12,7 +12,18 @@ from eval_assets.report.markup import count, esc, num, pct, section, table
 from eval_assets.schemas.results import CellScores
 from eval_assets.scoring import METRICS
 from eval_assets.scoring.inputs import Annotations
-from eval_assets.scoring.spec import Cell, Int, Join, Note, Num, Pct, ReportTable, Text, ordered
+from eval_assets.scoring.spec import (
+    Cell,
+    Int,
+    Join,
+    Note,
+    Num,
+    Pct,
+    ReportTable,
+    ReportView,
+    Text,
+    ordered,
+)
 
 NOT_COMPUTED_LEAD = (
     "VisionSimilarity, the LLM judge and CHAIR compare free-text frame descriptions with human "
@@ -62,9 +73,17 @@ def render_table(data: ReportTable) -> str:
 
 
 def metric_sections(cells: Sequence[CellScores]) -> list[tuple[str, str, str]]:
-    """(anchor, navigation label, HTML) of every metric that has a section, in METRICS order."""
-    return [(spec.section.anchor, spec.section.nav, render_table(spec.section.build(cells)))
-            for spec in METRICS if spec.section is not None]
+    """(anchor, navigation label, HTML) of every metric whose section is table data, in
+    METRICS order (the sections drawn beside the ranking are :func:`drawn_sections`)."""
+    return [(s.anchor, s.nav, render_table(s.build(cells)))
+            for spec in METRICS for s in spec.sections if s.build is not None]
+
+
+def drawn_sections(view: ReportView) -> list[tuple[str, str, str, str | None]]:
+    """(anchor, navigation label, HTML, anchor it follows) of every metric whose section its
+    report module draws (:attr:`eval_assets.scoring.spec.Section.draw`), in METRICS order."""
+    return [(s.anchor, s.nav, s.draw(view), s.after)
+            for spec in METRICS for s in spec.sections if s.draw is not None]
 
 
 def dropped_annotations_text(annotations: Annotations) -> str:

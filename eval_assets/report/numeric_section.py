@@ -23,6 +23,8 @@ from matplotlib.ticker import NullFormatter
 from eval_assets.metrics.numeric import mean_relative_accuracy
 from eval_assets.report.charts import _STYLE, _png, model_colours
 from eval_assets.report.markup import NA, count, esc, img, pct, section, table
+from eval_assets.schemas.results import CellScores
+from eval_assets.scoring.numeric import NUMERIC
 
 __all__ = ["DISTANCE_BUCKETS", "BucketScore", "NumericCaseRow", "mra_by_distance",
            "numeric_family_chart", "numeric_section"]
@@ -199,3 +201,21 @@ def numeric_section(rows: Sequence[NumericCaseRow], models_shown: Sequence[str] 
         parts.append(table(headers, body))
     return section("numeric-families", "Numeric families: predictions and distance", LEAD,
                    "".join(parts))
+
+
+def numeric_case_rows(results: Sequence[CellScores]) -> list[NumericCaseRow]:
+    """Every model's answer to every numeric case of ``results`` (the numeric metric's per-case
+    rows), for the numeric families' scatter and MRA by distance. The camera distance is known
+    only for ``camera_distance_m`` cases, where it is the truth itself."""
+    rows: list[NumericCaseRow] = []
+    for cell in results:
+        scores = NUMERIC.result(cell)
+        if scores is None:
+            continue
+        rows += [NumericCaseRow(model=cell.model, case_id=f"{cell.recording}/{r.case_id}",
+                                family=r.family, target=r.target, prediction=r.predicted,
+                                unit=r.unit, score=r.mra,
+                                camera_distance_m=(r.target if r.family == "camera_distance_m"
+                                                   else None))
+                 for r in scores.rows]
+    return rows

@@ -18,7 +18,8 @@ across frames into world-frame objects.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -31,17 +32,42 @@ from eval_assets.schemas.vqa import NonEmptyString, distinct_choices
 AnswerType = Literal["choice", "number"]
 Unit = Literal["cm", "m", "m2", "deg"]
 
-# family -> (answer type, unit or None). The one table of the spatial families.
-SPATIAL_FAMILIES: dict[str, tuple[AnswerType, Unit | None]] = {
-    "object_size_cm": ("number", "cm"),
-    "pair_distance_m": ("number", "m"),
-    "camera_distance_m": ("number", "m"),
-    "room_area_m2": ("number", "m2"),
-    "appearance_order": ("choice", None),
-    "object_count_across_frames": ("number", None),
-    "relative_direction": ("choice", None),
-}
-SPATIAL_FAMILY_NAMES: tuple[str, ...] = tuple(SPATIAL_FAMILIES)
+
+
+def spatial_families() -> dict[str, tuple[AnswerType, Unit | None]]:
+    """Every declared spatial family (:mod:`eval_assets.family_spec`, ``file="spatial"``) ->
+    (answer type, unit or None), in declaration order."""
+    from eval_assets.family_spec import families
+
+    return {s.name: (s.answer_type, cast("Unit | None", s.unit)) for s in families("spatial")}
+
+
+class _DeclaredSpatialFamilies(Mapping[str, tuple[AnswerType, "Unit | None"]]):
+    """A live view of :func:`spatial_families`: each lookup reads the declarations, so a module
+    may bind it at import time (before the declarations are loaded) and read it later."""
+
+    def __getitem__(self, family: str) -> tuple[AnswerType, Unit | None]:
+        return spatial_families()[family]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(spatial_families())
+
+    def __len__(self) -> int:
+        return len(spatial_families())
+
+
+# Family -> (answer type, unit or None), read from the declarations on each lookup.
+SPATIAL_FAMILIES: Mapping[str, tuple[AnswerType, Unit | None]] = _DeclaredSpatialFamilies()
+
+
+def __getattr__(name: str) -> Any:
+    """``SPATIAL_FAMILY_NAMES`` (the keys of :func:`spatial_families`), read from the
+    declarations when asked (they import this module, so it cannot import them)."""
+    if name == "SPATIAL_FAMILY_NAMES":
+        return tuple(spatial_families())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 RELATIVE_DIRECTIONS: tuple[str, ...] = ("front-left", "front-right", "back-left", "back-right")
 
 
@@ -109,8 +135,9 @@ class SpatialLabel(BaseModel):
     @field_validator("family")
     @classmethod
     def _known_family(cls, family: str) -> str:
-        if family not in SPATIAL_FAMILIES:
-            raise ValueError(f"family {family!r} is not one of {SPATIAL_FAMILY_NAMES}")
+        known = tuple(spatial_families())
+        if family not in known:
+            raise ValueError(f"family {family!r} is not one of {known}")
         return family
 
     @model_validator(mode="after")
@@ -148,6 +175,11 @@ class ObjectTrack(BaseModel):
         default_factory=list,
         description="frames where the object was seen whole: its mask cut neither by the image "
                     "border nor by something in front of it (the name is decided there)")
+    view_spread_deg: float = Field(
+        default=0.0, ge=0.0, le=360.0,
+        description="how far round the object (degrees of bearing about world z) its sightings "
+                    "were taken from; its extent and centre come from all its points only when "
+                    "this is wide enough (tracks.fuse.COVERED_DEG)")
 
 
 class ObjectTracks(BaseModel):
@@ -161,6 +193,22 @@ class ObjectTracks(BaseModel):
                                           description="detections not fused, each with a reason")
     cameras: dict[int, FrameCamera] = Field(
         default_factory=dict, description="per frame index with a pose: the rectified camera")
+    trajectory: list[CameraSample] = Field(
+        default_factory=list,
+        description="the rectified camera's pose at every TF sample from just before the first "
+                    "image to just after the last, in time order (the motion families' truth)")
+
+
+class CameraSample(BaseModel):
+    """The camera at one TF sample: optical centre and heading (``shared/specs/motion.md``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    t: float = Field(description="the TF sample's stamp (epoch seconds)")
+    position: list[float] = Field(min_length=3, max_length=3,
+                                  description="optical centre in the world frame (metres)")
+    yaw_deg: float = Field(description="heading: yaw of the optical axis on the floor plane "
+                                       "(world z up), counter-clockwise, in (-180, 180]")
 
 
 class FrameCamera(BaseModel):

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
 
 from eval_assets.jsonio import dumps_json
 
@@ -29,24 +36,32 @@ from eval_assets.layout import DATASET_LABELS as DATASET_LABELS
 from eval_assets.layout import PROPOSALS_FILE as PROPOSALS_FILE
 from eval_assets.layout import PROPOSALS_SUMMARY as PROPOSALS_SUMMARY
 
-FamilyName = Literal[
-    "presence",
-    "horizontal_direction",
-    "object_count",
-    "image_coverage",
-    "largest_visible_area",
-    "object_distance",
-    "closest_object",
-]
-FAMILY_NAMES: tuple[str, ...] = (
-    "presence",
-    "horizontal_direction",
-    "object_count",
-    "image_coverage",
-    "largest_visible_area",
-    "object_distance",
-    "closest_object",
-)
+
+def check_family(name: str) -> str:
+    """``name`` when it is a declared single-image family (published in dimOS's files), else a
+    ValueError naming the families (:mod:`eval_assets.family_spec` holds the declarations)."""
+    from eval_assets.family_spec import family_names
+
+    known = family_names("dimos")
+    if name not in known:
+        raise ValueError(f"family {name!r} is not one of {known}")
+    return name
+
+
+# A single-image family's name, validated against the declarations (the registry, not a
+# Literal: a family declared in one module is known everywhere).
+FamilyName = Annotated[str, AfterValidator(check_family)]
+
+
+def __getattr__(name: str) -> Any:
+    """``FAMILY_NAMES``: the declared single-image families in dimOS's order, read from the
+    registry when asked (the declarations import this module, so it cannot import them)."""
+    if name == "FAMILY_NAMES":
+        from eval_assets.family_spec import family_names
+
+        return family_names("dimos")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Why a proposal did not become a case. Kept as plain strings so the audit is readable as JSON.
 REJECTION_REASONS: tuple[str, ...] = (
@@ -322,6 +337,22 @@ class GenerationAudit(BaseModel):
     why: str | None = Field(default=None, description="ours: that rule, in words")
 
 
+class AnswerBalance(BaseModel):
+    """One family's published gold answers: how many of each, and the most common one's share
+    (what always giving that answer would score)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    n: int = Field(description="cases published")
+    answers: dict[str, int] = Field(description="cases per gold answer, most common first")
+    majority: str = Field(description="the most common gold answer (ties: the first by name)")
+    majority_share: float = Field(description="its share of the cases (0 to 1)")
+    left_out: int = Field(default=0, description="cases of the most common answer left out so "
+                                                 "that it is at most half of the family")
+    note: str | None = Field(default=None, description="why the share is what it is, where the "
+                                                       "target was not met by choosing cases")
+
+
 class RunAudit(BaseModel):
     """``audit/run.json``: dimOS's keys first (``generation``, ``configuration``, ``families``,
     ``models``, ``frame_count``, ``question_count``, ``rejected_question_count``), then how we
@@ -347,6 +378,13 @@ class RunAudit(BaseModel):
     rejections_per_reason: dict[str, int]
     skipped_frames: list[dict[str, Any]] = Field(
         default_factory=list, description="selected frames that could not be used, and why")
+    answers_per_family: dict[str, AnswerBalance] = Field(
+        default_factory=dict, description="per family (dimOS's), the gold answers' distribution "
+                                          "and the most common one's share")
+    spatial_answers_per_family: dict[str, AnswerBalance] = Field(
+        default_factory=dict, description="the same for the spatial families whose answers a "
+                                          "guess could win (choices, counts), chosen so that no "
+                                          "answer is above half where the scene allows")
 
 
 def dumps_line(model: BaseModel) -> str:

@@ -11,7 +11,8 @@ can read with certainty (or a failed call) is unparseable: it scores 0 and is co
 any numeric case the metric is not measured ("no numeric cases"), as on datasets without spatial
 cases.
 
-Scoring by unit (``shared/specs/motion.md``, "Scoring"): degrees by
+Scoring by unit (``shared/specs/motion.md``, "Scoring"), with each family's rule read from its
+declaration (:class:`eval_assets.family_spec.FamilySpec`: ``zero_rule``, ``magnitude``): degrees by
 :func:`~eval_assets.metrics.angular.mean_angular_accuracy` (a magnitude family, by how many
 degrees, compares the reply's size); the motion distance families (``camera_displacement_m``,
 ``path_length_m``, whose truth is 0 when the camera stayed put) by
@@ -35,6 +36,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from eval_assets.family_spec import families
+from eval_assets.family_spec import family as declared_family
 from eval_assets.metrics.angular import angular_difference, mean_angular_accuracy
 from eval_assets.metrics.numeric import (
     UNITS,
@@ -55,6 +58,7 @@ from eval_assets.scoring.spec import (
     Num,
     Pct,
     ReportTable,
+    ReportView,
     ScoringInputs,
     Section,
     Text,
@@ -73,11 +77,23 @@ FAILED_CALL = "failed call"
 # A spatial label's unit (schemas.spatial.Unit) as the parser names it; None: a count.
 PARSER_UNITS: dict[str | None, str | None] = {"cm": "cm", "m": "m", "m2": "m²", "deg": "deg",
                                               None: None}
-# Distances whose truth may be 0 (the camera did not move): OSI-Bench's zero rule scores them.
-ZERO_RULE_FAMILIES: frozenset[str] = frozenset({"camera_displacement_m", "path_length_m"})
-# Angles asked as a size ("by how many degrees did the camera turn"): a reply's sign or
-# direction is not part of the answer.
-MAGNITUDE_ANGLE_FAMILIES: frozenset[str] = frozenset({"turn_angle_deg"})
+
+
+def zero_rule_families() -> frozenset[str]:
+    """Distances whose truth may be 0 (the camera did not move), scored by OSI-Bench's zero
+    rule: the families declared with ``zero_rule`` (:mod:`eval_assets.family_spec`)."""
+    return frozenset(s.name for s in families() if s.zero_rule)
+
+
+def magnitude_angle_families() -> frozenset[str]:
+    """Angles asked as a size ("by how many degrees did the camera turn"), a reply's sign or
+    direction not part of the answer: the families declared with ``magnitude``."""
+    return frozenset(s.name for s in families() if s.magnitude)
+
+
+def _declared(family: str, fact: str) -> bool:
+    spec = declared_family(family)
+    return spec is not None and bool(getattr(spec, fact))
 
 ScoredBy = Literal["mra", "mra_zero_rule", "angular"]
 
@@ -86,7 +102,7 @@ def scored_by(family: str, unit: str | None) -> ScoredBy:
     """The rule that scores a case of ``family`` asked in ``unit`` (a parser unit)."""
     if unit is not None and UNITS[unit][0] == "angle":
         return "angular"
-    if family in ZERO_RULE_FAMILIES and unit is not None and UNITS[unit][0] == "length":
+    if _declared(family, "zero_rule") and unit is not None and UNITS[unit][0] == "length":
         return "mra_zero_rule"
     return "mra"
 
@@ -181,7 +197,7 @@ def numeric_cases(data: PrivateDataset) -> list[tuple[str, str, float, str | Non
             raise ValueError(
                 f"spatial label {spatial.id!r}: answer {spatial.answer!r} cannot be scored "
                 f"by {scored_by(spatial.family, asked)} (a number, > 0 unless the family is "
-                f"an angle or one of {sorted(ZERO_RULE_FAMILIES)}); regenerate the dataset")
+                f"an angle or one of {sorted(zero_rule_families())}); regenerate the dataset")
         cases.append((spatial.id, spatial.family, target, asked))
     return cases
 
@@ -209,7 +225,7 @@ def score_numeric(data: PrivateDataset, run: ModelRun) -> NumericScores | NotMea
     for case_id, family, target, unit in numeric_cases(data):
         record = run.answers.get(case_id)
         reply = record.raw_response if record and record.status == "success" else None
-        read = (read_numeric_reply(reply, unit, magnitude=family in MAGNITUDE_ANGLE_FAMILIES)
+        read = (read_numeric_reply(reply, unit, magnitude=_declared(family, "magnitude"))
                 if reply is not None else None)
         value = read.value if isinstance(read, ParsedNumber) else None
         error = (FAILED_CALL if read is None
@@ -300,6 +316,24 @@ METHODS = (
                 "angle; null when no numeric case was scored"),
 )
 
+def _draw_families(view: ReportView) -> str:
+    """The numeric families' scatter and MRA by distance; empty without a numeric result."""
+    # Imported here: the section draws with matplotlib, and imports this module.
+    from eval_assets.report.numeric_section import numeric_case_rows, numeric_section
+
+    rows = numeric_case_rows(view.cells)
+    return numeric_section(rows, view.models) if rows else ""
+
+
+def _draw_motion(view: ReportView) -> str:
+    """The motion families' section (distances, angles and the motion choice families, which
+    the spatial metric scores); empty without a motion case."""
+    # Imported here, as the numeric families' section: it draws with matplotlib.
+    from eval_assets.report.motion_section import motion_section
+
+    return motion_section(view.cells, view.models)
+
+
 NUMERIC: MetricSpec[NumericScores] = MetricSpec(
     name=NAME, description=__doc__ or "", file="numeric.json", version="3",
     result_model=NumericScores, score=_score, metadata=_metadata, label="numeric MRA",
@@ -307,4 +341,7 @@ NUMERIC: MetricSpec[NumericScores] = MetricSpec(
     columns=(Column("numeric_mra"), Column("numeric_abs_rel_error"),
              Column("numeric_n", integer=True), Column("numeric_unparseable", integer=True)),
     pool=_pool, methods=METHODS, section=Section("numeric", "Numeric", _table),
+    extra_sections=(Section("numeric-families", "Numeric families", draw=_draw_families,
+                            after="baselines"),
+                    Section("motion", "Motion", draw=_draw_motion, after="numeric-families")),
 )

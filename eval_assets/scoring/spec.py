@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -21,6 +21,10 @@ from eval_assets.metrics.vision import SimilarityScorer
 from eval_assets.schemas.annotations import FrameAnnotation
 from eval_assets.schemas.results import CellScores, NotMeasured
 from eval_assets.scoring.inputs import ModelRun, PrivateDataset
+
+if TYPE_CHECKING:
+    # Only a type here: the report package imports this module.
+    from eval_assets.report.coverage import Coverage
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -158,12 +162,35 @@ class ReportTable:
 
 
 @dataclass(frozen=True)
+class ReportView:
+    """What a section its own module draws sees: the usable cells and the report's coverage
+    (:class:`eval_assets.report.coverage.Coverage`, whose common cases it may restrict to)."""
+
+    cells: Sequence[CellScores]
+    coverage: Coverage
+    models: Sequence[str]  # in the leaderboard's order: charts colour them in that order
+
+
+@dataclass(frozen=True)
 class Section:
-    """Where a metric's section sits in the report: its anchor, navigation label and builder."""
+    """Where a metric's section sits in the report: its anchor, navigation label and builder.
+
+    ``build`` gives the section as table data (:class:`ReportTable`), shown with the other
+    metric sections. A section with charts or per-family matrices is drawn by its report module
+    instead: ``draw`` returns its HTML (empty: no section, and no link), placed right after the
+    report section whose anchor is ``after`` (the ranking's neighbours, not the metric
+    sections)."""
 
     anchor: str
     nav: str
-    build: Callable[[Sequence[CellScores]], ReportTable]
+    build: Callable[[Sequence[CellScores]], ReportTable] | None = None
+    draw: Callable[[ReportView], str] | None = None
+    after: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.build is None) == (self.draw is None):
+            raise ValueError(f"section {self.anchor!r}: give build (table data) or draw (HTML), "
+                             "one of the two")
 
 
 @dataclass(frozen=True)
@@ -179,6 +206,7 @@ class MetricSpec(Generic[R]):
       from the row's cells; ``None`` when the leaderboard pools the metric per case (VQA
       accuracy and CircularEval, which are restricted to the common case set).
     - ``section``: its report section; ``None`` when the report shows it with the ranking.
+      ``extra_sections``: more of its sections (charts drawn elsewhere in the page).
     - ``label``: its name in prose; ``description``: what it measures (its module's docstring);
       ``describes_frames``: it scores the free-text frame descriptions; ``methods``: how its
       leaderboard columns are computed, (key, text) lines of the leaderboard's ``methods``.
@@ -196,11 +224,17 @@ class MetricSpec(Generic[R]):
     columns: tuple[Column, ...] = ()
     pool: Callable[[Sequence[CellScores]], dict[str, Any]] | None = None
     section: Section | None = None
+    extra_sections: tuple[Section, ...] = ()
     not_computed: Callable[[Sequence[CellScores]], list[tuple[str, str]]] | None = None
     describes_frames: bool = False
     label: str = ""
     description: str = ""
     methods: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def sections(self) -> tuple[Section, ...]:
+        """Every report section of this metric: ``section`` (if any), then ``extra_sections``."""
+        return (*(() if self.section is None else (self.section,)), *self.extra_sections)
 
     def outcome(self, cell: CellScores) -> R | NotMeasured:
         """This metric's entry of ``cell``: its result, or why it was not measured."""

@@ -42,7 +42,7 @@ from eval_assets.scoring.spec import (
     Text,
     markdown_number,
 )
-from eval_assets.time_controls import TIME_FAMILIES, TRANSFORMS, Control, transform_of
+from eval_assets.time_controls import TRANSFORMS, Control, time_families, transform_of
 
 NOT_ASKED = {"time_flip": "no reversed cases asked", "repeat_frames": "no repeated cases asked"}
 NO_CASES = {"time_flip": "no multi-frame cases of a TimeFlip family",
@@ -81,7 +81,7 @@ def time_cases(data: PrivateDataset, run: ModelRun, records: dict[str, TimeContr
         frames = label.frame_indices or [label.frame_index or 0]
         cases.append(TimeCase(
             case_id=label.id, family=label.family, recording=recording, frame_index=frames[0],
-            kind=TIME_FAMILIES[label.family].answer, choices=case.choices, answer=label.answer,
+            kind=time_families()[label.family].answer, choices=case.choices, answer=label.answer,
             reply=answer.raw_response if answer and answer.status == "success" else None,
             variant_asked=asked, variant_choices=variant.choices,
             variant_answer=transform(label.answer),

@@ -17,6 +17,7 @@ _EXPORTS = {
     "Timeline": "sample", "make_timeline": "sample", "sidecar_paths": "sample",
     "synthesize_sample": "sample",
     "Distractor": "scene", "LoopPath": "scene", "Scene": "scene", "SceneObject": "scene",
+    "TourPath": "scene",
     "sample_scene": "scene",
     "seeded_scene": "seeded",
     "PROFILES": "stream", "Profile": "stream", "SynthConfigError": "stream",

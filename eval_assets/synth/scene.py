@@ -187,6 +187,127 @@ class LoopPath:
 
 
 @dataclass(frozen=True)
+class _Leg:
+    """One stretch of a :class:`TourPath`: from ``xy0``/``yaw0`` to ``xy1``/``yaw1`` in
+    ``duration`` seconds (a straight drive, a turn on the spot or a stop)."""
+
+    t0: float
+    duration: float
+    xy0: tuple[float, float]
+    xy1: tuple[float, float]
+    yaw0: float
+    yaw1: float
+
+
+@dataclass(frozen=True)
+class TourPath:
+    """One lap of ``loop`` driven as a route, lap after lap: what the motion families ask about.
+
+    The robot drives straight between ``corners`` waypoints spread evenly along the loop (at the
+    loop's speed) and turns on the spot at each one (at ``turn_rate`` rad/s). At every other
+    waypoint it first looks the other way (turns ``look`` rad against the corner, then back past
+    it), so every lap has left AND right turns whichever way the loop goes round; at waypoint
+    ``stop_at`` it stands still for ``stop_s`` seconds. A lap ends where and facing the way it
+    began: the next lap revisits every place.
+    """
+
+    loop: LoopPath
+    corners: int
+    turn_rate: float
+    look: float
+    stop_at: int
+    stop_s: float
+
+    @property
+    def t_start(self) -> float:
+        """When the first lap starts (the robot stands at the first waypoint before)."""
+        return self.loop.t_start
+
+    @property
+    def speed(self) -> float:
+        """Driving speed on the straight runs (m/s)."""
+        return self.loop.speed
+
+    @cached_property
+    def waypoints(self) -> np.ndarray:
+        """(corners, 2) xy of the waypoints, in driving order from the loop's start."""
+        phi_grid, length = self.loop._arc
+        s0 = float(np.interp(self.loop.phase0 % (2.0 * math.pi), phi_grid, length))
+        s = (s0 + self.loop.direction * np.arange(self.corners) * length[-1] / self.corners
+             ) % length[-1]
+        return self.loop.point(np.interp(s, length, phi_grid))
+
+    @cached_property
+    def legs(self) -> tuple[_Leg, ...]:
+        """Every drive, turn and stop of one lap, in time order."""
+        pts = [(float(p[0]), float(p[1])) for p in self.waypoints]
+        n = len(pts)
+        heading = [math.atan2(pts[(k + 1) % n][1] - pts[k][1], pts[(k + 1) % n][0] - pts[k][0])
+                   for k in range(n)]
+        legs: list[_Leg] = []
+        t = self.loop.t_start
+
+        def add(xy0: tuple[float, float], xy1: tuple[float, float], yaw0: float, yaw1: float,
+                duration: float) -> None:
+            nonlocal t
+            legs.append(_Leg(t, duration, xy0, xy1, yaw0, yaw1))
+            t += duration
+
+        for k in range(n):
+            a, b = pts[k], pts[(k + 1) % n]
+            add(a, b, heading[k], heading[k], math.dist(a, b) / self.speed)
+            yaw = heading[k]
+            corner = math.remainder(heading[(k + 1) % n] - yaw, 2.0 * math.pi)
+            if (k + 1) % n == self.stop_at:
+                add(b, b, yaw, yaw, self.stop_s)
+            if k % 2 == 1:  # look the other way first
+                away = -math.copysign(self.look, corner)
+                add(b, b, yaw, yaw + away, abs(away) / self.turn_rate)
+                yaw += away
+            end = heading[k] + corner
+            add(b, b, yaw, end, abs(end - yaw) / self.turn_rate)
+        return tuple(legs)
+
+    @property
+    def lap_duration_s(self) -> float:
+        """Seconds one lap takes."""
+        last = self.legs[-1]
+        return last.t0 + last.duration - self.loop.t_start
+
+    @property
+    def lap_length(self) -> float:
+        """Metres driven in one lap (the base's path; turns on the spot add none)."""
+        return sum(math.dist(leg.xy0, leg.xy1) for leg in self.legs)
+
+    def samples(self, n: int = 2048) -> np.ndarray:
+        """(n, 2) xy points spread along the lap's straight runs (for clearance checks)."""
+        drives = [leg for leg in self.legs if leg.xy0 != leg.xy1]
+        lengths = np.array([math.dist(leg.xy0, leg.xy1) for leg in drives])
+        s = np.linspace(0.0, float(lengths.sum()), n, endpoint=False)
+        ends = np.cumsum(lengths)
+        out = np.empty((n, 2))
+        for i, si in enumerate(s):
+            k = min(int(np.searchsorted(ends, si, side="right")), len(drives) - 1)
+            f = (si - (ends[k] - lengths[k])) / lengths[k]
+            out[i] = np.add(drives[k].xy0, f * np.subtract(drives[k].xy1, drives[k].xy0))
+        return out
+
+    def world_from_base(self, t: float) -> np.ndarray:
+        """The 4×4 pose of ``base_link`` in ``world`` at epoch time ``t`` (still before start)."""
+        lap = self.lap_duration_s
+        dt = max(t - self.loop.t_start, 0.0) % lap
+        starts = [leg.t0 - self.loop.t_start for leg in self.legs]
+        leg = self.legs[max(int(np.searchsorted(starts, dt, side="right")) - 1, 0)]
+        f = min(max((dt - (leg.t0 - self.loop.t_start)) / leg.duration, 0.0), 1.0) \
+            if leg.duration > 0 else 1.0
+        m = np.eye(4)
+        m[:3, :3] = rot_z(leg.yaw0 + f * (leg.yaw1 - leg.yaw0))
+        m[:3, 3] = (leg.xy0[0] + f * (leg.xy1[0] - leg.xy0[0]),
+                    leg.xy0[1] + f * (leg.xy1[1] - leg.xy0[1]), self.loop.base_height)
+        return m
+
+
+@dataclass(frozen=True)
 class Scene:
     """The whole synthetic world: room, objects, camera, rig mounts and robot path."""
 

@@ -34,6 +34,7 @@ from eval_assets.synth.scene import (
     Scene,
     SceneObject,
     Slab,
+    TourPath,
 )
 
 _WALL = 0.1
@@ -45,6 +46,14 @@ _WALL_MARGIN_M = 0.25
 # palette hue (green 126°, blue 229°, purple 278°, red 0°).
 _OFF_VOCABULARY = {"cyan": (25, 185, 180), "magenta": (205, 40, 150)}
 _MAX_TRIES = 400
+# The tour (TourPath): waypoints per lap (an ellipse's corners then turn 60° on average, a
+# figure of eight's lobes about 90°), turns on the spot at 45°/s (a Go2 turns up to ~60°/s),
+# a 60° look the other way at every other corner, and one 4 s stop (8 sample frames).
+TOUR_CORNERS = {1: 6, 2: 8}
+TOUR_TURN_RATE = math.radians(45.0)
+TOUR_LOOK = math.radians(60.0)
+TOUR_STOP_AT = 2
+TOUR_STOP_S = 4.0
 # Centre-to-centre floor distance between two objects of one name: several object sizes, so the
 # tracks' fusion (centres within about one extent) keeps them apart.
 SAME_NAME_APART_M = 1.5
@@ -84,6 +93,11 @@ def _room(rng: np.random.Generator) -> tuple[tuple[Slab, ...], _Corner, _Corner]
     return slabs, lo, hi
 
 
+def _tour(loop: LoopPath) -> TourPath:
+    return TourPath(loop, TOUR_CORNERS[loop.lobes], TOUR_TURN_RATE, TOUR_LOOK, TOUR_STOP_AT,
+                    TOUR_STOP_S)
+
+
 def _path(rng: np.random.Generator, lo: _Corner, hi: _Corner,
           t0: float) -> LoopPath:
     cx, cy = (lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2
@@ -112,7 +126,7 @@ class _Placer:
     """Rejection sampling of floor positions clear of the walls, the path and each other."""
 
     def __init__(self, rng: np.random.Generator, lo: _Corner, hi: _Corner,
-                 path: LoopPath) -> None:
+                 path: TourPath) -> None:
         self.rng, self.lo, self.hi = rng, lo, hi
         self.track = path.samples()
         self.taken: list[tuple[float, float, float]] = []  # x, y, footprint radius
@@ -223,7 +237,9 @@ def seeded_scene(scene_seed: int, camera: CameraModel, t0: float = 1_700_000_000
     """A new scene for ``scene_seed``, seen through ``camera``, the robot driving from ``t0``.
 
     The room (7–10 m × 5.5–8 m, 2.4–3.2 m high, desaturated surfaces), the robot's loop (an
-    ellipse or a figure of eight, 0.3–0.45 m/s), 5–6 vocabulary colours with 1–3 objects each,
+    ellipse or a figure of eight, 0.3–0.45 m/s) driven as a tour (straight runs, turns on the
+    spot both ways, a stop, back to the start: :class:`~eval_assets.synth.scene.TourPath`),
+    5–6 vocabulary colours with 1–3 objects each,
     and 3–7 distractors (grey crates and bins, textured wall panels, cyan or magenta objects) all
     change with the seed; the rig mounts and LiDAR rings are the sample's.
     """
@@ -231,7 +247,7 @@ def seeded_scene(scene_seed: int, camera: CameraModel, t0: float = 1_700_000_000
         raise ValueError(f"scene seed must be ≥ 0, got {scene_seed}")
     rng = np.random.default_rng(np.random.SeedSequence([scene_seed, 0x5CE4E]))
     room, lo, hi = _room(rng)
-    path = _path(rng, lo, hi, t0)
+    path = _tour(_path(rng, lo, hi, t0))
     placer = _Placer(rng, lo, hi, path)
     objects = _objects(rng, placer)
     walls = rng.permutation(4)[: int(rng.integers(1, 3))]

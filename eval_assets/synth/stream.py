@@ -78,7 +78,7 @@ from eval_assets.synth.sample import (
     world_from_camera,
     world_from_lidar,
 )
-from eval_assets.synth.scene import CameraModel, LoopPath, Scene, rig_camera, sample_camera
+from eval_assets.synth.scene import CameraModel, Scene, TourPath, rig_camera, sample_camera
 from eval_assets.synth.seeded import seeded_scene
 
 GENERATOR = "eval_assets.synth.stream/1"
@@ -147,8 +147,8 @@ def lap_frames(profile: Profile, scene_seed: int) -> int:
     families to find objects entering and leaving view.
     """
     path = seeded_scene(scene_seed, profile.camera(), t0=T0).path
-    assert isinstance(path, LoopPath)
-    lap_s = path.lap_length / path.speed
+    assert isinstance(path, TourPath)
+    lap_s = path.lap_duration_s
     return max(1, math.ceil((lap_s - _FIRST_IMAGE_S) * profile.image_rate_hz) + 1)
 
 
@@ -339,8 +339,9 @@ class IdMapsWriter:
 def _scene_header(scene: Scene, spec: Profile, seed: int, scene_seed: int, frames: int,
                   truth_every: int) -> dict[str, Any]:
     cam = scene.camera
-    path = scene.path
-    assert isinstance(path, LoopPath)
+    tour = scene.path
+    assert isinstance(tour, TourPath)
+    path = tour.loop
     # The room's interior: between the inner faces of the walls, floor and ceiling.
     slab = {s.name: s for s in scene.room}
     lo = (slab["wall_back"].hi[0], slab["wall_right"].hi[1], slab["floor"].hi[2])
@@ -365,7 +366,12 @@ def _scene_header(scene: Scene, spec: Profile, seed: int, scene_seed: int, frame
         "path": {"kind": "figure_eight" if path.lobes == 2 else "ellipse",
                  "center_xy": list(path.center_xy), "radii_xy": list(path.radii_xy),
                  "speed_mps": path.speed, "lap_length_m": path.lap_length,
-                 "direction": path.direction, "phase0": path.phase0},
+                 "direction": path.direction, "phase0": path.phase0,
+                 "tour": {"waypoints_xy": tour.waypoints.tolist(),
+                          "turn_rate_deg_s": math.degrees(tour.turn_rate),
+                          "look_deg": math.degrees(tour.look), "stop_at": tour.stop_at,
+                          "stop_s": tour.stop_s, "lap_duration_s": tour.lap_duration_s,
+                          "lap_length_m": tour.lap_length}},
         "objects": [
             {"id": o.id, "name": o.name, "shape": o.shape, "color": o.color, "rgb": list(o.rgb),
              "center_world": list(o.center), "size": list(o.size), "yaw": o.yaw}

@@ -10,17 +10,20 @@ rim, the floor at its foot) are left out.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 from scipy.spatial import cKDTree
+from scipy.spatial.transform import Rotation, Slerp
 
 from eval_assets.frames.pointclouds import TF_STREAM, TF_TOLERANCE
 from eval_assets.geometry.transforms import TransformGraph, TransformUnavailable
 from eval_assets.recording import Recording, RecordingError
+from eval_assets.recording.messages import TFMessage
 from eval_assets.schemas.frames import RectifiedFrame
+from eval_assets.schemas.spatial import CameraSample
 
 # A mask's points farther than this from its median range belong to something else.
 RANGE_GATE_M = 0.35
@@ -63,6 +66,8 @@ class Sighting:
     size_m: tuple[float, float] | None
     surface_range_m: float
     whole: bool = True
+    # The camera's position in the world frame: where the object was seen from (view spread).
+    camera_world: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -84,38 +89,160 @@ def root_of(frame: str, parents: dict[str, str]) -> str:
     return frame
 
 
-def camera_poses(recording: Recording, frames: Sequence[RectifiedFrame]
+class CameraPoses:
+    """The recording's rectified camera poses in the TF world frame at any time.
+
+    TF is sampled (the simulator's ``world -> base_link`` at 10 Hz): the nearest sample to an
+    image can be 50 ms away, which a turning robot turns into centimetres at the object (and
+    smears an object's points fused over frames). Between the two samples of the moving edges
+    that bracket ``t`` the pose is interpolated (position linearly, rotation by slerp); at a
+    sample, or without a bracketing pair within :data:`TF_TOLERANCE` of ``t``, it is the
+    nearest sample's, as :meth:`TransformGraph.lookup` gives.
+    """
+
+    def __init__(self, messages: Iterable[TFMessage], ok: bool = True) -> None:
+        self.graph = TransformGraph()
+        self.parents: dict[str, str] = {}
+        self.ok = ok
+        samples: dict[str, list[tuple[float, np.ndarray]]] = {}
+        for msg in messages:
+            for tf in msg.transforms:
+                self.graph.add(tf)
+                self.parents[tf.child_frame_id] = tf.header.frame_id
+                samples.setdefault(tf.child_frame_id, []).append(
+                    (float(tf.header.stamp), tf.transform.matrix()))
+        # Stamps of the edges that move (a static mount's samples are all alike), per child.
+        self._moving: dict[str, np.ndarray] = {
+            child: np.unique([t for t, _ in rows]) for child, rows in samples.items()
+            if any(not np.allclose(m, rows[0][1], atol=1e-9) for _, m in rows)}
+
+    @classmethod
+    def of(cls, recording: Recording) -> CameraPoses:
+        """The poses from the recording's TF stream (``ok`` False without one)."""
+        if TF_STREAM not in recording.streams:
+            return cls((), ok=False)
+        errors: list[RecordingError] = []
+        return cls((msg for _, msg in recording.iter_messages(TF_STREAM, errors)))
+
+    def world_of(self, frame_id: str) -> str:
+        """The root of ``frame_id``'s TF tree (``world``, ``map``, ...)."""
+        return root_of(frame_id, self.parents)
+
+    def _stamps(self, world: str, frame_id: str) -> np.ndarray:
+        chain: list[np.ndarray] = []
+        node, seen = frame_id, {frame_id}
+        while node != world and node in self.parents and self.parents[node] not in seen:
+            if node in self._moving:
+                chain.append(self._moving[node])
+            node = self.parents[node]
+            seen.add(node)
+        return np.unique(np.concatenate(chain)) if chain else np.empty(0)
+
+    def at(self, world: str, frame_id: str, t: float) -> np.ndarray:
+        """``world_from_frame`` at ``t``; raises :class:`TransformUnavailable` as the graph's
+        lookup does."""
+        nearest = self.graph.lookup(world, frame_id, t, tolerance=TF_TOLERANCE)
+        stamps = self._stamps(world, frame_id)
+        i = int(np.searchsorted(stamps, t, side="right"))
+        if i == 0 or i == len(stamps):
+            return nearest
+        a, b = float(stamps[i - 1]), float(stamps[i])
+        if a == t or t - a > TF_TOLERANCE or b - t > TF_TOLERANCE:
+            return nearest
+        first = self.graph.lookup(world, frame_id, a, tolerance=TF_TOLERANCE)
+        last = self.graph.lookup(world, frame_id, b, tolerance=TF_TOLERANCE)
+        w = (t - a) / (b - a)
+        out = np.eye(4)
+        out[:3, :3] = Slerp([0.0, 1.0], Rotation.from_matrix(
+            np.stack([first[:3, :3], last[:3, :3]])))(w).as_matrix()
+        out[:3, 3] = (1.0 - w) * first[:3, 3] + w * last[:3, 3]
+        return out
+
+    def rectified(self, world: str, frame: RectifiedFrame, t: float) -> np.ndarray:
+        """``world_from_camera`` of ``frame``'s RECTIFIED camera (the one the point clouds are
+        stored in) at ``t``: the recorded camera pose turned back by ``R_rect``."""
+        return self.at(world, frame.camera_frame_id, t) @ _unrectify(frame)
+
+
+def camera_poses(recording: Recording, frames: Sequence[RectifiedFrame],
+                 poses_at: CameraPoses | None = None
                  ) -> tuple[str, dict[int, np.ndarray], dict[int, str]]:
     """``(world frame, world_from_camera per frame, reason per frame without a pose)``.
 
     The world frame is the root of the first camera's TF tree (``world``, ``map``, ...).
     ``world_from_camera`` maps the RECTIFIED camera frame (the one the point clouds are stored
-    in) into the world: the recorded camera pose turned back by ``R_rect``. A frame whose pose
-    the TF cannot give is left out with the reason, never guessed.
+    in) into the world at the image's time (:class:`CameraPoses`). A frame whose pose the TF
+    cannot give is left out with the reason, never guessed.
     """
-    if TF_STREAM not in recording.streams:
-        return "", {}, {f.frame_index: f"the recording has no {TF_STREAM!r} stream" for f in frames}
-    errors: list[RecordingError] = []
-    parents: dict[str, str] = {}
-    graph = TransformGraph()
-    for _, msg in recording.iter_messages(TF_STREAM, errors):
-        for tf in msg.transforms:
-            graph.add(tf)
-            parents[tf.child_frame_id] = tf.header.frame_id
-    world = root_of(frames[0].camera_frame_id, parents) if frames else ""
+    world, poses, missing, _ = camera_poses_and_trajectory(recording, frames, poses_at)
+    return world, poses, missing
+
+
+def camera_poses_and_trajectory(recording: Recording, frames: Sequence[RectifiedFrame],
+                                poses_at: CameraPoses | None = None
+                                ) -> tuple[str, dict[int, np.ndarray], dict[int, str],
+                                           list[CameraSample]]:
+    """:func:`camera_poses` and the camera's trajectory (:func:`camera_trajectory`), from one
+    pass over the TF stream."""
+    tf = poses_at or CameraPoses.of(recording)
+    if not tf.ok:
+        return "", {}, {f.frame_index: f"the recording has no {TF_STREAM!r} stream"
+                        for f in frames}, []
+    world = tf.world_of(frames[0].camera_frame_id) if frames else ""
     poses: dict[int, np.ndarray] = {}
     missing: dict[int, str] = {}
     for frame in frames:
         try:
-            world_from_recorded = graph.lookup(world, frame.camera_frame_id, frame.image_ts,
-                                               tolerance=TF_TOLERANCE)
+            poses[frame.frame_index] = tf.rectified(world, frame, frame.image_ts)
         except TransformUnavailable as exc:
             missing[frame.frame_index] = f"no camera pose in {world!r}: {exc}"
+    return world, poses, missing, camera_trajectory(tf.graph, world, frames)
+
+
+def _unrectify(frame: RectifiedFrame) -> np.ndarray:
+    unrectify = np.eye(4)
+    unrectify[:3, :3] = np.asarray(frame.R_rect, dtype=np.float64).reshape(3, 3).T
+    return unrectify
+
+
+def heading_deg(world_from_camera: np.ndarray) -> float:
+    """Yaw of the camera's optical axis (its z) on the floor plane, counter-clockwise from world
+    +x, in (-180, 180] degrees."""
+    axis = world_from_camera[:3, 2]
+    yaw = math.degrees(math.atan2(float(axis[1]), float(axis[0])))
+    return 180.0 if yaw <= -180.0 else yaw
+
+
+def camera_trajectory(graph: TransformGraph, world: str, frames: Sequence[RectifiedFrame]
+                      ) -> list[CameraSample]:
+    """The rectified camera's pose at every TF sample on its chain to ``world``, from the last
+    sample before the first image to the first sample after the last one.
+
+    Path length and total turn between two images sum over these samples, not only over the
+    images shown (``shared/specs/motion.md``). A stamp the chain cannot give (an edge without a
+    sample within the TF tolerance) is left out.
+    """
+    if not frames or not world:
+        return []
+    first = min(frames, key=lambda f: f.image_ts)
+    stamps = graph.chain_stamps(world, first.camera_frame_id)
+    if not len(stamps):
+        return []
+    lo = max(int(np.searchsorted(stamps, first.image_ts)) - 1, 0)
+    hi = int(np.searchsorted(stamps, max(f.image_ts for f in frames), side="right")) + 1
+    unrectify = _unrectify(first)
+    out = []
+    for t in stamps[lo:hi]:
+        try:
+            pose = graph.lookup(world, first.camera_frame_id, float(t),
+                                tolerance=TF_TOLERANCE) @ unrectify
+        except TransformUnavailable:
             continue
-        unrectify = np.eye(4)
-        unrectify[:3, :3] = np.asarray(frame.R_rect, dtype=np.float64).reshape(3, 3).T
-        poses[frame.frame_index] = world_from_recorded @ unrectify
-    return world, poses, missing
+        # Rounded (micrometres, microdegrees) so the tracks file is the same bytes on rerun.
+        out.append(CameraSample(t=float(t),
+                                position=[round(float(x), 6) + 0.0 for x in pose[:3, 3]],
+                                yaw_deg=round(heading_deg(pose), 6) + 0.0))
+    return out
 
 
 def floor_heights(xyz: np.ndarray, world_from_camera: np.ndarray) -> np.ndarray:
@@ -212,7 +339,16 @@ def lift_detection(frame_index: int, name: str, mask: np.ndarray, u: np.ndarray,
         return Skipped(frame_index, name, "too_few_points",
                        f"{len(pts)} LiDAR points in the mask (at least {MIN_POINTS} needed)")
     ranges = np.linalg.norm(pts, axis=1)
-    median = float(np.median(ranges))
+    # The object is what stands above the floor: the range it lies at is the median of those
+    # points. Floor seen through the mask (between a table's legs, behind a thin object) can
+    # outnumber them, and its median would place the object metres away (scene seed 912).
+    above = floor_z[inside] > FLOOR_BAND_M if floor_z is not None else np.ones(len(pts), bool)
+    if np.count_nonzero(above) < MIN_POINTS:
+        return Skipped(frame_index, name, "floor_only",
+                       f"{np.count_nonzero(above)} of the mask's {len(pts)} LiDAR points lie "
+                       f"more than {FLOOR_BAND_M} m above the floor (at least {MIN_POINTS} "
+                       "needed): the points are the floor, not the object")
+    median = float(np.median(ranges[above]))
     gate = np.abs(ranges - median) <= RANGE_GATE_M
     pts = pts[gate]
     if len(pts) < MIN_POINTS:
@@ -233,4 +369,4 @@ def lift_detection(frame_index: int, name: str, mask: np.ndarray, u: np.ndarray,
                                               floor_z)
     return Sighting(frame_index=frame_index, name=name, pixels=int(np.count_nonzero(mask)),
                     points_world=pts @ rot.T + shift, center_world=rot @ center_cam + shift,
-                    size_m=size, surface_range_m=median, whole=whole)
+                    size_m=size, surface_range_m=median, whole=whole, camera_world=shift.copy())

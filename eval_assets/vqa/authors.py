@@ -33,12 +33,13 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from eval_assets.chat_request import RequestBuilder
+from eval_assets.family_spec import family_names
 from eval_assets.openai_chat import chat_client
 from eval_assets.schemas.chat import ChatResult
 from eval_assets.schemas.endpoint import ENDPOINT_FIELDS, Endpoint, EndpointError
-from eval_assets.schemas.vqa import FAMILY_NAMES, Proposal
+from eval_assets.schemas.vqa import Proposal
 from eval_assets.synth.scene import PALETTE, SHAPES
-from eval_assets.vqa.families import FAMILIES, MAX_REFERENCES, MIN_REFERENCES
+from eval_assets.vqa.families import MAX_REFERENCES, MIN_REFERENCES, FamilyRule, rule_of
 
 # The sample scene's colour and shape words, in the perception default's order; six of these
 # eighteen names are in the scene, the rest give presence questions whose true answer is "no".
@@ -60,7 +61,7 @@ class AuthorConfig(BaseModel):
 
     author: Literal["vocabulary", "vlm"] = "vocabulary"
     vocabulary: list[str] = Field(default_factory=lambda: list(DEFAULT_VOCABULARY))
-    families: list[str] = Field(default_factory=lambda: list(FAMILY_NAMES))
+    families: list[str] = Field(default_factory=lambda: list(family_names("dimos")))
     seed: int = 0
     max_names_per_family: int = Field(
         default=0, ge=0, description="single-object proposals per family and frame; 0 = all names")
@@ -105,12 +106,22 @@ class QuestionAuthor(Protocol):
         ...
 
 
-def _check_families(families: Sequence[str], field: str) -> list[str]:
-    unknown = [f for f in families if f not in FAMILIES]
+def _check_families(families: Sequence[str] | None, field: str) -> list[str]:
+    """``families`` (default: every declared single-image family), or an error naming the
+    unknown ones and the choices."""
+    if families is None:
+        return list(family_names("dimos"))
+    unknown = [f for f in families if rule_of(f) is None]
     if unknown:
-        raise AuthorConfigError(
-            f"{field} contains unknown families {unknown}; choose from {list(FAMILIES)}")
+        raise AuthorConfigError(f"{field} contains unknown families {unknown}; choose from "
+                                f"{list(family_names('dimos'))}")
     return list(families)
+
+
+def _rule(name: str) -> FamilyRule:
+    rule = rule_of(name)
+    assert rule is not None, f"family {name!r} passed _check_families"
+    return rule
 
 
 class VocabularyAuthor:
@@ -125,7 +136,7 @@ class VocabularyAuthor:
     name = "vocabulary"
     needs_image = False
 
-    def __init__(self, vocabulary: Sequence[str], families: Sequence[str] = FAMILY_NAMES,
+    def __init__(self, vocabulary: Sequence[str], families: Sequence[str] | None = None,
                  seed: int = 0, max_names_per_family: int = 0, max_groups_per_family: int = 20,
                  max_group_size: int = 3) -> None:
         names = [" ".join(n.split()) for n in vocabulary]
@@ -147,7 +158,7 @@ class VocabularyAuthor:
         rng = random.Random(f"vocabulary-author:{self.seed}:{frame_index}")
         items: list[tuple[str, list[str]]] = []
         for family_name in self.families:
-            family = FAMILIES[family_name]
+            family = _rule(family_name)
             if family.max_names == 1:
                 k = self.max_names_per_family or len(self.vocabulary)
                 chosen = (self.vocabulary if k >= len(self.vocabulary)
@@ -175,7 +186,7 @@ def author_user_prompt(families: Sequence[str], max_proposals: int) -> str:
     """The text sent after the image: the families, their reference counts and the JSON shape."""
     lines = []
     for name in families:
-        family = FAMILIES[name]
+        family = _rule(name)
         count = ("exactly 1 object name" if family.max_names == 1
                  else f"{family.min_names} to {family.max_names} object names (references such "
                       "as 'left chair', 'right chair' tell repeated objects apart)")
@@ -256,7 +267,7 @@ class VLMAuthor:
     needs_image = True
 
     def __init__(self, endpoint: Endpoint, api_key: str | None = None,
-                 families: Sequence[str] = FAMILY_NAMES,
+                 families: Sequence[str] | None = None,
                  max_proposals_per_frame: int = 40) -> None:
         if not endpoint.base_url:
             raise AuthorConfigError(

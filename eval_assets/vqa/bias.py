@@ -10,8 +10,9 @@ score** s(x) in [0, 1]:
 - a case with choices (dimOS's cases and the spatial choice cases, one classifier): the forest
   scores every (case, choice) pair as gold or not; s is the gold choice's share of the case's
   scores, the out-of-fold probability of the gold choice;
-- a numeric case (one regressor on the log of the answer): s is the mean relative accuracy
-  (:func:`eval_assets.metrics.numeric.mean_relative_accuracy`) of its out-of-fold prediction.
+- a numeric case (one regressor on the log of the answer): s is the score of its out-of-fold
+  prediction as the numeric metric scores a reply (:func:`eval_assets.scoring.numeric.
+  case_score`: MRA, OSI's zero rule for a motion distance, mean angular accuracy for degrees).
 
 Features, none of them from a pixel (:func:`case_features`, :func:`choice_features`): the
 question's template (its text with object names and numbers cut out) and its words, the object
@@ -49,7 +50,6 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from eval_assets.jsonio import dumps_json, read_json, read_jsonl
-from eval_assets.metrics.numeric import mean_relative_accuracy
 from eval_assets.schemas.spatial import SpatialCase, SpatialLabel
 from eval_assets.schemas.vqa import DATASET_AUDIT, Case, Label, dumps_line
 
@@ -364,23 +364,36 @@ def _number_scores(cases: Sequence[BiasCase], config: BiasConfig
         return none, None
     fold_of_case, folds = split
     matrix = _vectorise([case_features(c) for c in cases])
+    # Scored as the numeric metric scores replies (by unit: MRA, OSI's zero rule for the motion
+    # distances, mean angular accuracy for degrees); imported here, scoring imports vqa.
+    from eval_assets.scoring.numeric import PARSER_UNITS, case_score
+
     targets = np.asarray([float(c.answer) for c in cases])
-    if (targets <= 0).any():
-        bad = cases[int(np.flatnonzero(targets <= 0)[0])]
-        raise ValueError(f"numeric case {bad.id!r} has answer {bad.answer!r}: a numeric answer "
-                         "must be positive (MRA divides by it); regenerate the dataset")
+    bad_cases = [c for c, t in zip(cases, targets, strict=True)
+                 if (t < 0 and c.unit != "deg") or (t == 0 and c.unit != "m")]
+    if bad_cases:
+        bad = bad_cases[0]
+        raise ValueError(f"numeric case {bad.id!r} has answer {bad.answer!r}: only a motion "
+                         "distance may be 0 and only an angle negative; regenerate the dataset")
     fold_arr = np.asarray(fold_of_case)
+    positive = bool((targets > 0).all())
     predicted = np.zeros(len(cases))
     for fold in range(folds):
         train, test = fold_arr != fold, fold_arr == fold
         forest = RandomForestRegressor(n_estimators=config.trees, random_state=config.seed,
                                        n_jobs=1)
-        # Relative error is what MRA scores, so the forest fits the log of the answer.
-        forest.fit(matrix[train], np.log(targets[train]))
-        predicted[test] = np.exp(forest.predict(matrix[test]))
+        # Relative error is what MRA scores, so the forest fits the log of the answer; with a
+        # motion distance of 0 or a negative angle among them, a signed log1p.
+        if positive:
+            forest.fit(matrix[train], np.log(targets[train]))
+            predicted[test] = np.exp(forest.predict(matrix[test]))
+        else:
+            forest.fit(matrix[train], np.sign(targets[train]) * np.log1p(np.abs(targets[train])))
+            fitted = forest.predict(matrix[test])
+            predicted[test] = np.sign(fitted) * np.expm1(np.abs(fitted))
     trained = _family_trained(cases, fold_of_case)
     scores: dict[str, float | None] = {
-        c.id: mean_relative_accuracy(float(v), float(t)) if known else None
+        c.id: case_score(float(v), float(t), c.family, PARSER_UNITS[c.unit]) if known else None
         for c, v, t, known in zip(cases, predicted, targets, trained, strict=True)}
     return scores, folds
 

@@ -28,6 +28,7 @@ from eval_assets.cli_errors import EXIT_BAD_INPUT, EXIT_FAILED, env_name_option,
 if TYPE_CHECKING:
     from eval_assets.frames import FrameSelectionConfig, PreparedFrames
     from eval_assets.recording.watch import FileState
+    from eval_assets.schemas.vqa import AnswerBalance
     from eval_assets.vqa.bias import BiasConfig
 
 vqa_app = typer.Typer(no_args_is_help=True, help="Generate VQA datasets from recordings.")
@@ -161,6 +162,13 @@ def _print_frames(prepared: PreparedFrames) -> None:
                        f"Fix: {s.fix}")
 
 
+def _balance(balance: AnswerBalance | None) -> str:
+    """`` (answers ...; most common NN %)`` after a family's count: what guessing scores."""
+    from eval_assets.vqa.balance import describe
+
+    return "" if balance is None else f" ({describe(balance)})"
+
+
 def _run(recording: Path, out: Path, selection: tuple[FrameSelectionConfig, Path | None],
          author: Mapping[str, object], perception: Mapping[str, Any],
          allow_pickle: bool, before: FileState, bias: BiasConfig) -> None:
@@ -204,14 +212,14 @@ def _run(recording: Path, out: Path, selection: tuple[FrameSelectionConfig, Path
     typer.echo(f"{summary.num_cases} cases from {summary.num_frames} frames "
                f"({summary.num_proposals} proposals) -> {summary.path}")
     for family, n in summary.cases_per_family.items():
-        typer.echo(f"  {family}: {n}")
+        typer.echo(f"  {family}: {n}" + _balance(summary.answers_per_family.get(family)))
     if summary.rejections_per_reason:
         typer.echo("rejected: " + ", ".join(f"{reason} {n}" for reason, n in
                                             summary.rejections_per_reason.items()))
     spatial = summary.spatial_cases_per_family
     typer.echo(f"{sum(spatial.values())} spatial cases (spatial_cases.jsonl)")
     for family, n in spatial.items():
-        typer.echo(f"  {family}: {n}")
+        typer.echo(f"  {family}: {n}" + _balance(summary.spatial_answers_per_family.get(family)))
     if summary.spatial_rejections_per_reason:
         typer.echo("spatial rejected: " + ", ".join(
             f"{reason} {n}" for reason, n in summary.spatial_rejections_per_reason.items()))

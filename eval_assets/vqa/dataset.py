@@ -48,6 +48,7 @@ from eval_assets.schemas.vqa import (
     DATASET_CASES,
     DATASET_LABELS,
     AnswerAudit,
+    AnswerBalance,
     Case,
     DetectionAudit,
     EvidenceAudit,
@@ -64,6 +65,7 @@ from eval_assets.schemas.vqa import (
     dumps_document,
     dumps_line,
 )
+from eval_assets.vqa.balance import answer_balance
 from eval_assets.vqa.bias import (
     AUDIT_BIAS_CASES,
     AUDIT_BIAS_SUMMARY,
@@ -76,7 +78,6 @@ from eval_assets.vqa.bias import (
     write_bias_audit,
 )
 from eval_assets.vqa.families import (
-    FAMILIES,
     Answered,
     DetectionEvidence,
     FrameEvidence,
@@ -86,6 +87,7 @@ from eval_assets.vqa.families import (
     check_shape,
     id_names,
     normalize_name,
+    rule_of,
 )
 from eval_assets.vqa.spatial import SpatialSet, write_spatial
 
@@ -148,6 +150,10 @@ class DatasetSummary:
     # dimOS's cases above.
     spatial_cases_per_family: dict[str, int] = field(default_factory=dict)
     spatial_rejections_per_reason: dict[str, int] = field(default_factory=dict)
+    # Per family, the gold answers' distribution and the most common one's share (what always
+    # giving it scores): dimOS's families, then the spatial ones a guess could win.
+    answers_per_family: dict[str, AnswerBalance] = field(default_factory=dict)
+    spatial_answers_per_family: dict[str, AnswerBalance] = field(default_factory=dict)
 
 
 def frame_evidence(inputs: FrameInputs) -> FrameEvidence:
@@ -211,7 +217,8 @@ def answer_frame(inputs: FrameInputs, proposals: Sequence[Proposal]) -> FrameRes
         if shape is not None:
             reject(p, shape.reason, shape.detail)
             continue
-        family = FAMILIES[p.family]
+        family = rule_of(p.family)
+        assert family is not None  # check_shape rejected any other name
         names = tuple(normalize_name(n) for n in p.object_names)
         sorted_names = id_names(family, names)
         if (p.family, sorted_names) in seen_questions:
@@ -316,6 +323,8 @@ class DatasetTally:
     cases_per_family: Counter[str] = field(default_factory=Counter)
     rejections_per_reason: Counter[str] = field(default_factory=Counter)
     example_case: Case | None = None
+    # Gold answers per family (a few short strings per case: small beside the frames' evidence).
+    answers: dict[str, Counter[str]] = field(default_factory=dict)
 
     def add(self, result: FrameResult) -> None:
         """Count one written frame."""
@@ -327,6 +336,8 @@ class DatasetTally:
         self.num_cases += len(result.cases)
         self.cases_per_family.update(lab.family for lab in result.labels)
         self.rejections_per_reason.update(rej.reason for rej in result.rejections)
+        for lab in result.labels:
+            self.answers.setdefault(lab.family, Counter())[lab.answer] += 1
         if self.example_case is None and result.cases:
             self.example_case = result.cases[0]
 
@@ -336,7 +347,10 @@ class DatasetTally:
             path=path, num_frames=len(self.frame_indices), num_proposals=self.num_proposals,
             num_cases=self.num_cases, cases_per_family=dict(sorted(self.cases_per_family.items())),
             rejections_per_reason=dict(sorted(self.rejections_per_reason.items())),
-            example_case=self.example_case)
+            example_case=self.example_case,
+            answers_per_family={
+                family: balance for family, answers in sorted(self.answers.items())
+                if (balance := answer_balance(answers.elements(), chosen=False)) is not None})
 
 
 def _write(root: Path, relpath: str, text: str) -> None:
@@ -420,7 +434,8 @@ def publish_dataset(dest: Path, results: Iterable[FrameResult],
             write_spatial(tmp, spatial)
             summary = replace_fields(
                 summary, spatial_cases_per_family=spatial.cases_per_family(),
-                spatial_rejections_per_reason=spatial.rejections_per_reason())
+                spatial_rejections_per_reason=spatial.rejections_per_reason(),
+                spatial_answers_per_family=spatial.answers_per_family())
         _write(tmp, f"{DATASET_AUDIT}/{AUDIT_RUN}", dumps_document(make_run(summary, tally)))
         tmp.chmod(0o755)  # mkdtemp makes it owner-only; a published dataset is world-readable
         if replace and dest.exists():
@@ -496,6 +511,9 @@ def _prune_written(root: Path, pruned: Mapping[str, PrunedCase], tally: DatasetT
     tally.cases_per_family.subtract(lab.family for lab in mine.values())
     tally.cases_per_family = +tally.cases_per_family  # a family pruned away is not listed
     tally.rejections_per_reason["bias_pruned"] += len(mine)
+    for lab in mine.values():
+        tally.answers[lab.family][lab.answer] -= 1
+    tally.answers = {f: +answers for f, answers in tally.answers.items() if +answers}
     left = {lab.frame_index for i, lab in labels.items() if i not in mine}
     tally.frames_with_cases = [i for i in tally.frame_indices if i in left]
     if tally.example_case is not None and tally.example_case.id in mine:

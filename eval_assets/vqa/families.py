@@ -1,4 +1,5 @@
-"""The seven question families: exact wording, fixed choices and the evidence rule of each.
+"""The seven question families: exact wording, fixed choices and the evidence rule of each,
+declared once each (:data:`FRAME_FAMILIES`, :class:`eval_assets.family_spec.FamilySpec`).
 
 Every rule is a pure function of plain evidence records (detections with boxes, mask areas and
 LiDAR range statistics), so it can be tested without perception or files. A rule either answers
@@ -18,7 +19,7 @@ from fractions import Fraction
 from itertools import pairwise
 from typing import Any, Protocol
 
-from eval_assets.schemas.vqa import FAMILY_NAMES
+from eval_assets.family_spec import FamilySpec, family, family_names, register
 
 MIN_RANGE_POINTS = 5
 # "At least 20% more pixels": winner * 5 >= runner_up * 6, in integers so exactly 1.2x passes.
@@ -39,17 +40,6 @@ DIRECTION_CHOICES: tuple[str, ...] = ("left", "center", "right")
 # Percent boundaries of the two coverage schemes; "A" wins ties.
 COVERAGE_SCHEMES: dict[str, tuple[int, ...]] = {"A": (25, 50, 75), "B": (15, 35, 65, 85)}
 
-QUESTIONS: dict[str, str] = {
-    "presence": "Does the image contain any {name}?",
-    "horizontal_direction": "Which horizontal region contains the visible {name}?",
-    "object_count": "How many instances of {name} are visible in the image?",
-    "image_coverage": (
-        "Approximately what percentage of the image is occupied by the visible {name}?"
-    ),
-    "largest_visible_area": "Which object occupies the largest visible area in the image?",
-    "object_distance": "Approximately how far is the visible {name} from the camera?",
-    "closest_object": "Which object is closest to the camera?",
-}
 
 
 def coverage_choices(boundaries: Sequence[int]) -> tuple[str, ...]:
@@ -279,7 +269,7 @@ class Presence:
         n = len(ev.of(obj))
         if n == 0 and (unsure := unsure_rejection(names, ev)) is not None:
             return unsure
-        return Answered(QUESTIONS[self.name].format(name=obj), PRESENCE_CHOICES,
+        return Answered(_question(self.name).format(name=obj), PRESENCE_CHOICES,
                         "yes" if n else "no", {"detections": n})
 
 
@@ -309,7 +299,7 @@ class HorizontalDirection:
         # 3 * centre compared with W and 2W, exactly: centre = (x0 + x1) / 2.
         thrice = 3 * (Fraction(x0) + Fraction(x1)) / 2
         index = bucket_index(thrice, (ev.width, 2 * ev.width))
-        return Answered(QUESTIONS[self.name].format(name=obj), DIRECTION_CHOICES,
+        return Answered(_question(self.name).format(name=obj), DIRECTION_CHOICES,
                         DIRECTION_CHOICES[index],
                         {"box_xyxy": [_r(v) for v in det.box_xyxy],
                          "center_x": _r((x0 + x1) / 2), "image_width": ev.width})
@@ -335,7 +325,7 @@ class ObjectCount:
         if n == 0:
             return Rejected("no_detection",
                             f"no detection of {obj!r}; a count of zero is not asked")
-        return Answered(QUESTIONS[self.name].format(name=obj), COUNT_CHOICES,
+        return Answered(_question(self.name).format(name=obj), COUNT_CHOICES,
                         COUNT_CHOICES[min(n, 4) - 1], {"detections": n})
 
 
@@ -370,7 +360,7 @@ class ImageCoverage:
         scheme = choose_coverage_scheme(percent)
         bounds = COVERAGE_SCHEMES[scheme]
         choices = coverage_choices(bounds)
-        return Answered(QUESTIONS[self.name].format(name=obj), choices,
+        return Answered(_question(self.name).format(name=obj), choices,
                         choices[bucket_index(percent, bounds)],
                         {"mask_pixels": area, "image_pixels": ev.width * ev.height,
                          "percent": _r(percent), "scheme": scheme,
@@ -406,7 +396,7 @@ class LargestVisibleArea:
             return Rejected("area_margin_too_small",
                             f"{winner!r} has {areas[winner]} mask pixels, {runner!r} has "
                             f"{areas[runner]}: less than {float(AREA_MARGIN)}x")
-        return Answered(QUESTIONS[self.name], tuple(names), winner, evidence)
+        return Answered(_question(self.name), tuple(names), winner, evidence)
 
 
 @dataclass(frozen=True)
@@ -441,7 +431,7 @@ class ObjectDistance:
                             f"range of {obj!r} has q1={rng.q1:.3f} m and q3={rng.q3:.3f} m, "
                             "on both sides of a bucket boundary")
         index = bucket_index(Fraction(rng.median), DISTANCE_BOUNDARIES_M)
-        return Answered(QUESTIONS[self.name].format(name=obj), DISTANCE_CHOICES,
+        return Answered(_question(self.name).format(name=obj), DISTANCE_CHOICES,
                         DISTANCE_CHOICES[index], {"range_m": rng.summary()})
 
 
@@ -477,15 +467,57 @@ class ClosestObject:
                 return Rejected("range_intervals_overlap",
                                 f"{closest!r} [{c.q1:.3f}, {c.q3:.3f}] m overlaps {other!r} "
                                 f"[{o.q1:.3f}, {o.q3:.3f}] m")
-        return Answered(QUESTIONS[self.name], tuple(names), closest, evidence)
+        return Answered(_question(self.name), tuple(names), closest, evidence)
 
 
-FAMILIES: dict[str, FamilyRule] = {
-    rule.name: rule
-    for rule in (Presence(), HorizontalDirection(), ObjectCount(), ImageCoverage(),
-                 LargestVisibleArea(), ObjectDistance(), ClosestObject())
-}
-assert tuple(FAMILIES) == FAMILY_NAMES, "families and schema names must stay in the same order"
+def _question(name: str) -> str:
+    """The declared wording of the family ``name``."""
+    spec = family(name)
+    assert spec is not None, f"family {name!r} answers without a declaration"
+    return spec.question
+
+
+# The seven families' declarations (eval_assets.family_spec), in dimOS's order.
+FRAME_FAMILIES: tuple[FamilySpec, ...] = tuple(register(spec) for spec in (
+    FamilySpec("presence", "dimos", "Does the image contain any {name}?", "choice",
+               frozenset({"detections"}), Presence(), PRESENCE_CHOICES,
+               paraphrase="Is at least one {name} visible anywhere in this image?"),
+    FamilySpec("horizontal_direction", "dimos",
+               "Which horizontal region contains the visible {name}?", "choice",
+               frozenset({"detections"}), HorizontalDirection(), DIRECTION_CHOICES,
+               paraphrase="Looking at the image from left to right, in which part is the "
+                          "{name}?"),
+    FamilySpec("object_count", "dimos", "How many instances of {name} are visible in the image?",
+               "choice", frozenset({"detections"}), ObjectCount(), COUNT_CHOICES,
+               paraphrase="Count the {name} you can see in this image. How many are there?"),
+    # Choices: one of the two COVERAGE_SCHEMES, whichever separates the case better.
+    FamilySpec("image_coverage", "dimos",
+               "Approximately what percentage of the image is occupied by the visible {name}?",
+               "choice", frozenset({"detections", "masks"}), ImageCoverage(),
+               paraphrase="Roughly what share of the image area does the {name} take up?"),
+    # Choices: the references asked about.
+    FamilySpec("largest_visible_area", "dimos",
+               "Which object occupies the largest visible area in the image?", "choice",
+               frozenset({"detections", "masks"}), LargestVisibleArea(),
+               paraphrase="Which object takes up the most area in this image?"),
+    FamilySpec("object_distance", "dimos",
+               "Approximately how far is the visible {name} from the camera?", "choice",
+               frozenset({"detections", "masks", "lidar"}), ObjectDistance(), DISTANCE_CHOICES,
+               paraphrase="Roughly what is the distance from the camera to the {name}?"),
+    FamilySpec("closest_object", "dimos", "Which object is closest to the camera?", "choice",
+               frozenset({"detections", "masks", "lidar"}), ClosestObject(),
+               paraphrase="Which object is nearest to the camera?"),
+))
+# The built-in rules and questions by family name (a family declared later, e.g. by a test, is
+# read from the registry: see :func:`rule_of`).
+FAMILIES: dict[str, FamilyRule] = {spec.name: spec.rule for spec in FRAME_FAMILIES}
+QUESTIONS: dict[str, str] = {spec.name: spec.question for spec in FRAME_FAMILIES}
+
+
+def rule_of(family_name: str) -> FamilyRule | None:
+    """The rule of a declared single-image (dimOS-file) family; None for any other name."""
+    spec = family(family_name)
+    return spec.rule if spec is not None and spec.file == "dimos" else None
 
 
 def id_names(family: FamilyRule, names: Sequence[str]) -> tuple[str, ...]:
@@ -498,10 +530,10 @@ def id_names(family: FamilyRule, names: Sequence[str]) -> tuple[str, ...]:
 
 def check_shape(family_name: str, names: Sequence[Any]) -> Rejected | None:
     """Reject a proposal whose family is unknown or whose names do not fit the family."""
-    family = FAMILIES.get(family_name)
+    family = rule_of(family_name)
     if family is None:
         return Rejected("unknown_family",
-                        f"family {family_name!r} is not one of {list(FAMILIES)}")
+                        f"family {family_name!r} is not one of {list(family_names('dimos'))}")
     if any(not isinstance(n, str) or not n.strip() for n in names):
         return Rejected("malformed_author_reply",
                         f"object_names {list(names)!r} must be non-empty strings")
@@ -521,4 +553,6 @@ def decide(family_name: str, names: Sequence[str], ev: FrameEvidence) -> Decisio
     shape = check_shape(family_name, names)
     if shape is not None:
         return shape
-    return FAMILIES[family_name].decide(tuple(normalize_name(n) for n in names), ev)
+    rule = rule_of(family_name)
+    assert rule is not None  # check_shape rejected any other name
+    return rule.decide(tuple(normalize_name(n) for n in names), ev)

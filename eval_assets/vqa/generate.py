@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from eval_assets.family_spec import families as declared_families
+from eval_assets.family_spec import family_names
 from eval_assets.frames import (
     FrameSelectionConfig,
     FrameSelectionRecord,
@@ -43,7 +45,6 @@ from eval_assets.recording import Recording
 from eval_assets.schemas.perception import FrameDetections
 from eval_assets.schemas.spatial import ObjectTracks
 from eval_assets.schemas.vqa import (
-    FAMILY_NAMES,
     GenerationAudit,
     Proposal,
     RunAudit,
@@ -247,17 +248,18 @@ def build_dataset(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
         proposals = sorted(proposals, key=lambda p: p.frame_index)
     results = (answer_frame(inputs, frame_proposals) for inputs, frame_proposals in _with_proposals(
         iter_frame_inputs(frames_dir, clouds_dir, detections_dir, frame_indices), proposals))
-    offered = set(config.get("author", {}).get("families", FAMILY_NAMES))
+    offered = set(config.get("author", {}).get("families", family_names("dimos")))
+    needs_lidar = {s.name for s in declared_families("dimos") if "lidar" in s.needs}
     bias = bias or BiasConfig()
 
     def make_run(summary: DatasetSummary, tally: DatasetTally) -> RunAudit:
         # dimOS lists the families offered to the author on some frame (those needing LiDAR
         # only where a frame had a point cloud), not the families that produced a case.
-        families = offered if tally.any_lidar else offered - {"object_distance", "closest_object"}
+        families = offered if tally.any_lidar else offered - needs_lidar
         return RunAudit(
             generation=generation or GenerationAudit(dataset=source.name),
             configuration={"synchronization_tolerance_s": MAX_LIDAR_DT},
-            families=[f for f in FAMILY_NAMES if f in families],
+            families=[f for f in family_names("dimos") if f in families],
             models=models if models is not None else model_names(config),
             frame_count=summary.num_frames, question_count=summary.num_cases,
             rejected_question_count=sum(summary.rejections_per_reason.values()),
@@ -267,7 +269,8 @@ def build_dataset(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
             frame_indices=tally.frame_indices, frames_with_cases=tally.frames_with_cases,
             num_proposals=summary.num_proposals, cases_per_family=summary.cases_per_family,
             rejections_per_reason=summary.rejections_per_reason,
-            skipped_frames=list(skipped_frames),
+            skipped_frames=list(skipped_frames), answers_per_family=summary.answers_per_family,
+            spatial_answers_per_family=summary.spatial_answers_per_family,
         )
 
     spatial = None

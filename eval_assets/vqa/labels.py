@@ -15,26 +15,31 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from eval_assets.family_spec import family_names
 from eval_assets.jsonio import read_json, read_jsonl
 from eval_assets.schemas.vqa import (
     AUDIT_LABELS,
     DATASET_AUDIT,
     DATASET_CASES,
     DATASET_LABELS,
-    FAMILY_NAMES,
     Case,
     Label,
     PrivateLabel,
     audit_frame_relpath,
 )
 
-_ID = re.compile(r"^frame-(?P<frame>\d+)-.+-(?P<family>" + "|".join(FAMILY_NAMES)
-                 + r")(?:-\d+)?$")
+
+def _id_pattern() -> re.Pattern[str]:
+    """A dimOS case id, its frame and family (a declared single-image family, read when asked
+    so a family declared after import is known)."""
+    return re.compile(r"^frame-(?P<frame>\d+)-.+-(?P<family>"
+                      + "|".join(map(re.escape, family_names("dimos"))) + r")(?:-\d+)?$")
+
 _IMAGE = re.compile(r"(?:^|/)frame-(?P<frame>\d+)\.[A-Za-z]+$")
 
 
 def _frame_of(case: Case) -> int | None:
-    match = _ID.match(case.id) or _IMAGE.search(case.image)
+    match = _id_pattern().match(case.id) or _IMAGE.search(case.image)
     return int(match.group("frame")) if match else None
 
 
@@ -75,12 +80,12 @@ def _rebuilt(case: Case, label: PrivateLabel, dataset_dir: Path,
     row = audit[frame].get(case.id, {})
     proposal = _dict_or_empty(row.get("proposal"))
     answer = _dict_or_empty(row.get("answer"))
-    match = _ID.match(case.id)
+    match = _id_pattern().match(case.id)
     family = proposal.get("family") or (match.group("family") if match else None)
-    if family not in FAMILY_NAMES:
+    if family not in family_names("dimos"):
         raise ValueError(
             f"{dataset_dir / DATASET_CASES}: the family of case {case.id!r} is unknown (not in "
-            f"its audit row, not at the end of its id; families: {list(FAMILY_NAMES)}); "
+            f"its audit row, not at the end of its id; families: {list(family_names('dimos'))}); "
             "regenerate the dataset")
     return Label(id=case.id, answer=label.answer, family=family, frame_index=frame,
                  object_names=[str(n) for n in proposal.get("object_names", [])],

@@ -22,11 +22,13 @@ from dagster import (
     DagsterInstance,
     DagsterRun,
     MultiPartitionKey,
+    build_sensor_context,
 )
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from dagster._core.definitions.declarative_automation.automation_condition_evaluator import (
     AutomationConditionEvaluator,
 )
+from dagster._core.definitions.sensor_definition import SensorType
 from dagster._core.events import StepMaterializationData
 from dagster._core.storage.dagster_run import DagsterRunStatus
 
@@ -210,6 +212,9 @@ def test_a_cell_waits_for_its_answers_and_the_board_for_every_cell(
     their predictions (the metrics would score the old answers against the new labels), and
     never for the leaderboard or report while any of those is still to come."""
     ticks = Ticks(instance)
+    # Graph order, every asset (the chain's too: a per-recording asset downstream of the dataset
+    # is requested once the dataset is written).
+    graph_order = [key.path[-1] for key in ticks.graph.toposorted_asset_keys]
     assert ticks.tick() == set()
     instance.report_runless_asset_event(AssetObservation(
         keys.LABEL_OVERRIDES, partition="alpha", tags={DATA_VERSION_TAG: "v2"}))
@@ -236,7 +241,7 @@ def test_a_cell_waits_for_its_answers_and_the_board_for_every_cell(
                     order.index(k.path[-1]) for k in LABEL_METRICS), order
                 assert order[-1] == keys.BENCHMARK_RESULTS.path[-1], order
         # The daemon's runs: each request materialized, in graph order within its partition.
-        for asset, partition in sorted(requested, key=lambda r: _ORDER.index(r[0])):
+        for asset, partition in sorted(requested, key=lambda r: graph_order.index(r[0])):
             instance.report_runless_asset_event(AssetMaterialization(asset, partition=partition))
             done.append((asset, partition))
             if asset == keys.PREDICTIONS.path[-1] and partition is not None:
@@ -244,5 +249,85 @@ def test_a_cell_waits_for_its_answers_and_the_board_for_every_cell(
     assert ("report", None) in done and answered == cells, done
 
 
-_ORDER = [k.path[-1] for k in (keys.PREDICTIONS, *keys.METRICS.values(), keys.BENCHMARK_RESULTS,
-                               keys.LEADERBOARD, keys.REPORT)]
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::dagster.BetaWarning")
+@pytest.mark.parametrize("edited", [keys.LABEL_OVERRIDES, keys.MODEL_CONFIG],
+                         ids=["label-overrides", "model-entry"])
+def test_a_cell_waits_for_its_recording_chain_requested_in_the_same_tick(
+        instance: DagsterInstance, edited: AssetKey) -> None:
+    """Alpha's recording is replaced under the same name and, in the same sensor tick, alpha's
+    label overrides (or the first model's entry) are edited: the tick that requests alpha's chain
+    (recording partitions) would also request its cells' metrics (or predictions), triggered by
+    the edit, in runs of their own that read the dataset while the chain rewrites it. No cell of
+    alpha is requested before the chain has written the new dataset; then each is answered and
+    scored once, the metrics with or after the new answers, and the board comes last."""
+    ticks = Ticks(instance)
+    assert ticks.tick() == set()
+    first_model = model_partitions.get_partition_keys()[0]
+    for source, observed in ((keys.RECORDING_FILE, "alpha"),
+                             (edited, "alpha" if edited == keys.LABEL_OVERRIDES else first_model)):
+        instance.report_runless_asset_event(AssetObservation(
+            source, partition=observed, tags={DATA_VERSION_TAG: "v2"}))
+    order = [key.path[-1] for key in ticks.graph.toposorted_asset_keys]
+    chain = {key.path[-1] for key in PER_RECORDING}
+    cells = {str(_cell("alpha", m)) for m in range(len(model_partitions.get_partition_keys()))}
+    label_metrics = {k.path[-1] for k in LABEL_METRICS}
+    prediction = keys.PREDICTIONS.path[-1]
+    done: list[tuple[int, str, str | None]] = []  # (tick, asset, partition) as the runs wrote
+    for number in range(10):
+        requested = ticks.tick()
+        chain_now = {(a, p) for a, p in requested if a in chain and p == "alpha"}
+        chain_done = [n for n, a, p in done if a == keys.PRIVATE_LABELS.path[-1] and p == "alpha"]
+        for asset, partition in requested:
+            if partition not in cells:
+                continue
+            # No cell of alpha in the tick that requests its chain, nor before the chain ran.
+            assert not chain_now and chain_done, (number, asset, partition, sorted(requested))
+            if asset in label_metrics and not any(
+                    a == prediction and p == partition and n > chain_done[0] for n, a, p in done):
+                assert (prediction, partition) in requested, (number, asset, sorted(requested))
+        for asset, partition in sorted(requested, key=lambda r: order.index(r[0])):
+            instance.report_runless_asset_event(AssetMaterialization(asset, partition=partition))
+            done.append((number, asset, partition))
+    assert ("report", None) in {(a, p) for _, a, p in done}, done
+    for cell in cells:
+        runs = [a for _, a, p in done if p == cell]
+        # Each asset of the cell once (answered and scored from the new dataset, no second run),
+        # the label metrics after the answers, the results last.
+        assert runs.count(prediction) == 1 and runs[-1] == keys.BENCHMARK_RESULTS.path[-1], runs
+        assert all(runs.count(m) == 1 and runs.index(m) > runs.index(prediction)
+                   for m in label_metrics), runs
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::dagster.BetaWarning")
+def test_the_automation_sensor_evaluates_the_cells_condition_in_the_code_server() -> None:
+    """The cells' condition has a class of ours (not deserializable by the daemon): the automation
+    sensor evaluates it in the code server, as the daemon's sensor loop asks it to. Alpha's
+    recording replaced and its label overrides edited together: at the tick that acts on both,
+    the sensor requests alpha's chain and no cell of alpha."""
+    from eval_assets.defs.automation import automation_sensor
+    from eval_assets.defs.definitions import defs
+
+    assert automation_sensor.sensor_type == SensorType.AUTOMATION
+    with DagsterInstance.ephemeral() as instance:
+        populate(instance, RECORDINGS)
+
+        def tick(cursor: str | None) -> tuple[set[tuple[str, str | None]], str | None]:
+            data = automation_sensor.evaluate_tick(build_sensor_context(
+                instance=instance, repository_def=defs.get_repository_def(), cursor=cursor))
+            return ({(key.path[-1], request.partition_key) for request in data.run_requests or []
+                     for key in request.asset_selection or []}, data.cursor)
+
+        requested, cursor = tick(None)
+        assert requested == set()
+        for key in (keys.RECORDING_FILE, keys.LABEL_OVERRIDES):
+            instance.report_runless_asset_event(AssetObservation(
+                key, partition="alpha", tags={DATA_VERSION_TAG: "v2"}))
+        requested, cursor = tick(cursor)  # the first look at the new versions
+        assert requested == set()
+        requested, cursor = tick(cursor)
+        assert {asset for asset, _ in requested} == {key.path[-1] for key in PER_RECORDING}, (
+            requested)
+        assert {partition for _, partition in requested} == {"alpha"}, requested

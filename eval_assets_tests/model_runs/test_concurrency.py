@@ -20,7 +20,8 @@ from eval_assets.model_runs.concurrency import (
     header_rate,
     parse_reset,
 )
-from eval_assets.model_runs.runner import _schedule, run_model
+from eval_assets.model_runs.runner import run_model
+from eval_assets.model_runs.scheduling import schedule_calls
 from eval_assets.openai_chat import ChatClient, RetryPolicy
 from eval_assets_tests.fakes.paced_servers import (
     FixedLatencyServer,
@@ -288,7 +289,7 @@ def _drive(server: object, n: int, cap: int) -> tuple[AdaptiveController, list[f
             assert result.error_category is None and result.latency_s is not None
             latencies.append(result.latency_s)
 
-        _schedule((call for _ in range(n)), cap, ctl)
+        schedule_calls((call for _ in range(n)), cap, ctl)
     return ctl, latencies
 
 

@@ -56,16 +56,28 @@ def test_chart_is_a_deterministic_png_and_the_section_lists_families() -> None:
     assert numeric_section([]) == ""
 
 
-def test_the_report_shows_the_section_only_with_numeric_rows() -> None:
+def test_the_report_shows_the_section_only_with_numeric_results() -> None:
     from eval_assets.report.html import render_report
     from eval_assets.report.leaderboard import build_leaderboard
+    from eval_assets.schemas.results import CellScores
+    from eval_assets.scoring.numeric import NUMERIC, NumericRow, NumericScores
     from eval_assets_tests.report.builders import result, row
 
     results = [result("r", "good", [row("p", "presence", "yes", "yes", "r")])]
     plain = render_report(build_leaderboard(results), results, [], "t")
     assert "numeric-families" not in plain
-    text = render_report(build_leaderboard(results), results, [], "t", numeric_rows=_rows())
+    # The section is NUMERIC's extra section, drawn from the cells' per-case numeric rows.
+    rows = [NumericRow(case_id=r.case_id, family=r.family, unit=r.unit, target=r.target,
+                       predicted=r.prediction, mra=1.0) for r in _rows() if r.model == "good"]
+    scores = NumericScores(n=len(rows), unparseable=0, mean_relative_accuracy=1.0,
+                           mean_absolute_relative_error=0.0, rows=rows)
+    # A new cell, not model_copy: a copy shares the parsed-scores cache of the original.
+    numeric = [CellScores.model_validate({**c.model_dump(mode="json"), "scores": {
+        **c.scores, NUMERIC.name: scores.model_dump(mode="json")}}) for c in results]
+    text = render_report(build_leaderboard(numeric), numeric, [], "t")
     assert 'href="#numeric-families"' in text and '<section id="numeric-families">' in text
+    assert text.index('id="baselines"') < text.index('id="numeric-families"') < text.index(
+        'id="recordings"')
 
 
 def test_a_rows_score_from_the_metric_wins_and_angles_draw_on_linear_axes(

@@ -1,4 +1,5 @@
-"""Seeded scenes, the robot's loop, the Mid-360-like pattern and the streamed truth writers."""
+"""Seeded scenes, the robot's tour of its loop, the Mid-360-like pattern and the streamed truth
+writers."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ import numpy as np
 import pytest
 
 from eval_assets.synth.render import MID360_ELEVATION_DEG, mid360_directions
-from eval_assets.synth.scene import PALETTE, SHAPES, Scene, rig_camera, sample_camera
+from eval_assets.synth.scene import (
+    PALETTE,
+    SHAPES,
+    Scene,
+    TourPath,
+    rig_camera,
+    sample_camera,
+)
 from eval_assets.synth.seeded import SAME_NAME_APART_M, seeded_scene
 from eval_assets.synth.stream import (
     PROFILES,
@@ -104,7 +112,7 @@ def test_the_scene_seed_changes_room_layout_colours_and_distractors() -> None:
     assert len({s.room[0].rgb for s in scenes}) == len(scenes)  # floor colour
     assert len({_room_box(s)[1].round(3).tobytes() for s in scenes}) == len(scenes)
     assert len({tuple(d.kind for d in s.distractors) for s in scenes}) >= 6
-    assert {s.path.lobes for s in scenes} == {1, 2}  # ellipses and figures of eight
+    assert {s.path.loop.lobes for s in scenes} == {1, 2}  # ellipses and figures of eight
     again = seeded_scene(3, sample_camera())
     assert again.objects == scenes[3].objects and again.distractors == scenes[3].distractors
     assert again.room == scenes[3].room
@@ -113,25 +121,48 @@ def test_the_scene_seed_changes_room_layout_colours_and_distractors() -> None:
 
 
 @pytest.mark.parametrize("seed", [0, 5])
-def test_the_loop_is_smooth_constant_speed_and_inside_the_room(seed: int) -> None:
+def test_the_tour_drives_straight_turns_both_ways_stops_and_closes(seed: int) -> None:
+    """The seeded path is a tour of the loop (the motion families need it): straight runs at the
+    loop's speed, turns on the spot both ways at a Go2's rate, a stop, and a lap that ends where
+    and facing the way it began, all inside the room and driving forwards."""
     scene = seeded_scene(seed, rig_camera())
     path = scene.path
+    assert isinstance(path, TourPath)
     lo, hi = _room_box(scene)
-    ts = path.t_start + np.arange(0.0, 2.5 * path.lap_length / path.speed, 0.05)
-    poses = [path.world_from_base(t) for t in ts]
-    xy = np.array([p[:2, 3] for p in poses])
-    yaw = np.unwrap([math.atan2(p[1, 0], p[0, 0]) for p in poses])
-    speed = np.linalg.norm(np.diff(xy, axis=0), axis=1) / 0.05
-    assert np.allclose(speed, path.speed, rtol=0.01)
-    assert np.max(np.abs(np.diff(yaw))) / 0.05 < 1.2  # rad/s: a walking Go2 turns this fast
-    assert np.max(np.abs(np.diff(yaw, 2))) < 0.01  # no kinks
+    turns, stops, runs = [], [], []
+    for leg in path.legs:
+        inside = leg.t0 + leg.duration * np.linspace(0.05, 0.95, 10)
+        poses = [path.world_from_base(float(t)) for t in inside]
+        xy = np.array([p[:2, 3] for p in poses])
+        yaw = np.unwrap([math.atan2(p[1, 0], p[0, 0]) for p in poses])
+        step = np.diff(inside)[0]
+        if leg.xy0 != leg.xy1:  # a straight run: the loop's speed, heading fixed, forwards
+            speed = np.linalg.norm(np.diff(xy, axis=0), axis=1) / step
+            np.testing.assert_allclose(speed, path.speed, rtol=1e-4)  # epoch-time rounding
+            assert np.ptp(yaw) < 1e-9
+            forward = np.array([math.cos(yaw[0]), math.sin(yaw[0])])
+            assert np.all(np.diff(xy, axis=0) @ forward > 0.0)
+            runs.append(math.dist(leg.xy0, leg.xy1))
+        elif leg.yaw0 != leg.yaw1:  # a turn on the spot
+            assert np.ptp(xy, axis=0).max() < 1e-9
+            rate = np.abs(np.diff(yaw)) / step
+            np.testing.assert_allclose(rate, path.turn_rate, rtol=1e-4)
+            assert path.turn_rate < 1.2  # rad/s: a Go2 turns this fast on the spot
+            turns.append(math.degrees(leg.yaw1 - leg.yaw0))
+        else:
+            assert np.ptp(xy, axis=0).max() < 1e-9 and np.ptp(yaw) < 1e-9
+            stops.append(leg.duration)
+    assert max(turns) >= 45.0 and min(turns) <= -45.0  # left and right turns every lap
+    assert min(runs) >= 1.0 and stops == [4.0]
+    ts = path.t_start + np.arange(0.0, 2.5 * path.lap_duration_s, 0.05)
+    xy = np.array([path.world_from_base(t)[:2, 3] for t in ts])
     assert np.all(xy > lo[:2] + 0.8) and np.all(xy < hi[:2] - 0.8)
-    heading = np.diff(xy, axis=0)
-    forward = np.column_stack([np.cos(yaw[:-1]), np.sin(yaw[:-1])])
-    assert np.all(np.sum(heading * forward, axis=1) > 0.0)  # it drives forwards
-    assert poses[0][2, 3] == pytest.approx(0.30)
-    lap = path.lap_length / path.speed
-    np.testing.assert_allclose(path.world_from_base(path.t_start + lap), poses[0], atol=1e-3)
+    # Continuous: no jump between legs or laps.
+    assert np.max(np.linalg.norm(np.diff(xy, axis=0), axis=1)) <= path.speed * 0.05 * (1 + 1e-4)
+    start = path.world_from_base(path.t_start)
+    assert start[2, 3] == pytest.approx(0.30)
+    np.testing.assert_allclose(path.world_from_base(path.t_start + path.lap_duration_s), start,
+                               atol=1e-9)
 
 
 def test_mid360_pattern_covers_its_field_without_repeating() -> None:

@@ -163,9 +163,27 @@ def test_numeric_cases_score_the_mra_of_a_blind_regressor() -> None:
     scores = [s for s in result.scores.values() if s is not None]
     assert len(scores) == 60 and sum(scores) / 60 > 0.8
     assert all(0.0 <= s <= 1.0 for s in scores)
-    with pytest.raises(ValueError, match="must be positive"):
+    with pytest.raises(ValueError, match="only a motion distance may be 0"):
         score_cases([*cases[:5], BiasCase(**{**cases[5].__dict__, "answer": "0"})],
                     BiasConfig())
+
+
+def test_motion_numbers_of_zero_and_negative_angles_are_scored_by_their_unit() -> None:
+    # A stop (displacement 0, metres) and bearings either side (degrees): the blind forest reads
+    # the frame count; scores stay in [0, 1] and a 0 or a -90 does not stop the audit.
+    cases = [BiasCase(id=f"d{i}", family="camera_displacement_m", kind="number",
+                      question="How far?", choices=(), object_names=(), frame=i,
+                      n_frames=2 + i % 2, unit="m", answer="0.00" if i % 2 else "1.50")
+             for i in range(30)]
+    cases += [BiasCase(id=f"e{i}", family="egocentric_direction_deg", kind="number",
+                       question="Which direction?", choices=(), object_names=(), frame=i,
+                       n_frames=2 + i % 2, unit="deg", answer="-90" if i % 2 else "90")
+              for i in range(30)]
+    result = score_cases(cases, BiasConfig())
+    scores = [s for s in result.scores.values() if s is not None]
+    assert len(scores) == 60 and all(0.0 <= s <= 1.0 for s in scores)
+    # Learnable from the frame count: the blind regressor gets most of them.
+    assert sum(scores) / 60 > 0.8
 
 
 def test_iterative_bias_pruning_drops_the_leak_down_to_the_floor(tmp_path: Path) -> None:

@@ -128,6 +128,14 @@ def test_layout_answers_and_privacy(stages: tuple[Path, Path, Path], tmp_path: P
     assert run["source"] == SOURCE.model_dump() and run["frame_indices"] == [0, 1, 2]
     assert run["frames_with_cases"] == [0, 2]
     assert run["config"]["rules"]["area_margin"] == 1.2
+    # Per family, the gold answers' distribution and the share a guess of the commonest scores.
+    answers = run["answers_per_family"]
+    assert {f: a["n"] for f, a in answers.items()} == run["cases_per_family"]
+    for family, balance in answers.items():
+        golds = [lab["answer"] for lab in labels.values() if lab["family"] == family]
+        assert balance["answers"] == {a: golds.count(a) for a in balance["answers"]}
+        assert balance["majority_share"] == round(golds.count(balance["majority"]) / len(golds), 4)
+    assert run["spatial_answers_per_family"] == {}  # no tracks given: no spatial cases
     # The canary lives in the evidence (detector version) and never reaches public files.
     # So does a rejected proposal's object name.
     audit = (out / "audit/frame-000000/evidence.json").read_text()
@@ -248,6 +256,8 @@ def test_every_case_has_a_private_bias_line_and_pruning_is_in_the_fingerprint(
     run = json.loads((low / "audit/run.json").read_text())
     assert run["question_count"] == len(kept)
     assert run["rejections_per_reason"]["bias_pruned"] == len(gone)
+    # The answer distributions count the cases published, not those pruned.
+    assert {f: a["n"] for f, a in run["answers_per_family"].items()} == run["cases_per_family"]
     fingerprints = {dataset_fingerprint(d) for d in (plain, low, lower)}
     assert len(fingerprints) == 3
     # The fingerprint covers the audit itself, not only the cases it leaves.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -173,6 +174,9 @@ def test_cli_generate_and_refuse_a_non_empty_output(sample_db: Path, tmp_path: P
     assert result.exit_code == 0, result.output
     default = tmp_path / "state" / "eval_assets" / "sample-frames"
     assert str(default) in result.output
+    # Each family's count comes with its answers and the commonest one's share.
+    assert re.search(r"^  presence: \d+ \(answers (yes|no) \d+.*; most common \d+%", result.output,
+                     re.MULTILINE), result.output
     assert json.loads((default / "audit/run.json").read_text())["frame_indices"] == [3]
     again = runner.invoke(app, ["vqa", "generate", str(sample_db), "--image-index", "3"])
     assert again.exit_code == 2  # the output folder exists: bad input

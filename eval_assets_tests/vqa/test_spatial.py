@@ -43,11 +43,13 @@ def _at(angle_deg: float, distance: float) -> list[float]:
 
 
 def _track(track_id: str, center: list[float], frames: list[int], points: int = 200,
-           extent: tuple[float, float, float] = (0.4, 0.3, 0.5)) -> ObjectTrack:
+           extent: tuple[float, float, float] = (0.4, 0.3, 0.5),
+           view_spread_deg: float = 200.0) -> ObjectTrack:
     return ObjectTrack(track_id=track_id, name=track_id.split("#")[0], center_world=center,
                        extent_m=list(extent), yaw_rad=0.0, frames=frames,
                        pixels={f: 1000 + 10 * f for f in frames}, points=points,
-                       ranges_m={f: 2.5 + f / 10 for f in frames}, whole_frames=frames)
+                       ranges_m={f: 2.5 + f / 10 for f in frames}, whole_frames=frames,
+                       view_spread_deg=view_spread_deg)
 
 
 TRACKS = ObjectTracks(world_frame="world", cameras={f: _camera(f) for f in range(6)}, tracks=[
@@ -92,6 +94,21 @@ def test_weak_and_ambiguous_names_are_rejected_with_reasons() -> None:
     assert all(isinstance(r, SpatialRejection) and r.detail for r in spatial.rejections)
 
 
+def test_a_size_is_asked_only_of_an_object_seen_from_all_round() -> None:
+    narrow = TRACKS.model_copy(update={"tracks": [
+        _track("red ball#0", _at(0, 3.0), [0, 1]),
+        _track("blue box#0", _at(100, 4.0), [2, 3], view_spread_deg=40.0)]})
+    spatial = build_spatial(narrow, range(6))
+    sizes = [lab.object_names for lab in spatial.labels if lab.family == "object_size_cm"]
+    assert sizes == [["red ball"]]
+    (why,) = [r for r in spatial.rejections if r.reason == "narrow_view"]
+    assert why.family == "object_size_cm" and why.object_names == ("blue box",)
+    assert "40 degrees" in why.detail and why.frame_indices == (2, 3)
+    # Its centre is still good enough for a distance between centres.
+    assert [lab.object_names for lab in spatial.labels if lab.family == "pair_distance_m"] == [
+        ["blue box", "red ball"]]
+
+
 def test_appearance_order_and_counts_across_frames() -> None:
     orders = {tuple(lab.object_names): lab for lab in _labels("appearance_order")}
     # The triple, then every pair (objects are first seen in frames 0, 2 and 4).
@@ -106,9 +123,19 @@ def test_appearance_order_and_counts_across_frames() -> None:
     assert order.frame_indices == [0, 1, 2, 3, 4]
     counts = {lab.object_names[0]: lab for lab in _labels("object_count_across_frames")
               if "namesakes_out_of_view" not in lab.evidence}
-    assert counts["orange box"].answer == "2" and counts["red ball"].answer == "1"
+    assert counts["orange box"].answer == "2" and counts["blue box"].answer == "1"
     assert len(counts["orange box"].evidence["tracks"]) == 2
     assert "yellow box" not in counts and "purple ball" not in counts  # weak tracks
+    # Two "2"s in this scene (the orange boxes over all their frames and over the second half,
+    # which still sees both): two "1"s are kept beside them (the first names), the third is
+    # left out.
+    assert set(counts) == {"orange box", "blue box", "green cylinder"}
+    halves = [lab for lab in _labels("object_count_across_frames") if "window" in lab.evidence]
+    assert [(h.answer, h.frame_indices, h.evidence["window"]) for h in halves] == [
+        ("2", [4, 5], "second half")]
+    left_out = [r for r in build_spatial(TRACKS, range(6)).rejections
+                if r.family == "object_count_across_frames" and r.reason == "answer_balance"]
+    assert [r.object_names[0] for r in left_out] == ["red ball"]
 
 
 def test_one_of_several_namesakes_alone_in_its_frames_counts_once() -> None:
@@ -120,10 +147,17 @@ def test_one_of_several_namesakes_alone_in_its_frames_counts_once() -> None:
     spatial = build_spatial(tracks, range(6))
     counts = [(lab.answer, lab.frame_indices, [t["track_id"] for t in lab.evidence["tracks"]])
               for lab in spatial.labels if lab.family == "object_count_across_frames"]
-    # Every name's full count first, then each namesake over its own frames.
+    # Every name's full count first, then each namesake over its own frames. Three "1" would be
+    # 75 %: the scene gives one other answer, so one "1" is kept beside it and two are left
+    # out, the later ones (answer_balance).
     assert counts == [("2", [0, 1, 3, 4], ["orange box#0", "orange box#1"]),
-                      ("1", [2, 3], ["red ball#0"]),
-                      ("1", [0, 1], ["orange box#0"]), ("1", [3, 4], ["orange box#1"])]
+                      ("1", [2, 3], ["red ball#0"])]
+    left_out = [r for r in spatial.rejections if r.reason == "answer_balance"]
+    assert [(r.object_names, r.frame_indices) for r in left_out] == [
+        (("orange box",), (0, 1)), (("orange box",), (3, 4))]
+    balance = spatial.answers_per_family()["object_count_across_frames"]
+    assert (balance.n, balance.majority_share, balance.left_out) == (2, 0.5, 2)
+    assert balance.note is not None and "cannot give more" in balance.note
     # A namesake that may show in all but one of the frames is not asked about alone.
     crowded = ObjectTracks(world_frame="world", cameras={f: _camera(f) for f in range(6)},
                            tracks=[_track("orange box#0", _at(0, 3.0), [0, 1]),
@@ -256,7 +290,8 @@ def test_an_object_seen_only_partly_is_not_asked_about() -> None:
     partly = {r.family for r in spatial.rejections
               if r.reason == "seen_only_partly" and r.object_names == ("orange cylinder",)}
     assert partly == {"object_size_cm", "pair_distance_m", "camera_distance_m",
-                      "appearance_order", "object_count_across_frames", "relative_direction"}
+                      "appearance_order", "object_count_across_frames", "relative_direction",
+                      "egocentric_direction_deg"}
     # Seen whole once (its name from a full outline): asked about.
     seen = ObjectTracks(world_frame="world", cameras=tracks.cameras, tracks=[
         t.model_copy(update={"whole_frames": [3]}) if t is hidden else t for t in tracks.tracks])
@@ -281,3 +316,61 @@ def test_the_name_seen_whole_far_more_often_wins_a_name_conflict() -> None:
     close = right.model_copy(update={"whole_frames": [0, 1]})
     spatial = build_spatial(tracks.model_copy(update={"tracks": [close, wrong]}), list(range(6)))
     assert not spatial.labels
+
+
+def test_counts_ask_about_fewer_namesakes_so_that_one_count_does_not_dominate() -> None:
+    # Three green boxes a third of a turn apart, seen by a camera turning 50° per frame.
+    cameras = {f: _camera(f) for f in range(8)}
+    boxes = [_track(f"green box#{i}", _at(120 * i, 3.0), frames)
+             for i, frames in enumerate([[0, 7], [2, 3], [4, 5]])]
+    index_tracks = ObjectTracks(world_frame="world", cameras=cameras, tracks=boxes)
+    spatial = build_spatial(index_tracks, range(8))
+    counts = [lab for lab in spatial.labels if lab.family == "object_count_across_frames"]
+    answers = [lab.answer for lab in counts]
+    assert answers[0] == "3" and {"1", "2", "3"} == set(answers)
+    for lab in counts:
+        shown = lab.frame_indices or []
+        counted = set(lab.evidence["track_ids"])
+        assert lab.answer == str(len(counted))
+        for box in boxes:
+            if box.track_id in counted:  # each object counted is seen in a frame shown
+                assert set(box.frames) & set(shown), (lab.id, box.track_id)
+            else:  # and no other can show in any of them (50° off the axis is out of view)
+                angle = 120 * int(box.track_id[-1])
+                assert all(abs((angle - 50 * f + 180) % 360 - 180) >= 50 for f in shown), lab.id
+    # Seven cases of 2 (the three pairs, and four halves of their frames that still see both)
+    # against four others: three halves are left out.
+    balance = spatial.answers_per_family()["object_count_across_frames"]
+    assert balance.answers == {"2": 4, "1": 3, "3": 1} and balance.left_out == 3
+    assert balance.n == len(counts) and balance.majority_share == 0.5
+
+
+def test_relative_direction_asks_each_quadrant_of_an_object_before_repeating_one() -> None:
+    labels = _labels("relative_direction")
+    for track in (t for t in TRACKS.tracks if t.name in {lab.object_names[0] for lab in labels}):
+        phi = math.degrees(math.atan2(track.center_world[0], track.center_world[2]))
+        quadrants = set()
+        for f in range(6):  # the quadrants the object takes around the six cameras
+            rel = math.radians(phi - STEP_DEG * f)
+            x, z = 3 * math.sin(rel), 3 * math.cos(rel)
+            if min(abs(x), abs(z)) >= 0.2:
+                quadrants.add(f"{'front' if z > 0 else 'back'}-{'right' if x > 0 else 'left'}")
+        mine = [lab.answer for lab in labels if lab.object_names == [track.name]]
+        assert set(mine) == quadrants and len(mine) == 4, (track.name, mine, quadrants)
+    # Over the family: no quadrant above half, fronts and backs alike.
+    balance = build_spatial(TRACKS, range(6)).answers_per_family()
+    assert set(balance) == {"appearance_order", "object_count_across_frames",
+                            "relative_direction"}  # numeric families: no answer distribution
+    direction = balance["relative_direction"]
+    assert direction.majority_share <= 0.5 and direction.n == len(labels)
+    fronts = sum(n for answer, n in direction.answers.items() if answer.startswith("front"))
+    assert 4 <= fronts <= 8, direction.answers
+
+
+def test_camera_distance_asks_for_the_median_its_gold_is() -> None:
+    (distance,) = [lab for lab in _labels("camera_distance_m") if lab.object_names == ["red ball"]]
+    question = {c.id: c.question for c in build_spatial(TRACKS, range(6)).cases}[distance.id]
+    # The gold is the median LiDAR range over the mask (as the scene truth's
+    # surface_distance_m, a median over the visible pixels): the question asks for exactly that.
+    assert "median distance from the camera to the visible surface of the red ball" in question
+    assert "nearest" not in question and distance.evidence["statistic"] == "median"

@@ -14,7 +14,7 @@ from eval_assets.vqa.leakage import find_leaks
 from eval_assets.vqa.spatial.truth import MULTI_FRAME, NUMERIC, check_labels, per_family
 
 SCENE_SEED = 41  # the benchmark (benchmarks/spatial_truth.py) uses other seeds
-FRAMES = 48
+FRAMES = 64
 
 
 @pytest.mark.slow
@@ -48,4 +48,13 @@ def test_spatial_gold_answers_agree_with_the_scene_truth(tmp_path: Path) -> None
         if figures[family]["checked"]:
             assert figures[family]["score"] >= 0.95, (family, figures)
     assert sum(figures[f]["checked"] > 0 for f in (*NUMERIC, *MULTI_FRAME)) >= 5, figures
+    # No count or direction answer is more than half its family: a guess cannot win them.
+    run = json.loads((out / "audit" / "run.json").read_text())
+    balance = run["spatial_answers_per_family"]
+    assert {"object_count_across_frames", "relative_direction"} <= set(balance), balance
+    for family, record in balance.items():
+        assert record["n"] == sum(lab.family == family for lab in labels)
+        if record["n"] >= 3:
+            assert record["majority_share"] <= 0.5, (family, record)
+    assert "most common" in result.output
     assert find_leaks(out) == []

@@ -66,14 +66,14 @@ def question_proposals(context: AssetExecutionContext, storage: ProjectStorage,
         AssetSpec(keys.PUBLIC_CASES, group_name=GROUP,
                   deps=[keys.QUESTION_PROPOSALS, keys.POINTCLOUD_FRAMES, keys.DETECTIONS_MASKS,
                         keys.OBJECT_TRACKS],
-                  code_version="6", automation_condition=RECOMPUTE, kinds={"json"},
+                  code_version="7", automation_condition=RECOMPUTE, kinds={"json"},
                   owners=OWNERS, tags={"visibility": "public"},
                   description="cases.jsonl + spatial_cases.jsonl + assets/: all a model under "
                               "test may see."),
         AssetSpec(keys.PRIVATE_LABELS, group_name=GROUP,
                   deps=[keys.QUESTION_PROPOSALS, keys.POINTCLOUD_FRAMES, keys.DETECTIONS_MASKS,
                         keys.OBJECT_TRACKS],
-                  code_version="6", automation_condition=RECOMPUTE, kinds={"json"},
+                  code_version="7", automation_condition=RECOMPUTE, kinds={"json"},
                   owners=OWNERS, tags={"visibility": "private"},
                   description="labels.jsonl + spatial_labels.jsonl + audit/ (dimOS layout): "
                               "answers, evidence."),
@@ -123,6 +123,12 @@ def vqa_dataset(context: AssetExecutionContext, storage: ProjectStorage,
         "labels": MetadataValue.path(str(out / DATASET_LABELS)),
         "spatial_rejections_per_reason": MetadataValue.json(
             summary.spatial_rejections_per_reason),
+        # The gold answers' distribution per family and the most common one's share (what a
+        # guess of it scores): private, as the answers are.
+        "answers_per_family": MetadataValue.json(
+            {f: b.model_dump(mode="json") for f, b in summary.answers_per_family.items()}),
+        "spatial_answers_per_family": MetadataValue.json(
+            {f: b.model_dump(mode="json") for f, b in summary.spatial_answers_per_family.items()}),
         "spatial_labels": MetadataValue.path(str(out / SPATIAL_LABELS)),
         "blind_solvability": MetadataValue.json(blind),
         "bias_audit": MetadataValue.path(str(out / "audit" / AUDIT_BIAS_SUMMARY)),

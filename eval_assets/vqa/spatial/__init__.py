@@ -22,9 +22,10 @@ from eval_assets.schemas.spatial import (
     SpatialCase,
     SpatialLabel,
 )
-from eval_assets.schemas.vqa import DATASET_AUDIT, dumps_line
+from eval_assets.schemas.vqa import DATASET_AUDIT, AnswerBalance, dumps_line
+from eval_assets.vqa.balance import answer_balance
 from eval_assets.vqa.spatial.evidence import SpatialRejection, TrackIndex
-from eval_assets.vqa.spatial.families import spatial_items
+from eval_assets.vqa.spatial.families import ANSWER_BALANCE, balanced_family, spatial_items
 
 AUDIT_SPATIAL_REJECTIONS = "spatial_rejections.jsonl"
 
@@ -44,6 +45,23 @@ class SpatialSet:
     def rejections_per_reason(self) -> dict[str, int]:
         """Rejections per reason, sorted by name."""
         return dict(sorted(Counter(r.reason for r in self.rejections).items()))
+
+    def answers_per_family(self) -> dict[str, AnswerBalance]:
+        """Per family whose answers a guess could win (choices, counts), sorted by name: the
+        gold answers' distribution, the most common one's share and the cases of it left out
+        for balance (the note says when the scene could not give more)."""
+        out = {}
+        for family in sorted({lab.family for lab in self.labels} |
+                             {r.family for r in self.rejections}):
+            if not balanced_family(family):
+                continue
+            left_out = sum(1 for r in self.rejections
+                           if r.family == family and r.reason == ANSWER_BALANCE)
+            record = answer_balance([lab.answer for lab in self.labels if lab.family == family],
+                                    left_out)
+            if record is not None:
+                out[family] = record
+        return out
 
 
 def build_spatial(tracks: ObjectTracks, published: Sequence[int]) -> SpatialSet:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from eval_assets.schemas.spatial import ObjectTrack, ObjectTracks
+from eval_assets.tracks.fuse import COVERED_DEG
 
 MIN_TRACK_POINTS = 30
 MIN_TRACK_FRAMES = 2
@@ -57,6 +58,22 @@ class SpatialRejection:
         return {"family": self.family, "object_names": list(self.object_names),
                 "frame_indices": list(self.frame_indices), "reason": self.reason,
                 "detail": self.detail}
+
+
+def narrow_view(family: str, track: ObjectTrack) -> SpatialRejection | None:
+    """A ``narrow_view`` rejection when ``track`` was not seen from all round
+    (:data:`~eval_assets.tracks.fuse.COVERED_DEG`), else None.
+
+    Its extent then misses the unseen side (a mug's handle behind it): object_size_cm would
+    be gold wrong by that side, so it does not ask (low yield is honest). Centres are asked
+    about anyway: the fused box's centre errs by at most half the unseen depth, well inside the
+    distances between objects.
+    """
+    if track.view_spread_deg >= COVERED_DEG:
+        return None
+    return SpatialRejection(family, (track.name,), "narrow_view", (
+        f"{track.track_id} was seen from {track.view_spread_deg:.0f} degrees of bearing round it "
+        f"(at least {COVERED_DEG:.0f} needed to see every side)"), tuple(track.frames))
 
 
 def track_evidence(track: ObjectTrack) -> dict[str, Any]:

@@ -11,13 +11,15 @@ the truth cannot answer, with the reason in ``detail``. Only a case whose frames
 not cover (``no_truth_frame``, e.g. a rig recording's truth every 15th frame) is left unscored.
 
 Numeric families are scored with VSI-Bench's mean relative accuracy of the gold answer against
-the truth; the multi-frame (choice and count) families agree or not.
+the truth; the multi-frame (choice and count) families agree or not. The motion families need
+no object: their truth is the frames' camera poses (``frames[].camera_from_world``); their
+numbers are checked by absolute error (metres, degrees), their choices by agreement.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,9 +27,27 @@ import numpy as np
 
 from eval_assets.metrics.numeric import mean_relative_accuracy
 from eval_assets.schemas.spatial import SpatialLabel
+from eval_assets.vqa.spatial.motion import (
+    APART_DEG,
+    APART_M,
+    NO_TURN_DEG,
+    SAME_DEG,
+    SAME_M,
+    ZERO_M,
+    Motion,
+    Pose,
+    bearing_cw_deg,
+    route,
+    wrap_deg,
+)
 
 NUMERIC = ("object_size_cm", "pair_distance_m", "camera_distance_m")
 MULTI_FRAME = ("appearance_order", "object_count_across_frames", "relative_direction")
+# The robot's own motion: numbers checked by their absolute error (metres, degrees), choices by
+# agreement, the truth from the scene's per-frame camera poses alone.
+MOTION_NUMERIC = ("camera_displacement_m", "path_length_m", "turn_angle_deg",
+                  "egocentric_direction_deg")
+MOTION_CHOICE = ("turn_direction", "route_sequence", "same_place")
 GATE_M = 0.5
 """A track matches a namesake at most this far from its centre (metres) ..."""
 GATE_SIZE_FRACTION = 0.5
@@ -65,6 +85,7 @@ class _Scene:
     def __init__(self, scene: Mapping[str, Any]) -> None:
         self.objects = list(scene["objects"])
         self.frames = {int(f["index"]): f for f in scene.get("frames", [])}
+        self.camera = scene_camera(scene)
 
     def match(self, entry: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str, str]:
         """The nearest namesake of a track within the gate, or None, the reason and details."""
@@ -101,6 +122,98 @@ def _frames(label: SpatialLabel) -> list[int]:
     return list(label.frame_indices or [label.frame_index])  # type: ignore[list-item]
 
 
+def scene_pose(frame: Mapping[str, Any]) -> tuple[np.ndarray, float]:
+    """A scene frame's camera: optical centre (world) and heading (degrees, counter-clockwise)."""
+    return _pose_of(np.linalg.inv(np.asarray(frame["camera_from_world"], dtype=np.float64)))
+
+
+CameraAt = Callable[[float], np.ndarray]
+
+
+def scene_camera(scene: Mapping[str, Any]) -> tuple[CameraAt, float, float] | None:
+    """``(world_from_camera at any time, TF rate, first TF stamp)`` of a seeded synthetic scene,
+    rebuilt from its scene seed (the synthesizer's own path, not the recording's TF; the TF
+    stream starts when the path does); None for another scene."""
+    if scene.get("scene_seed") is None or "tour" not in scene.get("path", {}):
+        return None
+    from eval_assets.synth.scene import TourPath, sample_camera  # only for synthetic truth
+    from eval_assets.synth.seeded import seeded_scene
+
+    world = seeded_scene(int(scene["scene_seed"]), sample_camera())
+    tour = world.path
+    assert isinstance(tour, TourPath)
+    rate = float(scene["rates_hz"]["tf_world_base_link"])
+
+    def camera_at(t: float) -> np.ndarray:
+        return world.path.world_from_base(t) @ world.base_from_camera
+
+    return camera_at, rate, tour.t_start
+
+
+def _pose_of(world_from_camera: np.ndarray) -> tuple[np.ndarray, float]:
+    axis = world_from_camera[:3, 2]
+    return world_from_camera[:3, 3], math.degrees(math.atan2(axis[1], axis[0]))
+
+
+def _motion_truth(label: SpatialLabel, scene: _Scene) -> tuple[str | None, str]:
+    """The motion families' answers from the scene's camera poses: the shown frames' from
+    ``frames[].camera_from_world``; path and turn (spec: over every TF sample between the first
+    and the last image) from the synthesizer's path at the TF stamps when the scene can be
+    rebuilt, else over every truth frame between them (which cuts the corners of turns)."""
+    frames = _frames(label)
+    if any(f not in scene.frames for f in frames):
+        return None, "no_truth_frame"
+    first, last = (scene_pose(scene.frames[f]) for f in (frames[0], frames[-1]))
+    a, b = (float(scene.frames[f]["image_ts"]) for f in (frames[0], frames[-1]))
+    if scene.camera is not None:
+        camera_at, rate, t0 = scene.camera
+        k = np.arange(math.floor((a - t0) * rate) + 1, math.ceil((b - t0) * rate))
+        times = np.concatenate([[a], t0 + k / rate, [b]])
+        times = times[(times >= a) & (times <= b)]
+        poses = [_pose_of(camera_at(float(t))) for t in times]
+    else:
+        between = [f for f in sorted(scene.frames) if frames[0] <= f <= frames[-1]]
+        times = np.array([float(scene.frames[f]["image_ts"]) for f in between])
+        poses = [scene_pose(scene.frames[f]) for f in between]
+    p = np.array([q[0] for q in poses])
+    psi = np.array([q[1] for q in poses])
+    path = float(np.sum(np.linalg.norm(np.diff(p, axis=0), axis=1)))
+    turn = float(sum(wrap_deg(float(d)) for d in np.diff(psi)))
+    family = label.family
+    if family == "camera_displacement_m":
+        d = float(np.linalg.norm(last[0] - first[0]))
+        return f"{0.0 if d < ZERO_M else d:.4f}", ""
+    if family == "path_length_m":
+        return f"{0.0 if path < ZERO_M else path:.4f}", ""
+    if family == "turn_angle_deg":
+        return f"{abs(turn):.3f}", ""
+    if family == "turn_direction":
+        return ("no turn" if abs(turn) < NO_TURN_DEG else "left" if turn > 0 else "right"), ""
+    if family == "same_place":
+        dp = float(np.linalg.norm(last[0] - first[0]))
+        dpsi = abs(wrap_deg(last[1] - first[1]))
+        if dp < SAME_M and dpsi < SAME_DEG:
+            return "yes", ""
+        return ("no", "") if dp > APART_M or dpsi > APART_DEG else ("(between)", "")
+    if family == "egocentric_direction_deg":
+        # The bearing of the track's centre (the motion is what is checked here); a track no
+        # scene object matches is a phantom and scores 0, as in the other families.
+        entry = label.evidence["tracks"][0]
+        obj, why, detail = scene.match(entry)
+        if obj is None:
+            return None, f"{why}: {detail}"
+        centre = entry["center_world"]
+        end = Pose(frames[-1], b, (float(last[0][0]), float(last[0][1]), float(last[0][2])),
+                   float(last[1]))
+        return f"{bearing_cw_deg(end, centre):.3f}", ""
+    if family == "route_sequence":
+        runs = route(Motion(times, p, psi), a, b)
+        if not all(r.clean for r in runs):
+            return "(unclean)", ""
+        return ", ".join(r.move for r in runs), ""
+    return None, "unchecked_family"
+
+
 def _needed_frames(label: SpatialLabel) -> list[int] | None:
     """The frames whose truth the answer depends on (None: a direction without its reference
     frame). Sizes and distances between objects need none, a direction only its reference
@@ -125,8 +238,15 @@ def _order(objs: Sequence[Mapping[str, Any]], frames: Sequence[int], scene: _Sce
     return ", ".join(sorted(first, key=lambda n: first[n]))
 
 
+def family_is_motion(family: str) -> bool:
+    """Whether ``family`` is one of the robot's own motion families."""
+    return family in (*MOTION_NUMERIC, *MOTION_CHOICE)
+
+
 def _truth(label: SpatialLabel, scene: _Scene) -> tuple[str | None, str]:
     """The scene's answer to the label's question, or None and why it cannot tell."""
+    if family_is_motion(label.family):
+        return _motion_truth(label, scene)
     family = label.family
     objs: list[dict[str, Any]] = []
     for entry in label.evidence["tracks"]:
@@ -177,17 +297,27 @@ def check_labels(labels: Iterable[SpatialLabel], scene: Mapping[str, Any]) -> li
             score = None if why == NOT_COVERED else 0.0
         elif label.family in NUMERIC:
             score = mean_relative_accuracy(float(label.answer), float(truth))
+        elif label.family in MOTION_NUMERIC:
+            score = motion_error(label.family, float(label.answer), float(truth))
         else:
             score = float(label.answer == truth)
         out.append(TruthCheck(label.id, label.family, label.answer, truth, score, why))
     return out
 
 
+def motion_error(family: str, answer: float, truth: float) -> float:
+    """Absolute error of a motion number: metres, or degrees (wrapped for a direction)."""
+    if family == "egocentric_direction_deg":
+        return abs(wrap_deg(answer - truth))
+    return abs(answer - truth)
+
+
 def per_family(checks: Sequence[TruthCheck]) -> dict[str, dict[str, float | int]]:
     """Per family: cases, checked cases (the truth covers their frames; unmatched and
-    unscorable ones are checked and score 0) and the mean score (MRA or agreement)."""
+    unscorable ones are checked and score 0) and the mean score (MRA or agreement; for the
+    motion numbers, the mean absolute error in metres or degrees)."""
     out: dict[str, dict[str, float | int]] = {}
-    for family in (*NUMERIC, *MULTI_FRAME):
+    for family in (*NUMERIC, *MULTI_FRAME, *MOTION_NUMERIC, *MOTION_CHOICE):
         mine = [c for c in checks if c.family == family]
         scored = [c.score for c in mine if c.score is not None]
         out[family] = {"n": len(mine), "checked": len(scored),

@@ -1,0 +1,113 @@
+"""The declarations of the spatial families (``shared/specs/spatial.md``) and the motion families
+(``shared/specs/motion.md``): one :class:`~eval_assets.family_spec.FamilySpec` each, in the order
+the generator asks them and the report lists them.
+
+The rules (generators) live in :mod:`eval_assets.vqa.spatial.families` and
+:mod:`eval_assets.vqa.spatial.motion`; a question here is the
+family's wording as a template (``{name}``, ``{other}``: object names; the generator fills them
+and, for a multi-frame family, prefixes that the images are frames of one video in time order).
+The time-control facts are those of :mod:`eval_assets.time_controls`'s module docstring.
+"""
+
+from __future__ import annotations
+
+from eval_assets.choices import flip_text
+from eval_assets.family_spec import Evidence, FamilySpec, TimeControl, register
+from eval_assets.schemas.spatial import RELATIVE_DIRECTIONS
+from eval_assets.time_controls import reverse_route
+from eval_assets.vqa.spatial.families import (
+    appearance_order,
+    camera_distance_m,
+    object_count_across_frames,
+    object_size_cm,
+    pair_distance_m,
+    relative_direction,
+)
+from eval_assets.vqa.spatial.motion import (
+    MAX_MOTION_CASES,
+    camera_displacement_m,
+    egocentric_direction_deg,
+    path_length_m,
+    route_sequence,
+    same_place,
+    turn_angle_deg,
+    turn_direction,
+)
+
+
+def _same(answer: str) -> str:
+    """The gold answer unchanged (a truth that reversing the frames keeps)."""
+    return answer
+
+
+_TRACKS: frozenset[Evidence] = frozenset({"tracks"})
+_MOTION: frozenset[Evidence] = frozenset({"trajectory"})
+_TRACKS_LIDAR: frozenset[Evidence] = frozenset({"tracks", "lidar"})
+_TRACKS_MOTION: frozenset[Evidence] = frozenset({"tracks", "trajectory"})
+
+SPATIAL_DECLARED: tuple[FamilySpec, ...] = tuple(register(spec) for spec in (
+    FamilySpec("object_size_cm", "spatial",
+               "How long is the longest dimension (length, width or height) of the {name}, in "
+               "centimetres?", "number", _TRACKS, object_size_cm, unit="cm"),
+    FamilySpec("pair_distance_m", "spatial",
+               "What is the distance between the centre of the {name} and the centre of the "
+               "{other}, in metres?", "number", _TRACKS, pair_distance_m, unit="m"),
+    FamilySpec("camera_distance_m", "spatial",
+               "What is the median distance from the camera to the visible surface of the "
+               "{name} (over the part of it seen in the image), in metres?", "number",
+               _TRACKS_LIDAR, camera_distance_m, unit="m"),
+    # Not generated: no stage builds the room's whole outline (see spatial.families).
+    FamilySpec("room_area_m2", "spatial", "What is the floor area of this room, in square "
+               "metres?", "number", _TRACKS, None, unit="m2"),
+    # Reversed, its truth is each object's last sighting, which the generator never checked:
+    # RepeatFrames only.
+    FamilySpec("appearance_order", "spatial",
+               "In which order did these objects first appear: {names}? Answer with the names "
+               "in that order, separated by commas.", "choice", _TRACKS, appearance_order,
+               time=TimeControl(None, repeat_frames=True)),
+    FamilySpec("object_count_across_frames", "spatial",
+               "How many different {name} objects appear across these images? The same object "
+               "seen in several images counts once.", "number", _TRACKS,
+               object_count_across_frames, time=TimeControl(_same, repeat_frames=True)),
+    # Its question names its reference frame by position, which both controls move.
+    FamilySpec("relative_direction", "spatial",
+               "Imagine standing where the camera stood when it took image {k}, facing the same "
+               "way. Is the {name} front-left, front-right, back-left or back-right of you?",
+               "choice", _TRACKS_MOTION, relative_direction,
+               choices=RELATIVE_DIRECTIONS, time=TimeControl(None, repeat_frames=False)),
+    # The robot's own motion: truth from TF alone, no detector.
+    FamilySpec("camera_displacement_m", "spatial",
+               "How far, in a straight line, is the camera's position in the last image from "
+               "its position in the first image, in metres?", "number", _MOTION,
+               camera_displacement_m, unit="m", cap=MAX_MOTION_CASES, zero_rule=True,
+               time=TimeControl(_same, repeat_frames=True)),
+    FamilySpec("path_length_m", "spatial",
+               "How far did the camera travel along its path from the first image to the last, "
+               "in metres?", "number", _MOTION, path_length_m, unit="m", cap=MAX_MOTION_CASES,
+               zero_rule=True, time=TimeControl(_same, repeat_frames=True)),
+    FamilySpec("turn_direction", "spatial",
+               "Between the first and the last image, did the camera turn left, turn right, or "
+               "keep its heading (no turn)?", "choice", _MOTION, turn_direction,
+               choices=("left", "right", "no turn"), cap=MAX_MOTION_CASES,
+               time=TimeControl(flip_text, repeat_frames=True)),
+    FamilySpec("turn_angle_deg", "spatial",
+               "By how many degrees did the camera turn (about the vertical axis, left or right) "
+               "between the first and the last image? Answer in degrees.", "number", _MOTION,
+               turn_angle_deg, unit="deg", cap=MAX_MOTION_CASES, magnitude=True,
+               time=TimeControl(_same, repeat_frames=False)),
+    # Not reversible: its question names the last image.
+    FamilySpec("egocentric_direction_deg", "spatial",
+               "Imagine standing where the camera is in the last image, facing the way it "
+               "faces. In which direction is the {name} (seen in an earlier image)? Answer in "
+               "degrees clockwise from straight ahead, from -180 to 180.", "number",
+               _TRACKS_MOTION, egocentric_direction_deg, unit="deg", cap=MAX_MOTION_CASES,
+               time=TimeControl(None, repeat_frames=False)),
+    FamilySpec("route_sequence", "spatial",
+               "Which sequence of moves took the camera from where it was in the first image to "
+               "where it is in the last?", "choice", _MOTION, route_sequence,
+               cap=MAX_MOTION_CASES, time=TimeControl(reverse_route, repeat_frames=False)),
+    FamilySpec("same_place", "spatial",
+               "Was the last image taken from about the same place, facing about the same way, "
+               "as the first image?", "choice", _MOTION, same_place, choices=("yes", "no"),
+               cap=MAX_MOTION_CASES, time=TimeControl(_same, repeat_frames=False)),
+))
