@@ -21,6 +21,15 @@ region itself:
 * Regions too small to measure shading fall back to the outline: circularity and aspect.
 * Regions fewer than ``min_shape_rows`` rows tall are not named at all: the detector says
   nothing rather than guess (see :class:`ColorShapeParams`).
+* A region is named only when its colour is the palette's albedo: its median saturation at most
+  ``max_saturation_offset`` below its reference colour's and at most ``max_saturation_excess``
+  above it, and its median hue within ``max_median_hue_deg``. A textured or differently
+  coloured surface (a brown teddy bear read as "red", a wooden block as "orange", a duck's
+  yellow body) is not a palette primitive, whatever its shape cues say.
+
+A region the detector sees but does not name (too small, too short, or off the palette's albedo)
+is *unsure*: :meth:`ColorShapeDetector.unsure` reports it under every name of its colour, so the
+question rules can refuse to answer "no" or "exactly one" where that region might be the object.
 
 Every threshold is a named field of :class:`ColorShapeParams`; the values were measured on
 rectified JPEG frames of the bundled sample (see the perception tests for the agreement rates).
@@ -40,7 +49,8 @@ import numpy as np
 from eval_assets.perception.protocols import Box, ConfigurationError, check_rgb
 from eval_assets.synth.scene import PALETTE, SHAPES
 
-COLOR_DETECTOR_VERSION = "hsv-shape/3"  # 2: off-axis balls (ellipse fit); 3: abstains on slivers
+COLOR_DETECTOR_VERSION = "hsv-shape/4"  # 2: off-axis balls (ellipse fit); 3: abstains on slivers;
+# 4: names only regions of the palette's albedo, reports unsure regions
 REGION_SEGMENTER_VERSION = "colour-region/1"
 GRABCUT_SEGMENTER_VERSION = "grabcut/1"
 _LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
@@ -83,6 +93,30 @@ class ColorShapeParams:
     6–8 rows of a purple cylinder showing over an obstacle were named "purple box" in 21 frames
     with scores 0.73–0.92, making 5 wrong gold answers a frame (presence of each shape,
     direction, count, coverage); no correctly named detection of the sample is that short."""
+    max_saturation_offset: float = 0.06
+    """Most a named region's median saturation may lie below its reference colour's. Flat
+    palette albedos keep their saturation under shading and lose a little to blurred edges
+    (scene seeds 1101–1103: at most 0.05 below for every correctly named region but two slivers
+    of 145–205 px); the simulated world's mug, teddy bear, jenga block and lego brick
+    (``eval-assets recording simulate``, seeds 2201–2203) are 0.08–0.31 below and were all
+    misnamed before this check."""
+    max_saturation_excess: float = 0.02
+    """Most a named region's median saturation may lie above its reference colour's. Shading,
+    highlights and blur only desaturate a flat albedo (seeds 1101–1103: at most 0.006 above);
+    the simulated duck's body and beak are 0.037–0.09 above (named "yellow cylinder", "orange
+    cylinder" before this check), a blue distractor 0.12."""
+    max_median_hue_deg: float = 5.0
+    """Largest median hue distance of a named region from its reference hue (named palette
+    regions: ≤ 2.8°; a simulated lego brick 7.8°, a distractor 11°)."""
+    min_name_score: float = 0.72
+    """Lowest shape score a named region needs; below it the shape cue was near its threshold
+    (or only the outline fallback, score 0.5, decided) and the region is unsure instead.
+    Measured on scene seeds 1101-1103 (first 40-60 frames): the two box/cylinder misnamings
+    scored 0.51 and 0.70; 19 of 237 correctly named regions scored below 0.72."""
+    min_unsure_px: int = 25
+    """Smallest region reported as unsure when it is not named (smaller, or too short, or off
+    the palette's albedo): half the 50 px from which the truth counts an object as visible, as
+    a region's saturated pixels are fewer than the object's (edges blur)."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +128,8 @@ class Instance:
     box_xyxy: tuple[float, float, float, float]
     score: float
     area: int
+    sure: bool = True
+    """False for a region seen but not named (``shape`` is then empty): see the module doc."""
 
 
 def _rgb(rgb: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -105,6 +141,33 @@ def _rgb(rgb: tuple[int, int, int]) -> tuple[int, int, int]:
 def _hue_deg(rgb: tuple[int, int, int]) -> float:
     pixel = np.array([[rgb]], dtype=np.float32) / 255.0
     return float(cv2.cvtColor(pixel, cv2.COLOR_RGB2HSV)[0, 0, 0])
+
+
+def _saturation(rgb: tuple[int, int, int]) -> float:
+    pixel = np.array([[rgb]], dtype=np.float32) / 255.0
+    return float(cv2.cvtColor(pixel, cv2.COLOR_RGB2HSV)[0, 0, 1])
+
+
+def _albedo_offsets(image: np.ndarray, region: np.ndarray, origin: tuple[int, int],
+                    hue: float, saturation: float) -> tuple[float, float]:
+    """(median hue distance in degrees, median saturation − ``saturation``) of the pixels of
+    ``region`` (a boolean crop whose top-left pixel is ``origin`` = (x, y) in ``image``).
+
+    Measured inside the region (eroded by one pixel, unless nothing would be left): its outline
+    pixels are blurred with the background by JPEG and rectification, which desaturates a thin
+    region's median (a 5 px wide green cylinder cut by the sample's frame 19: 0.094 below its
+    albedo over all pixels, 0.039 inside).
+    """
+    gx, gy = origin
+    crop = image[gy:gy + region.shape[0], gx:gx + region.shape[1]].astype(np.float32)
+    # Replicated border: where the image edge cuts the region there is no blurred outline.
+    inner = cv2.erode(region.astype(np.uint8), np.ones((3, 3), np.uint8),
+                      borderType=cv2.BORDER_REPLICATE).astype(bool)
+    hsv = cv2.cvtColor(crop / np.float32(255.0), cv2.COLOR_RGB2HSV)[
+        inner if inner.any() else region]
+    diff = np.abs(hsv[:, 0] - hue)
+    return (float(np.median(np.minimum(diff, 360.0 - diff))),
+            float(np.median(hsv[:, 1])) - saturation)
 
 
 class _LastFrame:
@@ -157,6 +220,8 @@ class ColorClassifier:
         self.params = params
         self._hues = np.array([_hue_deg(vocabulary[c]) for c in self.colors],
                               dtype=np.float32)
+        self._saturations = np.array([_saturation(vocabulary[c]) for c in self.colors],
+                                     dtype=np.float32)
         self._memo_key = ("labels", tuple(self._hues.tolist()), params)
 
     def labels(self, image: np.ndarray) -> np.ndarray:
@@ -455,22 +520,37 @@ class ColorShapeDetector:
             n, comp, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
             for j in range(1, n):
                 x, y, w, h, area = (int(v) for v in stats[j])
+                if area < self.params.min_unsure_px:
+                    continue  # too small to be an object the truth counts as visible
+                box = (float(x0 + x), float(y0 + y), float(x0 + x + w), float(y0 + y + h))
                 if area < self.params.min_area_px or h < self.params.min_shape_rows:
-                    continue  # too small to report, or too short to name: say nothing
+                    # Too small to report, or too short to name: seen, but not named.
+                    found.append(Instance(color, "", box, 0.0, area, sure=False))
+                    continue
                 # The component's own box plus one pixel (clipped to the image): the shape cues
                 # need its outline and where the image border cuts it, not the whole frame.
                 cy0, cx0 = max(y - 1, 0), max(x - 1, 0)
                 cy1, cx1 = min(y + h + 1, y1 - y0), min(x + w + 1, x1 - x0)
                 region = comp[cy0:cy1, cx0:cx1] == j
                 gx, gy = x0 + cx0, y0 + cy0
+                hue_off, sat_off = _albedo_offsets(image, region, (gx, gy),
+                                                   float(self.classifier._hues[ci]),
+                                                   float(self.classifier._saturations[ci]))
+                if (hue_off > self.params.max_median_hue_deg
+                        or not -self.params.max_saturation_offset <= sat_off
+                        <= self.params.max_saturation_excess):
+                    # Not the palette's albedo: some other surface of a nearby hue.
+                    found.append(Instance(color, "", box, 0.0, area, sure=False))
+                    continue
                 if luma is None:
                     luma = image.astype(np.float32) @ _LUMA
                 shape, score = _classify_crop(region, luma[gy:gy + region.shape[0],
                                                            gx:gx + region.shape[1]],
                                               self.params, (gx, gy), (height, width))
-                found.append(Instance(color, shape, (float(x0 + x), float(y0 + y),
-                                                     float(x0 + x + w), float(y0 + y + h)),
-                                      score, area))
+                # A shape decided near its threshold is a guess: seen, but not named.
+                found.append(Instance(color, shape, box, score, area)
+                             if score >= self.params.min_name_score
+                             else Instance(color, "", box, 0.0, area, sure=False))
         found.sort(key=lambda i: (self.classifier.colors.index(i.color), i.box_xyxy[0],
                                   i.box_xyxy[1]))
         return tuple(found)
@@ -479,7 +559,14 @@ class ColorShapeDetector:
         """One box per connected region of the named colour classified as the named shape."""
         color, shape = self.parse(object_name)
         return [Box(i.box_xyxy, i.score) for i in self.instances(image)
-                if i.color == color and i.shape == shape]
+                if i.sure and i.color == color and i.shape == shape]
+
+    def unsure(self, image: np.ndarray, object_name: str) -> list[Box]:
+        """Boxes of the regions of the named colour seen but not named (any could be the
+        named object): too small or short to name, or off the palette's albedo."""
+        color, _ = self.parse(object_name)
+        return [Box(i.box_xyxy, 0.0) for i in self.instances(image)
+                if not i.sure and i.color == color]
 
 
 class RegionSegmenter:

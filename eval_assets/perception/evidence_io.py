@@ -27,6 +27,7 @@ from eval_assets.atomic import in_flight, write_bytes_atomic, write_text_atomic
 from eval_assets.frames import RectifiedFrame, load_rectified_image
 from eval_assets.layout import DETECTIONS_TABLE, FRAMES_DIR, MASKS_DIR
 from eval_assets.perception.protocols import (
+    Abstaining,
     Detector,
     FrameBound,
     Segmenter,
@@ -57,6 +58,7 @@ DETECTIONS_SCHEMA = pa.schema([
     ("height", pa.int64()),
     ("queried_names", pa.list_(pa.string())),
     ("detections", pa.list_(_DETECTION_TYPE)),
+    ("unsure_names", pa.list_(pa.string())),
 ])
 
 
@@ -186,12 +188,16 @@ def build_detections(
             if isinstance(model, FrameBound):
                 model.bind_frame(frame)
         found = detect_and_segment(image, names, detector, segmenter)
+        # A detector that can abstain says which names it could not rule out on this frame.
+        unsure = ([n for n in names if detector.unsure(image, n)]
+                  if isinstance(detector, Abstaining) else [])
         record = FrameDetections(
             frame_index=frame.frame_index,
             width=frame.width,
             height=frame.height,
             queried_names=list(names),
             detections=[d for d, _ in found],
+            unsure_names=unsure,
         )
         stored.append(write_frame_detections(out_dir, record, [m for _, m in found]))
     write_detections_table(out_dir, stored)

@@ -50,6 +50,21 @@ class Detector(Protocol):
 
 
 @runtime_checkable
+class Abstaining(Protocol):
+    """A detector that can say where it saw something it would not name.
+
+    ``unsure`` returns the regions that might be ``object_name`` but that the detector could not
+    name with confidence (too small, cut off, or unlike anything it was written for). They are
+    not detections; they stop the question rules from asserting that the object is absent or
+    that exactly one is visible.
+    """
+
+    def unsure(self, image: np.ndarray, object_name: str) -> list[Box]:
+        """Regions of ``image`` that may be ``object_name`` but were not detected as it."""
+        ...
+
+
+@runtime_checkable
 class Segmenter(Protocol):
     """Box-prompted segmenter: box → boolean mask of the object inside it."""
 

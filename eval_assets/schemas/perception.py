@@ -52,9 +52,16 @@ class FrameDetections(BaseModel):
     height: int = Field(gt=0)
     queried_names: list[str] = Field(description="every name asked, in query order")
     detections: list[Detection] = Field(description="ordered by label_index, then detector order")
+    unsure_names: list[str] = Field(
+        default_factory=list,
+        description="queried names (query order) with a region the detector saw but could not "
+                    "name with confidence: such a name may be present even without a detection")
 
     @model_validator(mode="after")
     def _labels_match_queries(self) -> Self:
+        unknown = [n for n in self.unsure_names if n not in self.queried_names]
+        if unknown:
+            raise ValueError(f"frame {self.frame_index}: unsure_names {unknown} were not queried")
         for d in self.detections:
             if d.label_index >= len(self.queried_names) or \
                     self.queried_names[d.label_index] != d.name:

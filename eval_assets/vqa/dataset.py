@@ -165,8 +165,10 @@ def frame_evidence(inputs: FrameInputs) -> FrameEvidence:
     dets = inputs.detections
     by_name: dict[str, list[DetectionEvidence]] = {}
     queried: frozenset[str] = frozenset()
+    unsure: frozenset[str] = frozenset()
     if dets is not None:
         queried = frozenset(normalize_name(n) for n in dets.queried_names)
+        unsure = frozenset(normalize_name(n) for n in dets.unsure_names)
         for i, d in enumerate(dets.detections):
             stats = inputs.ranges[i] if i < len(inputs.ranges) and lidar_ok else None
             rng = (None if stats is None else
@@ -176,7 +178,7 @@ def frame_evidence(inputs: FrameInputs) -> FrameEvidence:
     return FrameEvidence(
         frame_index=frame.frame_index, width=frame.width, height=frame.height, queried=queried,
         detections={k: tuple(v) for k, v in by_name.items()}, lidar_ok=lidar_ok,
-        lidar_reason=reason,
+        lidar_reason=reason, unsure=unsure,
     )
 
 

@@ -117,6 +117,8 @@ class FrameEvidence:
     ``detections`` maps normalised names to that name's detections; ``queried`` holds every
     normalised name the detector was asked about (a name never asked about cannot be "absent").
     ``lidar_ok`` is False for image-only frames (LiDAR unmatched or TF unresolved).
+    ``unsure`` holds the normalised names for which the detector saw a region it could not name
+    with confidence: such a name may be present even where it has no detection.
     """
 
     frame_index: int
@@ -126,6 +128,7 @@ class FrameEvidence:
     detections: Mapping[str, tuple[DetectionEvidence, ...]] = field(default_factory=dict)
     lidar_ok: bool = True
     lidar_reason: str | None = None
+    unsure: frozenset[str] = frozenset()
 
     def of(self, name: str) -> tuple[DetectionEvidence, ...]:
         """Detections of a normalised name (empty when none)."""
@@ -200,6 +203,20 @@ def _not_queried(names: Sequence[str], ev: FrameEvidence) -> Rejected | None:
     return None
 
 
+def unsure_rejection(names: Sequence[str], ev: FrameEvidence) -> Rejected | None:
+    """Reject when the detector saw a region it could not name that may be one of ``names``.
+
+    Its silence about such a name is not evidence of absence, nor of there being exactly one:
+    "no", a count, and every question about "the visible X" would rest on it. A detector that
+    says nothing about what it could not name thus costs yield, never a wrong gold answer.
+    """
+    unsure = [n for n in names if n in ev.unsure]
+    if unsure:
+        return Rejected("unsure_detection",
+                        f"the detector saw a region it could not name that may be {unsure}")
+    return None
+
+
 def _single_detection(name: str, ev: FrameEvidence) -> DetectionEvidence | Rejected:
     dets = ev.of(name)
     if not dets:
@@ -250,6 +267,8 @@ class Presence:
         if (missing := _not_queried(names, ev)) is not None:
             return missing
         n = len(ev.of(obj))
+        if n == 0 and (unsure := unsure_rejection(names, ev)) is not None:
+            return unsure
         return Answered(_question(self.name).format(name=obj), PRESENCE_CHOICES,
                         "yes" if n else "no", {"detections": n})
 
@@ -271,6 +290,8 @@ class HorizontalDirection:
         (obj,) = names
         if (missing := _not_queried(names, ev)) is not None:
             return missing
+        if (unsure := unsure_rejection(names, ev)) is not None:
+            return unsure
         det = _single_detection(obj, ev)
         if isinstance(det, Rejected):
             return det
@@ -298,6 +319,8 @@ class ObjectCount:
         (obj,) = names
         if (missing := _not_queried(names, ev)) is not None:
             return missing
+        if (unsure := unsure_rejection(names, ev)) is not None:
+            return unsure
         n = len(ev.of(obj))
         if n == 0:
             return Rejected("no_detection",
@@ -327,6 +350,8 @@ class ImageCoverage:
         (obj,) = names
         if (missing := _not_queried(names, ev)) is not None:
             return missing
+        if (unsure := unsure_rejection(names, ev)) is not None:
+            return unsure
         det = _single_masked(obj, ev)
         if isinstance(det, Rejected):
             return det
@@ -355,6 +380,8 @@ class LargestVisibleArea:
         """See the class docstring."""
         if (missing := _not_queried(names, ev)) is not None:
             return missing
+        if (unsure := unsure_rejection(names, ev)) is not None:
+            return unsure
         areas: dict[str, int] = {}
         for obj in names:
             det = _single_masked(obj, ev)
@@ -390,6 +417,8 @@ class ObjectDistance:
         (obj,) = names
         if (missing := _not_queried(names, ev)) is not None:
             return missing
+        if (unsure := unsure_rejection(names, ev)) is not None:
+            return unsure
         det = _ranged(obj, ev)
         if isinstance(det, Rejected):
             return det
@@ -420,6 +449,8 @@ class ClosestObject:
         """See the class docstring."""
         if (missing := _not_queried(names, ev)) is not None:
             return missing
+        if (unsure := unsure_rejection(names, ev)) is not None:
+            return unsure
         ranges: dict[str, RangeEvidence] = {}
         for obj in names:
             det = _ranged(obj, ev)

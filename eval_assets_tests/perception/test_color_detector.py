@@ -3,8 +3,11 @@
 Agreement rule (per frame and per queried name): the number of detections equals the number of
 truth objects of that name with at least ``MIN_VISIBLE_PX`` visible pixels; every such object is
 matched by a box with IoU ≥ 0.7 against its truth bbox, and that box's mask has IoU ≥ 0.8 with the
-object's region in the truth id map. Measured on the bundled sample (24 frames × 18 names): 432/432
-counts agree, box IoU min 0.857 (mean 0.978), region-mask IoU min 0.874 (mean 0.976).
+object's region in the truth id map. A pair with fewer detections than objects is no disagreement
+when the detector reports an unsure region under that name (it did not name a shape decided near
+its threshold: the questions about that name are then not asked). Measured on the bundled sample
+(24 frames × 18 names): 427/432 counts agree and the other 5 are unsure; box IoU min 0.871 (mean
+0.977), region-mask IoU min 0.879 (mean 0.976) over the 198 matched objects.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ def agreement(rectified_sample: RectifiedSample) -> dict[str, Any]:
     detector, segmenter = ColorShapeDetector(), RegionSegmenter()
     names = default_vocabulary()
     count_mismatches: list[tuple[int, str, int, int]] = []
+    unsure_misses: list[tuple[int, str, int, int]] = []
     box_ious: list[tuple[float, int, int]] = []
     mask_ious: list[tuple[float, int, int]] = []
     detections_of_absent_objects = 0
@@ -60,6 +64,11 @@ def agreement(rectified_sample: RectifiedSample) -> dict[str, Any]:
             boxes = detector.detect(image, name)
             expected = [o for o in truth if o["name"] == name
                         and o["visible_pixels"] >= MIN_VISIBLE_PX]
+            if len(boxes) < len(expected) and detector.unsure(image, name):
+                # Fewer named, and the detector says it saw a region it would not name: the
+                # questions about this name are not asked on this frame (yield, not wrong gold).
+                unsure_misses.append((frame.frame_index, name, len(boxes), len(expected)))
+                continue  # which object went unnamed is unknown: no IoU to measure
             if len(boxes) != len(expected):
                 count_mismatches.append((frame.frame_index, name, len(boxes), len(expected)))
             if not any(o["name"] == name for o in truth):
@@ -75,7 +84,8 @@ def agreement(rectified_sample: RectifiedSample) -> dict[str, Any]:
                 region = rectified_sample.id_maps[frame.frame_index] == obj["id"]
                 mask_ious.append((mask_iou(mask, region), frame.frame_index, obj["id"]))
     pairs = len(rectified_sample.frames) * len(names)
-    return {"pairs": pairs, "count_mismatches": count_mismatches, "box_ious": box_ious,
+    return {"pairs": pairs, "count_mismatches": count_mismatches,
+            "unsure_misses": unsure_misses, "box_ious": box_ious,
             "mask_ious": mask_ious, "absent_hits": detections_of_absent_objects}
 
 
@@ -84,6 +94,10 @@ def test_counts_agree_with_truth_for_every_frame_and_name(agreement: dict[str, A
     print(f"count agreement: {rate:.4f} of {agreement['pairs']} (frame, name) pairs")
     assert agreement["pairs"] == 24 * 18
     assert agreement["count_mismatches"] == []
+    # Shapes decided near a cue's threshold are left unnamed (ColorShapeParams.min_name_score):
+    # on the sample, 5 (frame, name) pairs, each with an unsure region under that name.
+    print(f"unsure instead of named: {agreement['unsure_misses']}")
+    assert len(agreement["unsure_misses"]) <= 5
     # The vocabulary includes the twelve absent colour×shape names; none may be "found".
     assert agreement["absent_hits"] == 0
 
@@ -267,5 +281,33 @@ def test_a_strip_too_short_to_name_is_not_reported() -> None:
     image[50:57, 40:90] = (140, 40, 200)    # 7 rows x 50 columns, 350 px: a purple strip
     image[80:92, 40:90] = (25, 60, 215)     # 12 rows: tall enough to name
     detector = ColorShapeDetector()
-    assert [i.color for i in detector.instances(image)] == ["blue"]
+    assert [(i.color, i.sure) for i in detector.instances(image)] == [("blue", True),
+                                                                      ("purple", False)]
     assert all(detector.detect(image, f"purple {s}") == [] for s in ("box", "ball", "cylinder"))
+    # Seen but not named: unsure under every purple name, so "no purple box" is not asked.
+    assert all(len(detector.unsure(image, f"purple {s}")) == 1
+               for s in ("box", "ball", "cylinder"))
+    assert detector.unsure(image, "blue box") == []
+
+
+@pytest.mark.parametrize("rgb,why", [
+    ((200, 95, 90), "red hue, saturation 0.55: 0.33 below the palette red's (a teddy bear)"),
+    ((255, 220, 0), "yellow hue, saturation 1.0: 0.09 above the palette yellow's (a duck)"),
+])
+def test_a_region_off_the_palette_albedo_is_unsure_not_named(rgb: tuple[int, int, int],
+                                                             why: str) -> None:
+    """A surface of a palette hue but not its albedo is something the detector was not written
+    for: it names nothing there, and says it saw something under every name of that colour."""
+    image = np.full((120, 160, 3), (150, 146, 140), dtype=np.uint8)
+    image[30:70, 40:80] = rgb
+    image[80:110, 100:130] = (25, 60, 215)  # the palette's blue: named
+    detector = ColorShapeDetector()
+    colour = "red" if rgb[0] > rgb[1] + 50 else "yellow"
+    assert sorted((i.color, i.sure) for i in detector.instances(image)) == sorted(
+        [(colour, False), ("blue", True)]), why
+    for shape in ("box", "ball", "cylinder"):
+        assert detector.detect(image, f"{colour} {shape}") == []
+        assert [b.box_xyxy for b in detector.unsure(image, f"{colour} {shape}")] == [
+            (40.0, 30.0, 80.0, 70.0)]
+    assert len(detector.detect(image, "blue box")) == 1
+    assert detector.unsure(image, "blue box") == []

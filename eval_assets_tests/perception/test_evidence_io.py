@@ -66,7 +66,7 @@ def test_round_trip_keeps_every_field_and_mask(rectified_sample: RectifiedSample
     table = pq.read_table(tmp_path / DETECTIONS_TABLE)
     assert table.num_rows == SUBSET
     assert table.schema.names == ["frame_index", "width", "height", "queried_names",
-                                  "detections"]
+                                  "detections", "unsure_names"]
 
 
 @pytest.mark.slow
@@ -169,6 +169,9 @@ def test_records_validate_labels_and_boxes() -> None:
                             detections=[_detection().model_copy(update={"label_index": 1})])
     assert frame.detections_of("blue box") == []
     assert len(frame.detections_of("red ball")) == 1
+    with pytest.raises(ValueError, match=r"unsure_names \['green ball'\] were not queried"):
+        FrameDetections(frame_index=0, width=8, height=6, queried_names=["blue box"],
+                        detections=[], unsure_names=["green ball"])
 
 
 def test_missing_or_foreign_table_names_the_fix(tmp_path: Path) -> None:

@@ -269,3 +269,41 @@ def test_families_registry_is_complete() -> None:
     assert list(FAMILIES) == ["presence", "horizontal_direction", "object_count",
                               "image_coverage", "largest_visible_area", "object_distance",
                               "closest_object"]
+
+
+# --- unsure regions -------------------------------------------------------------------------------
+
+def unsure_frame(detections: dict[str, list[DetectionEvidence]], unsure: set[str],
+                 queried: set[str]) -> FrameEvidence:
+    """A frame whose detector saw a region it could not name that may be each of ``unsure``."""
+    base = frame(detections, queried=queried)
+    return FrameEvidence(frame_index=base.frame_index, width=base.width, height=base.height,
+                         queried=base.queried, detections=base.detections,
+                         unsure=frozenset(unsure))
+
+
+def test_presence_no_is_not_asked_where_the_detector_saw_something_it_could_not_name() -> None:
+    ev = unsure_frame({"red ball": [det()]}, unsure={"blue box", "red ball"},
+                      queried={"red ball", "blue box", "green ball"})
+    rejected(decide("presence", ["blue box"], ev), "unsure_detection")
+    # A detection still answers "yes" (an unsure region cannot make it absent) ...
+    assert answered(decide("presence", ["red ball"], ev)).answer == "yes"
+    # ... and a name without an unsure region still answers "no".
+    assert answered(decide("presence", ["green ball"], ev)).answer == "no"
+
+
+@pytest.mark.parametrize("family,names", [
+    ("object_count", ["red ball"]), ("horizontal_direction", ["red ball"]),
+    ("image_coverage", ["red ball"]), ("object_distance", ["red ball"]),
+    ("largest_visible_area", ["red ball", "blue box"]),
+    ("closest_object", ["blue box", "red ball"]),
+])
+def test_counts_and_the_visible_x_are_not_asked_about_an_unsure_name(
+        family: str, names: list[str]) -> None:
+    dets = {"red ball": [det(10, 20, 500, rng(1.0, 1.1, 1.2))],
+            "blue box": [det(100, 120, 50, rng(2.5, 2.6, 2.7))]}
+    sure = unsure_frame(dets, unsure=set(), queried=set(dets))
+    assert isinstance(decide(family, names, sure), Answered)
+    # One more region of red that the detector could not name: a second red ball, perhaps.
+    ev = unsure_frame(dets, unsure={"red ball"}, queried=set(dets))
+    assert "red ball" in rejected(decide(family, names, ev), "unsure_detection").detail
