@@ -37,6 +37,7 @@ from eval_assets.report.case_browser import CASES_PER_PAGE, cases_section
 from eval_assets.report.concurrency_section import concurrency_section
 from eval_assets.report.cost_section import CellCost, cost_section
 from eval_assets.report.coverage import Coverage, build_coverage
+from eval_assets.report.drawn_sections import ReportView, drawn_sections
 from eval_assets.report.drift_section import REPORT_DRIFT_NIGHTS, drift_section
 from eval_assets.report.endpoints_section import ModelEndpoint, endpoints_section
 from eval_assets.report.evidence_section import evidence_quality_section
@@ -44,11 +45,7 @@ from eval_assets.report.history import NightResult, night_drift
 from eval_assets.report.label_audit import LabelAudit, label_audit_section
 from eval_assets.report.leaderboard import METHODS, paired_comparisons
 from eval_assets.report.markup import esc, section
-from eval_assets.report.metric_sections import (
-    drawn_sections,
-    metric_sections,
-    not_computed_section,
-)
+from eval_assets.report.metric_sections import metric_sections, not_computed_section
 from eval_assets.report.nights_section import NO_NIGHTS, nights_section
 from eval_assets.report.ranking_sections import (
     comparisons_section,
@@ -64,7 +61,6 @@ from eval_assets.schemas.report import CaseCard, FrameImage
 from eval_assets.schemas.results import CellScores
 from eval_assets.scoring.inputs import Annotations
 from eval_assets.scoring.mcq import MCQ_NOT_MEASURED
-from eval_assets.scoring.spec import ReportView
 from eval_assets.scoring.vqa import report_of
 
 __all__ = ["CASES_PER_PAGE", "MCQ_NOT_MEASURED", "NO_NIGHTS", "render_report", "write_report"]

@@ -20,7 +20,6 @@ from eval_assets.scoring.spec import (
     Num,
     Pct,
     ReportTable,
-    ReportView,
     Text,
     ordered,
 )
@@ -74,16 +73,10 @@ def render_table(data: ReportTable) -> str:
 
 def metric_sections(cells: Sequence[CellScores]) -> list[tuple[str, str, str]]:
     """(anchor, navigation label, HTML) of every metric whose section is table data, in
-    METRICS order (the sections drawn beside the ranking are :func:`drawn_sections`)."""
+    METRICS order (the sections drawn beside the ranking are
+    :func:`eval_assets.report.drawn_sections.drawn_sections`)."""
     return [(s.anchor, s.nav, render_table(s.build(cells)))
             for spec in METRICS for s in spec.sections if s.build is not None]
-
-
-def drawn_sections(view: ReportView) -> list[tuple[str, str, str, str | None]]:
-    """(anchor, navigation label, HTML, anchor it follows) of every metric whose section its
-    report module draws (:attr:`eval_assets.scoring.spec.Section.draw`), in METRICS order."""
-    return [(s.anchor, s.nav, s.draw(view), s.after)
-            for spec in METRICS for s in spec.sections if s.draw is not None]
 
 
 def dropped_annotations_text(annotations: Annotations) -> str:

@@ -27,7 +27,7 @@ from eval_assets.metrics.vqa import VqaRowResult
 from eval_assets.schemas.predictions import RUN_ROTATIONS, RotationRecord, rotate_choices
 from eval_assets.schemas.results import CellScores, NotMeasured
 from eval_assets.scoring.inputs import ModelRun, PrivateDataset
-from eval_assets.scoring.spec import Column, MetricSpec, ReportView, ScoringInputs, Section
+from eval_assets.scoring.spec import Column, MetricSpec, ScoringInputs, Section
 
 NAME = "circular_eval"
 NOT_ASKED = "no rotations asked"
@@ -120,20 +120,13 @@ METHODS = (
 )
 
 
-def _draw(view: ReportView) -> str:
-    # Imported here: the report's section pools through the leaderboard, which imports this.
-    from eval_assets.report.circular_section import circular_section
-
-    return circular_section(view.cells, view.coverage)
-
-
 CIRCULAR: MetricSpec[CircularReport] = MetricSpec(
     name=NAME, description=__doc__ or "", file="circular.json", version="1",
     result_model=CircularReport, score=_score, needs=frozenset({"labels", "rotations"}),
     methods=METHODS,
     metadata=_metadata,
     columns=COLUMNS, label="CircularEval / position bias",
-    section=Section("circular", "Position bias", draw=_draw, after="comparisons"),
+    section=Section("circular", "Position bias", drawn=True, after="comparisons"),
 )
 
 

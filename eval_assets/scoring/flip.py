@@ -20,7 +20,7 @@ from eval_assets.metrics.flip import FlipCase, FlipReport, flip_eval, flip_group
 from eval_assets.schemas.predictions import RUN_FLIPS, FlipRecord
 from eval_assets.schemas.results import CellScores, NotMeasured
 from eval_assets.scoring.inputs import ModelRun, PrivateDataset
-from eval_assets.scoring.spec import Column, MetricSpec, ReportView, ScoringInputs, Section
+from eval_assets.scoring.spec import Column, MetricSpec, ScoringInputs, Section
 
 NAME = "flip_eval"
 NOT_ASKED = "no mirrored cases asked"
@@ -109,13 +109,6 @@ METHODS = (
 )
 
 
-def _draw(view: ReportView) -> str:
-    # Imported here: the report's section module imports this one.
-    from eval_assets.report.flip_section import flip_section
-
-    return flip_section(view.cells)
-
-
 _COUNTS = {"flip_n", "flip_not_asked"}
 FLIP: MetricSpec[FlipReport] = MetricSpec(
     name=NAME, description=__doc__ or "", file="flip.json", version="1",
@@ -124,5 +117,5 @@ FLIP: MetricSpec[FlipReport] = MetricSpec(
     columns=tuple(Column(c, integer=c in _COUNTS) for c in (
         "flip_consistency", "flip_ci_low", "flip_ci_high", "flip_n", "flip_not_asked",
         "flip_original_accuracy", "flip_mirrored_accuracy", "flip_agreement")),
-    section=Section("flip", "Mirror", draw=_draw, after="circular"),
+    section=Section("flip", "Mirror", drawn=True, after="circular"),
 )

@@ -32,22 +32,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from eval_assets.family_spec import families
-from eval_assets.family_spec import family as declared_family
-from eval_assets.metrics.angular import angular_difference, mean_angular_accuracy
+from eval_assets.metrics.angular import angular_difference
 from eval_assets.metrics.numeric import (
     UNITS,
-    ZERO_TRUTH_TOLERANCE_M,
     ParsedNumber,
     absolute_relative_error,
-    mean_relative_accuracy,
-    mra_with_zero_rule,
     read_numeric_reply,
 )
+from eval_assets.metrics.numeric_rules import PARSER_UNITS as PARSER_UNITS
+from eval_assets.metrics.numeric_rules import ScoredBy as ScoredBy
+from eval_assets.metrics.numeric_rules import case_score as case_score
+from eval_assets.metrics.numeric_rules import magnitude_angle_families as magnitude_angle_families
+from eval_assets.metrics.numeric_rules import scored_by as scored_by
+from eval_assets.metrics.numeric_rules import zero_rule_families as zero_rule_families
 from eval_assets.schemas.results import CellScores, NotMeasured
 from eval_assets.scoring.inputs import ModelRun, PrivateDataset
 from eval_assets.scoring.spec import (
@@ -58,7 +59,6 @@ from eval_assets.scoring.spec import (
     Num,
     Pct,
     ReportTable,
-    ReportView,
     ScoringInputs,
     Section,
     Text,
@@ -72,50 +72,6 @@ DEFAULT_UNIT = "m"
 NO_NUMERIC_CASES = "no numeric cases"
 ALL = "all numeric"
 FAILED_CALL = "failed call"
-
-
-# A spatial label's unit (schemas.spatial.Unit) as the parser names it; None: a count.
-PARSER_UNITS: dict[str | None, str | None] = {"cm": "cm", "m": "m", "m2": "m²", "deg": "deg",
-                                              None: None}
-
-
-def zero_rule_families() -> frozenset[str]:
-    """Distances whose truth may be 0 (the camera did not move), scored by OSI-Bench's zero
-    rule: the families declared with ``zero_rule`` (:mod:`eval_assets.family_spec`)."""
-    return frozenset(s.name for s in families() if s.zero_rule)
-
-
-def magnitude_angle_families() -> frozenset[str]:
-    """Angles asked as a size ("by how many degrees did the camera turn"), a reply's sign or
-    direction not part of the answer: the families declared with ``magnitude``."""
-    return frozenset(s.name for s in families() if s.magnitude)
-
-
-def _declared(family: str, fact: str) -> bool:
-    spec = declared_family(family)
-    return spec is not None and bool(getattr(spec, fact))
-
-ScoredBy = Literal["mra", "mra_zero_rule", "angular"]
-
-
-def scored_by(family: str, unit: str | None) -> ScoredBy:
-    """The rule that scores a case of ``family`` asked in ``unit`` (a parser unit)."""
-    if unit is not None and UNITS[unit][0] == "angle":
-        return "angular"
-    if _declared(family, "zero_rule") and unit is not None and UNITS[unit][0] == "length":
-        return "mra_zero_rule"
-    return "mra"
-
-
-def case_score(predicted: float, target: float, family: str, unit: str | None) -> float:
-    """The score of one parsed prediction, both in ``unit``, by :func:`scored_by`'s rule."""
-    rule = scored_by(family, unit)
-    if rule == "angular":
-        return mean_angular_accuracy(predicted, target)
-    if rule == "mra_zero_rule":
-        assert unit is not None
-        return mra_with_zero_rule(predicted, target, ZERO_TRUTH_TOLERANCE_M / UNITS[unit][1])
-    return mean_relative_accuracy(predicted, target)
 
 
 class NumericFigures(BaseModel):
@@ -225,7 +181,7 @@ def score_numeric(data: PrivateDataset, run: ModelRun) -> NumericScores | NotMea
     for case_id, family, target, unit in numeric_cases(data):
         record = run.answers.get(case_id)
         reply = record.raw_response if record and record.status == "success" else None
-        read = (read_numeric_reply(reply, unit, magnitude=_declared(family, "magnitude"))
+        read = (read_numeric_reply(reply, unit, magnitude=family in magnitude_angle_families())
                 if reply is not None else None)
         value = read.value if isinstance(read, ParsedNumber) else None
         error = (FAILED_CALL if read is None
@@ -316,24 +272,6 @@ METHODS = (
                 "angle; null when no numeric case was scored"),
 )
 
-def _draw_families(view: ReportView) -> str:
-    """The numeric families' scatter and MRA by distance; empty without a numeric result."""
-    # Imported here: the section draws with matplotlib, and imports this module.
-    from eval_assets.report.numeric_section import numeric_case_rows, numeric_section
-
-    rows = numeric_case_rows(view.cells)
-    return numeric_section(rows, view.models) if rows else ""
-
-
-def _draw_motion(view: ReportView) -> str:
-    """The motion families' section (distances, angles and the motion choice families, which
-    the spatial metric scores); empty without a motion case."""
-    # Imported here, as the numeric families' section: it draws with matplotlib.
-    from eval_assets.report.motion_section import motion_section
-
-    return motion_section(view.cells, view.models)
-
-
 NUMERIC: MetricSpec[NumericScores] = MetricSpec(
     name=NAME, description=__doc__ or "", file="numeric.json", version="3",
     result_model=NumericScores, score=_score, metadata=_metadata, label="numeric MRA",
@@ -341,7 +279,7 @@ NUMERIC: MetricSpec[NumericScores] = MetricSpec(
     columns=(Column("numeric_mra"), Column("numeric_abs_rel_error"),
              Column("numeric_n", integer=True), Column("numeric_unparseable", integer=True)),
     pool=_pool, methods=METHODS, section=Section("numeric", "Numeric", _table),
-    extra_sections=(Section("numeric-families", "Numeric families", draw=_draw_families,
+    extra_sections=(Section("numeric-families", "Numeric families", drawn=True,
                             after="baselines"),
-                    Section("motion", "Motion", draw=_draw_motion, after="numeric-families")),
+                    Section("motion", "Motion", drawn=True, after="numeric-families")),
 )

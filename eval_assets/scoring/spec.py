@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -21,10 +21,6 @@ from eval_assets.metrics.vision import SimilarityScorer
 from eval_assets.schemas.annotations import FrameAnnotation
 from eval_assets.schemas.results import CellScores, NotMeasured
 from eval_assets.scoring.inputs import ModelRun, PrivateDataset
-
-if TYPE_CHECKING:
-    # Only a type here: the report package imports this module.
-    from eval_assets.report.coverage import Coverage
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -162,35 +158,25 @@ class ReportTable:
 
 
 @dataclass(frozen=True)
-class ReportView:
-    """What a section its own module draws sees: the usable cells and the report's coverage
-    (:class:`eval_assets.report.coverage.Coverage`, whose common cases it may restrict to)."""
-
-    cells: Sequence[CellScores]
-    coverage: Coverage
-    models: Sequence[str]  # in the leaderboard's order: charts colour them in that order
-
-
-@dataclass(frozen=True)
 class Section:
     """Where a metric's section sits in the report: its anchor, navigation label and builder.
 
     ``build`` gives the section as table data (:class:`ReportTable`), shown with the other
-    metric sections. A section with charts or per-family matrices is drawn by its report module
-    instead: ``draw`` returns its HTML (empty: no section, and no link), placed right after the
-    report section whose anchor is ``after`` (the ranking's neighbours, not the metric
-    sections)."""
+    metric sections. A section with charts or per-family matrices is ``drawn`` instead, by the
+    report module registered for its anchor (:data:`eval_assets.report.drawn_sections.DRAWERS`:
+    the report imports scoring, never the other way), placed right after the report section
+    whose anchor is ``after`` (the ranking's neighbours, not the metric sections)."""
 
     anchor: str
     nav: str
     build: Callable[[Sequence[CellScores]], ReportTable] | None = None
-    draw: Callable[[ReportView], str] | None = None
+    drawn: bool = False
     after: str | None = None
 
     def __post_init__(self) -> None:
-        if (self.build is None) == (self.draw is None):
-            raise ValueError(f"section {self.anchor!r}: give build (table data) or draw (HTML), "
-                             "one of the two")
+        if (self.build is None) != self.drawn:
+            raise ValueError(f"section {self.anchor!r}: give build (table data) or drawn=True "
+                             "(HTML drawn by the report), one of the two")
 
 
 @dataclass(frozen=True)

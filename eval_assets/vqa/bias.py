@@ -11,7 +11,7 @@ score** s(x) in [0, 1]:
   scores every (case, choice) pair as gold or not; s is the gold choice's share of the case's
   scores, the out-of-fold probability of the gold choice;
 - a numeric case (one regressor on the log of the answer): s is the score of its out-of-fold
-  prediction as the numeric metric scores a reply (:func:`eval_assets.scoring.numeric.
+  prediction as the numeric metric scores a reply (:func:`eval_assets.metrics.numeric_rules.
   case_score`: MRA, OSI's zero rule for a motion distance, mean angular accuracy for degrees).
 
 Features, none of them from a pixel (:func:`case_features`, :func:`choice_features`): the
@@ -366,7 +366,7 @@ def _number_scores(cases: Sequence[BiasCase], config: BiasConfig
     matrix = _vectorise([case_features(c) for c in cases])
     # Scored as the numeric metric scores replies (by unit: MRA, OSI's zero rule for the motion
     # distances, mean angular accuracy for degrees); imported here, scoring imports vqa.
-    from eval_assets.scoring.numeric import PARSER_UNITS, case_score
+    from eval_assets.metrics.numeric_rules import PARSER_UNITS, case_score
 
     targets = np.asarray([float(c.answer) for c in cases])
     bad_cases = [c for c, t in zip(cases, targets, strict=True)

@@ -17,7 +17,15 @@ def test_a_section_is_table_data_or_drawn_never_both_or_neither() -> None:
     with pytest.raises(ValueError, match="one of the two"):
         Section("x", "X")
     with pytest.raises(ValueError, match="one of the two"):
-        Section("x", "X", build=lambda _: ReportTable("x", "X", ""), draw=lambda _: "")
+        Section("x", "X", build=lambda _: ReportTable("x", "X", ""), drawn=True)
+
+
+def test_every_drawn_section_has_its_drawer_in_the_report() -> None:
+    """Scoring declares a drawn section by anchor; the report must draw each (else KeyError)."""
+    from eval_assets.report.drawn_sections import DRAWERS
+
+    drawn = {s.anchor for spec in METRICS for s in spec.sections if s.drawn}
+    assert drawn == set(DRAWERS), "a drawn section without a drawer, or a drawer for nothing"
 
 
 def test_the_navigation_links_every_metric_section_in_page_order() -> None:
