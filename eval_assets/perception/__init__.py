@@ -13,12 +13,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from eval_assets.env_names import check_env_var_name
-from eval_assets.perception.color_detector import (
-    ColorShapeDetector,
-    ColorShapeParams,
-    GrabCutSegmenter,
-    RegionSegmenter,
-)
+from eval_assets.perception.box_segmenters import GrabCutSegmenter, RegionSegmenter
+from eval_assets.perception.color_detector import ColorShapeDetector, ColorShapeParams
 from eval_assets.perception.edgetam_segmenter import EdgeTAMSegmenter
 from eval_assets.perception.evidence_io import (
     build_detections,

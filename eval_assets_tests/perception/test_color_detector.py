@@ -20,11 +20,8 @@ import numpy as np
 import pytest
 
 from eval_assets.perception import default_vocabulary
-from eval_assets.perception.color_detector import (
-    ColorShapeDetector,
-    GrabCutSegmenter,
-    RegionSegmenter,
-)
+from eval_assets.perception.box_segmenters import GrabCutSegmenter, RegionSegmenter
+from eval_assets.perception.color_detector import ColorShapeDetector
 from eval_assets.perception.protocols import ConfigurationError
 from eval_assets_tests.perception.conftest import RectifiedSample
 

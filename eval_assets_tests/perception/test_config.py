@@ -10,11 +10,8 @@ import pytest
 
 from eval_assets.defs.resources import PerceptionResource
 from eval_assets.perception import PerceptionConfig, default_vocabulary
-from eval_assets.perception.color_detector import (
-    ColorShapeDetector,
-    GrabCutSegmenter,
-    RegionSegmenter,
-)
+from eval_assets.perception.box_segmenters import GrabCutSegmenter, RegionSegmenter
+from eval_assets.perception.color_detector import ColorShapeDetector
 from eval_assets.perception.edgetam_segmenter import EdgeTAMSegmenter
 from eval_assets.perception.protocols import (
     Box,

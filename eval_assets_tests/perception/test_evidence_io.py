@@ -13,11 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from eval_assets.perception import default_vocabulary
-from eval_assets.perception.color_detector import (
-    ColorShapeDetector,
-    GrabCutSegmenter,
-    RegionSegmenter,
-)
+from eval_assets.perception.box_segmenters import GrabCutSegmenter, RegionSegmenter
+from eval_assets.perception.color_detector import ColorShapeDetector
 from eval_assets.perception.evidence_io import (
     DETECTIONS_TABLE,
     build_detections,
@@ -82,8 +79,8 @@ def test_two_runs_write_identical_bytes_even_in_another_process(
         "import sys\nfrom pathlib import Path\n"
         "from eval_assets.frames import read_rectified_frames\n"
         "from eval_assets.perception import default_vocabulary\n"
-        "from eval_assets.perception.color_detector import ColorShapeDetector, "
-        "GrabCutSegmenter\n"
+        "from eval_assets.perception.box_segmenters import GrabCutSegmenter\n"
+        "from eval_assets.perception.color_detector import ColorShapeDetector\n"
         "from eval_assets.perception.evidence_io import build_detections\n"
         "frames_dir, out, n = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])\n"
         "build_detections(frames_dir, read_rectified_frames(frames_dir)[:n], out, "

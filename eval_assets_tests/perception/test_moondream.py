@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from eval_assets.perception import PerceptionConfig, default_vocabulary
-from eval_assets.perception.color_detector import ColorShapeDetector, RegionSegmenter
+from eval_assets.perception.box_segmenters import RegionSegmenter
+from eval_assets.perception.color_detector import ColorShapeDetector
 from eval_assets.perception.moondream_detector import MoondreamDetector
 from eval_assets.perception.protocols import (
     ConfigurationError,
