@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from eval_assets.model_runs.concurrency import AdaptiveController
-from eval_assets.model_runs.runner import _schedule
+from eval_assets.model_runs.scheduling import schedule_calls
 from eval_assets.openai_chat import ChatClient, RetryPolicy
 from eval_assets_tests.fakes.paced_servers import (
     FixedLatencyServer,
@@ -91,7 +91,7 @@ def drive(server: PacedServer, requests: int, cap: int, adaptive: bool = True) -
             return call
 
         start = time.perf_counter()
-        _schedule((task() for _ in range(requests)), cap, controller)
+        schedule_calls((task() for _ in range(requests)), cap, controller)
         elapsed = time.perf_counter() - start
     return Drive(elapsed, answered, gave_up, controller)
 

@@ -105,7 +105,7 @@ def test_whole_chain_on_the_sample_is_complete_and_deterministic(
 
 DRIFT_CHECK = "benchmark_results_nightly_drift"  # runs with benchmark_results
 LABEL_METRICS = {"vqa_accuracy", "circular_eval", "pope_presence", "mcq_avlm",
-                 "numeric_accuracy"}
+                 "numeric_accuracy", "blind_solvability"}
 
 
 def _check_a_label_override_recomputes_only_what_reads_labels(
