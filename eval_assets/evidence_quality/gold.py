@@ -43,11 +43,22 @@ from eval_assets.vqa.families import (
     normalize_name,
 )
 from eval_assets.vqa.spatial import AUDIT_SPATIAL_REJECTIONS
-from eval_assets.vqa.spatial.truth import MULTI_FRAME, NOT_COVERED, NUMERIC, check_labels
+from eval_assets.vqa.spatial.truth import (
+    MOTION_CHOICE,
+    MOTION_NUMERIC,
+    MULTI_FRAME,
+    NOT_COVERED,
+    NUMERIC,
+    check_labels,
+)
 
 NUMERIC_TOLERANCE = 0.10
+# A motion number (from TF, not from a detector) is wrong beyond its rounding and interpolation:
+# 5 cm for a distance, 2 degrees for an angle (gold is written to 0.01 m and whole degrees).
+MOTION_TOLERANCE_M = 0.05
+MOTION_TOLERANCE_DEG = 2.0
 """A numeric gold answer more than this far from the truth (|gold − truth| / truth) is wrong."""
-SPATIAL_FAMILIES: tuple[str, ...] = (*NUMERIC, *MULTI_FRAME)
+SPATIAL_FAMILIES: tuple[str, ...] = (*NUMERIC, *MULTI_FRAME, *MOTION_NUMERIC, *MOTION_CHOICE)
 
 
 @dataclass(frozen=True)
@@ -251,6 +262,15 @@ def spatial_families(labels: Sequence[SpatialLabel], scene: Mapping[str, Any],
                                        detail=f"relative error {rel:.0%} > "
                                               f"{NUMERIC_TOLERANCE:.0%}")
                              if rel > NUMERIC_TOLERANCE else None, None))
+        elif c.family in MOTION_NUMERIC:
+            # check_labels scores a motion number by its absolute error (metres or degrees).
+            tolerance = (MOTION_TOLERANCE_DEG if c.family.endswith("_deg")
+                         else MOTION_TOLERANCE_M)
+            error = float(c.score or 0.0)
+            outcomes.append((WrongCase(case_id=c.case_id, gold=c.answer, truth=c.truth,
+                                       reason="differs",
+                                       detail=f"off by {error:.3g}, more than {tolerance:g}")
+                             if error > tolerance else None, None))
         else:
             outcomes.append((None if c.answer == c.truth else WrongCase(
                 case_id=c.case_id, gold=c.answer, truth=c.truth, reason="differs"), None))

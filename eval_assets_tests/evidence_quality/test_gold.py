@@ -132,3 +132,28 @@ def test_a_number_beyond_the_tolerance_is_wrong(tmp_path: Path) -> None:
     size = _by_family(spatial_families(labels, truth.scene, {}))["object_size_cm"]
     assert [w.case_id for w in size.wrong_cases] == ["far"]
     assert size.wrong_cases[0].detail == "relative error 33% > 10%"
+
+
+def _camera_at(x: float) -> list[list[float]]:
+    """camera_from_world of a camera at (x, 0, 0) facing +x (optical axis z along world x)."""
+    world_from_camera = np.array([[0.0, 0.0, 1.0, x], [-1.0, 0.0, 0.0, 0.0],
+                                  [0.0, -1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    return np.linalg.inv(world_from_camera).tolist()
+
+
+def test_a_motion_number_within_its_rounding_is_right_and_beyond_it_wrong() -> None:
+    """Motion gold is written to 0.01 m: 0.58 against a true 0.5801 is right (it was once
+    compared as text, which made every motion number of the demo 'wrong'); 0.70 is wrong."""
+    scene = {"objects": [], "frames": [
+        {"index": i, "image_ts": float(i), "camera_from_world": _camera_at(0.58 * i / 2 + 1e-4 * i),
+         "objects": []} for i in range(3)]}
+
+    def label(case: str, answer: str) -> SpatialLabel:
+        return SpatialLabel(id=case, answer=answer, family="camera_displacement_m",
+                            answer_type="number", unit="m", object_names=[],
+                            frame_indices=[0, 1, 2], evidence={"tracks": []})
+
+    moved = _by_family(spatial_families([label("close", "0.58"), label("off", "0.70")], scene,
+                                        {}))["camera_displacement_m"]
+    assert moved.checked == 2
+    assert [w.case_id for w in moved.wrong_cases] == ["off"]
