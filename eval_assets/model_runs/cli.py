@@ -16,13 +16,17 @@ also asks every case with its choices rotated, for CircularEval and position bia
 
 from __future__ import annotations
 
+import inspect
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from eval_assets.cli_errors import EXIT_BAD_INPUT, env_name_option, guarded
 from eval_assets.local_models.registry import LOCAL_MODELS
+from eval_assets.model_runs.run_controls import RUN_CONTROLS
 from eval_assets.schemas.cost import NO_PRICE
 from eval_assets.schemas.predictions import RunSummary
 
@@ -68,7 +72,23 @@ def _echo_cost(summary: RunSummary) -> None:
                       "(nothing asked is asked again)" if budget.stopped else ""))
 
 
+def _with_run_controls(command: Callable[..., None]) -> Callable[..., None]:
+    """Give ``command`` one on/off option per :data:`RUN_CONTROLS` entry, listed right after
+    ``--describe``; Typer passes them into its ``**controls``."""
+    signature = inspect.signature(command, eval_str=True)
+    params = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    at = [p.name for p in params].index("describe") + 1
+    options = [inspect.Parameter(c.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=bool,
+                                 default=typer.Option(False, c.option, help=c.help))
+               for c in RUN_CONTROLS]
+    # Typer reads the options from the signature: the table's enter it there, not in the def.
+    command.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*params[:at], *options, *params[at:]])
+    return command
+
+
 @guarded
+@_with_run_controls
 def vqa_run_command(
     dataset: Path = typer.Argument(..., help="A public dataset folder (cases.jsonl + assets/)."),
     model: str = typer.Option(..., help="A model declared in the models file, or any model id "
@@ -86,22 +106,6 @@ def vqa_run_command(
     max_retries: int | None = typer.Option(
         None, help="Retries of a transient failure (429, 5xx, timeout) (default 4)."),
     describe: bool = typer.Option(True, help="Also ask for a description of every frame."),
-    circular: bool = typer.Option(
-        False, "--circular/--no-circular",
-        help="Also ask every case with its choices rotated (CircularEval, position bias; "
-             "rotations.jsonl). A case of k choices then costs k calls."),
-    flip: bool = typer.Option(
-        False, "--flip/--no-flip",
-        help="Also ask every left/right case about its image mirrored (FlipEval; flips.jsonl): "
-             "one more call per such case."),
-    time_flip: bool = typer.Option(
-        False, "--time-flip/--no-time-flip",
-        help="Also ask every multi-frame case of a TimeFlip family with its frames reversed "
-             "(time_flips.jsonl): one more call per such case."),
-    repeat_frames: bool = typer.Option(
-        False, "--repeat-frames/--no-repeat-frames",
-        help="Also ask every multi-frame case of a RepeatFrames family with each frame shown "
-             "twice (repeat_frames.jsonl): one more call per such case."),
     time_control_share: float = typer.Option(
         1.0, min=0.0, max=1.0,
         help="With --time-flip or --repeat-frames: the share of their cases asked (drawn by "
@@ -132,6 +136,7 @@ def vqa_run_command(
         "price, results within 24 h); a batch still in flight is collected by the next run."),
     batch_wait_s: float = typer.Option(
         60.0, help="With --batch: how long to wait for the batch before leaving it in flight."),
+    **controls: bool,
 ) -> None:
     """Answer every case of DATASET with one model and write the run folder (no scoring)."""
     from eval_assets.layout import StorageLayout, default_models_file, default_storage_root
@@ -163,15 +168,17 @@ def vqa_run_command(
     # same name gets a run folder of its own instead of sharing the old one.
     out = output or StorageLayout(default_storage_root()).vqa_run_dir(
         f"{dataset.resolve().name}-{public_fingerprint(dataset)[:12]}", spec.name)
+    # Each control's flag, under the run_model keyword that switches it on (a test holds the
+    # table's switches to run_model's keywords, which mypy cannot see through a dict).
+    switches: dict[str, Any] = {c.switch: controls[c.name] for c in RUN_CONTROLS}
     try:
         with open_model(spec, base_url=base_url) as client:
             endpoint = client.settings.endpoint
             batcher = batch_runner_for(
                 client.settings.base_url, endpoint.api_key(), max_tokens=endpoint.max_tokens,
                 timeout_s=endpoint.timeout_s, wait_s=batch_wait_s) if batch else None
-            result = run_model(dataset, client, out, batch=batcher,
-                               describe=describe, rotations=circular, flips=flip,
-                               time_flips=time_flip, repeat_frames=repeat_frames,
+            result = run_model(dataset, client, out, batch=batcher, describe=describe,
+                               **switches,
                                time_control_share=time_control_share,
                                templates=templates, repeats=repeats,
                                repeat_temperature=repeat_temperature, structured=structured,
