@@ -18,7 +18,7 @@ import pandas as pd
 from eval_assets.jsonio import read_json
 from eval_assets.layout import AVLM_JUDGE_PREDICTIONS, StorageLayout, overrides_file_for
 from eval_assets.report.baselines import blind_models, family_baselines
-from eval_assets.report.board import Board, read_board
+from eval_assets.report.board import Board, changed_inputs, read_board
 from eval_assets.report.cards import build_case_cards, build_frame_images, gold_corrections
 from eval_assets.report.concurrency_section import load_concurrency
 from eval_assets.report.cost_section import CellCost, cell_costs, judge_costs
@@ -43,7 +43,6 @@ from eval_assets.scoring.inputs import (
     unmatched_annotations,
 )
 from eval_assets.scoring.judge import JUDGE
-from eval_assets.scoring.provenance import current_inputs, stale_reason
 from eval_assets.scoring.vqa import report_of
 from eval_assets.vqa.dataset import dataset_fingerprint
 
@@ -144,29 +143,6 @@ def dataset_fingerprints(layout: StorageLayout, recordings: Iterable[str]) -> di
         if sha is not None:
             out[recording] = sha
     return out
-
-
-def changed_inputs(layout: StorageLayout, results: Sequence[CellScores],
-                   labels_dir: Path | None,
-                   on_disk: Mapping[str, str]) -> dict[tuple[str, str], str]:
-    """The cells whose results were computed from other inputs than the current dataset,
-    answers and (with ``labels_dir``) label overrides, each with its reason: their numbers are
-    not published until they are recomputed (:mod:`eval_assets.scoring.provenance`).
-    ``on_disk``: each recording's published dataset fingerprint (:func:`dataset_fingerprints`)."""
-    stale: dict[tuple[str, str], str] = {}
-    for r in results:
-        if r.recording not in on_disk:
-            continue  # no dataset at all: build_coverage says so by the fingerprint
-        overrides = overrides_file_for(labels_dir, r.recording) if labels_dir else None
-        current = current_inputs(layout.dataset_dir(r.recording),
-                                 layout.predictions_dir(r.recording, r.model), overrides,
-                                 dataset_sha256=on_disk[r.recording])
-        if labels_dir is None and r.inputs is not None:
-            current = current.model_copy(update={"overrides_sha256": r.inputs.overrides_sha256})
-        reason = stale_reason(r.inputs, current)
-        if reason is not None:
-            stale[(r.recording, r.model)] = reason
-    return stale
 
 
 def report_coverage(layout: StorageLayout, results: Sequence[CellScores], *,

@@ -3,8 +3,10 @@ baselines and table as the board's, and a cell changed since the board is stale.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -75,21 +77,60 @@ def test_the_board_read_back_is_the_board_built(tmp_path: Path) -> None:
     assert board.comparisons == paired_comparisons(results, coverage=built)
 
 
-@pytest.mark.parametrize("changed", ["results", "answers", "overrides"])
-def test_a_cell_changed_after_the_board_is_stale_in_the_report(tmp_path: Path,
-                                                               changed: str) -> None:
-    layout, results = _tree(tmp_path)
-    labels = tmp_path / "labels"
+def _board_cell(layout: StorageLayout, labels: Path) -> tuple[str, str]:
+    results = load_results(layout, RECORDINGS, MODELS)
+    cell = read_board(layout, results, labels).coverage.cell("hall", "a")
+    assert cell is not None
+    return cell.status, cell.reason
+
+
+def _keep_mtime(path: Path, edit: Callable[[], object]) -> None:
+    """``edit`` the file at ``path`` and give it back its timestamps: only content changed."""
+    before = path.stat()
+    edit()
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+@pytest.mark.parametrize("touched", ["results", "answers", "dataset"])
+def test_a_cell_touched_after_the_board_is_not_stale(tmp_path: Path, touched: str) -> None:
+    layout, _ = _tree(tmp_path)
     path = {"results": layout.results_file("hall", "a"),
             "answers": layout.predictions_dir("hall", "a") / RUN_ANSWERS,
-            "overrides": overrides_file_for(labels, "hall")}[changed]
-    path.parent.mkdir(exist_ok=True)
-    path.touch()
+            "dataset": layout.dataset_dir("hall")}[touched]
     later = (layout.leaderboard_dir() / "leaderboard.json").stat().st_mtime_ns + 10**9
-    os.utime(path, ns=(later, later))
-    assert read_board(layout, results).coverage.cell("kitchen", "a").status == "ok"  # type: ignore[union-attr]
-    cell = read_board(layout, results, labels).coverage.cell("hall", "a")
-    assert cell is not None and (cell.status, cell.reason) == ("stale", CHANGED_SINCE_BOARD)
+    os.utime(path, ns=(later, later))  # newer than the board, same content
+    assert _board_cell(layout, tmp_path / "labels") == ("ok", "")
+
+
+@pytest.mark.parametrize("changed", ["results", "answers", "overrides"])
+def test_a_cell_changed_after_the_board_is_stale_under_its_old_mtime(tmp_path: Path,
+                                                                     changed: str) -> None:
+    layout, _ = _tree(tmp_path)
+    labels = tmp_path / "labels"
+    answers = layout.predictions_dir("hall", "a") / RUN_ANSWERS
+    if changed == "answers":
+        first, *rest = answers.read_text().splitlines(keepends=True)
+        record = json.loads(first) | {"raw_response": "no"}  # the first case's gold is "yes"
+        _keep_mtime(answers, lambda: answers.write_text(json.dumps(record) + "\n" + "".join(rest)))
+    elif changed == "results":  # rescored from other answers than the board checked
+        path = layout.results_file("hall", "a")
+        cell = CellScores.model_validate_json(path.read_text())
+        assert cell.inputs is not None
+        other = cell.inputs.model_copy(update={"predictions_sha256": "0" * 64})
+        _keep_mtime(path, lambda: path.write_text(
+            cell.model_copy(update={"inputs": other}).model_dump_json()))
+    else:  # an overrides file under a timestamp older than the board's
+        overrides = overrides_file_for(labels, "hall")
+        overrides.parent.mkdir()
+        overrides.write_text("[]\n")
+        old = answers.stat().st_mtime_ns
+        os.utime(overrides, ns=(old, old))
+        assert _board_cell(layout, tmp_path / "elsewhere") == ("ok", "")  # not read: no change
+    assert _board_cell(layout, labels) == ("stale", CHANGED_SINCE_BOARD)
+    # The other recording's cells are as the board left them.
+    cell = read_board(layout, load_results(layout, RECORDINGS, MODELS), labels).coverage.cell(
+        "kitchen", "a")
+    assert cell is not None and cell.status == "ok"
 
 
 def test_a_result_the_board_did_not_see_is_stale(tmp_path: Path) -> None:
