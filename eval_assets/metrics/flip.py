@@ -16,22 +16,22 @@ Definitions (per model, overall and per family; a row is a left/right case):
   choice is the mirror of the original choice (right or wrong): a model that flips its answer
   with the image, whatever its accuracy.
 
-Empty denominators are None ("n/a"), never 0.
+Empty denominators are None ("n/a"), never 0. The rows and figures are the paired controls'
+(:mod:`eval_assets.metrics.paired`), stored under FlipEval's names (the variant is ``mirrored``).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from eval_assets.choices import flip_text, is_left_right
-from eval_assets.metrics.stats import clustered_wilson
+from eval_assets.metrics.paired import PairedReport, PairedRow, paired_report
 from eval_assets.metrics.vqa import GoldCase, RowStatus, match_choice
 
-__all__ = ["FlipCase", "FlipGroupStats", "FlipReport", "FlipRow", "flip_eval", "flip_text",
-           "is_left_right"]
+__all__ = ["FlipCase", "FlipReport", "flip_eval", "flip_text", "is_left_right", "score_flip_case"]
 
 class FlipCase(GoldCase):
     """A left/right case with the reply to it and to its mirror (None: failed call; absent
@@ -42,46 +42,55 @@ class FlipCase(GoldCase):
     mirrored_asked: bool
 
 
-class FlipRow(BaseModel):
-    """How one case fared both ways."""
-
-    case_id: str
-    family: str
-    recording: str
-    frame_index: int
-    original: RowStatus
-    mirrored: RowStatus | None = Field(description="None: the mirror was not asked")
-    agree: bool | None = Field(description="mirrored choice = mirror of the original choice; "
-                                           "None unless both named a choice")
-
-    @property
-    def consistent(self) -> bool:
-        """Both answers correct."""
-        return self.original == "correct" and self.mirrored == "correct"
+# FlipEval's own names for the paired figures (the variant is the mirror): its stored results
+# (flip.json, every results.json) were written under them before the three paired controls
+# shared one type, and keep them; ``changed`` (1 - agreement) was never part of them.
+_STORED_NAMES = {"variant": "mirrored", "variant_accuracy": "mirrored_accuracy",
+                 "n_compared": "n_agreement"}
+_PAIRED_NAMES = {stored: paired for paired, stored in _STORED_NAMES.items()}
 
 
-class FlipGroupStats(BaseModel):
-    """FlipEval of one group of cases."""
-
-    n: int = Field(description="cases asked both ways")
-    not_asked: int
-    consistent: int
-    consistency: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n_frames: int
-    original_accuracy: float | None
-    mirrored_accuracy: float | None
-    n_agreement: int = Field(description="cases where both replies named a choice")
-    agreement: float | None
+def _renamed(document: Any, names: Mapping[str, str]) -> Any:
+    """A row or stats document under other names; a built model is left as it is."""
+    if not isinstance(document, dict):
+        return document
+    return {names.get(key, key): value for key, value in document.items() if key != "changed"}
 
 
-class FlipReport(BaseModel):
-    """FlipEval overall and per family (sorted by name), with every case's row."""
+def _stats_read(document: Any) -> Any:
+    renamed = _renamed(document, _PAIRED_NAMES)
+    if isinstance(renamed, dict) and "changed" not in renamed:
+        agreement = renamed.get("agreement")
+        renamed["changed"] = None if agreement is None else 1.0 - agreement
+    return renamed
 
-    overall: FlipGroupStats
-    by_family: dict[str, FlipGroupStats]
-    rows: list[FlipRow]
+
+class FlipReport(PairedReport):
+    """FlipEval overall and per family (sorted by name), with every case's row; stored under
+    FlipEval's names (``mirrored``, ``mirrored_accuracy``, ``n_agreement``; no ``changed``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_stored_names(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        # Only what is there is renamed: a missing or malformed part fails validation as before.
+        read = dict(data)
+        if "overall" in read:
+            read["overall"] = _stats_read(read["overall"])
+        if isinstance(read.get("by_family"), dict):
+            read["by_family"] = {f: _stats_read(s) for f, s in read["by_family"].items()}
+        if isinstance(read.get("rows"), list):
+            read["rows"] = [_renamed(r, _PAIRED_NAMES) for r in read["rows"]]
+        return read
+
+    @model_serializer(mode="wrap")
+    def _to_stored_names(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        document = handler(self)
+        return {"overall": _renamed(document["overall"], _STORED_NAMES),
+                "by_family": {f: _renamed(s, _STORED_NAMES)
+                              for f, s in document["by_family"].items()},
+                "rows": [_renamed(r, _STORED_NAMES) for r in document["rows"]]}
 
 
 def _status(reply: str | None, choices: list[str], gold: str) -> tuple[RowStatus, str | None]:
@@ -93,7 +102,7 @@ def _status(reply: str | None, choices: list[str], gold: str) -> tuple[RowStatus
     return ("correct" if chosen == gold else "incorrect"), chosen
 
 
-def score_flip_case(case: FlipCase) -> FlipRow:
+def score_flip_case(case: FlipCase) -> PairedRow:
     """Score the original reply against the gold answer and the mirrored one against its
     mirror (the choices are shown in the same order both ways)."""
     original, chosen = _status(case.reply, case.choices, case.answer)
@@ -104,37 +113,11 @@ def score_flip_case(case: FlipCase) -> FlipRow:
                                             flip_text(case.answer))
         if chosen is not None and mirrored_chosen is not None:
             agree = mirrored_chosen == flip_text(chosen)
-    return FlipRow(case_id=case.case_id, family=case.family, recording=case.recording,
-                   frame_index=case.frame_index, original=original, mirrored=mirrored,
-                   agree=agree)
-
-
-def flip_group_stats(rows: Iterable[FlipRow]) -> FlipGroupStats:
-    """The statistics of a group of rows (of one result or pooled over many)."""
-    rows = list(rows)
-    asked = [r for r in rows if r.mirrored is not None]
-    n = len(asked)
-    consistent = sum(1 for r in asked if r.consistent)
-    interval = clustered_wilson([(r.recording, r.frame_index) for r in asked],
-                                [r.consistent for r in asked])
-    agreeing = [r.agree for r in asked if r.agree is not None]
-    return FlipGroupStats(
-        n=n, not_asked=len(rows) - n, consistent=consistent,
-        consistency=consistent / n if n else None,
-        ci_low=interval.low if interval else None, ci_high=interval.high if interval else None,
-        n_frames=interval.n_clusters if interval else 0,
-        original_accuracy=(sum(1 for r in asked if r.original == "correct") / n if n else None),
-        mirrored_accuracy=(sum(1 for r in asked if r.mirrored == "correct") / n if n else None),
-        n_agreement=len(agreeing),
-        agreement=(math.fsum(1.0 for a in agreeing if a) / len(agreeing) if agreeing else None))
+    return PairedRow(case_id=case.case_id, family=case.family, recording=case.recording,
+                     frame_index=case.frame_index, original=original, variant=mirrored,
+                     agree=agree)
 
 
 def flip_eval(cases: Iterable[FlipCase]) -> FlipReport:
     """Score every case both ways; overall and per family (sorted by name)."""
-    rows = [score_flip_case(c) for c in cases]
-    families: dict[str, list[FlipRow]] = {}
-    for row in rows:
-        families.setdefault(row.family, []).append(row)
-    return FlipReport(overall=flip_group_stats(rows),
-                      by_family={f: flip_group_stats(r) for f, r in sorted(families.items())},
-                      rows=rows)
+    return paired_report([score_flip_case(c) for c in cases], FlipReport)

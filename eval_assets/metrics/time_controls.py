@@ -19,7 +19,8 @@ Definitions (per model, overall and per family; a row is a case the control cove
   choice, or a number right against the original number by the rule above; RepeatFrames, the
   very same choice or number. RepeatFrames reports its complement, the share **changed**.
 
-Empty denominators are None ("n/a"), never 0.
+Empty denominators are None ("n/a"), never 0. The rows and figures are the paired controls'
+(:mod:`eval_assets.metrics.paired`).
 """
 
 from __future__ import annotations
@@ -30,13 +31,12 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from eval_assets.metrics.numeric import mean_relative_accuracy, parse_numeric_reply
-from eval_assets.metrics.stats import clustered_wilson
+from eval_assets.metrics.paired import PairedReport, PairedRow, paired_report
 from eval_assets.metrics.vqa import RowStatus, match_choice
 from eval_assets.time_controls import AnswerKind, Control, transform_of
 
-__all__ = ["ANGLE_RIGHT_DEG", "ZERO_TAU_M", "TimeCase", "TimeGroupStats", "TimeReport", "TimeRow",
-           "numeric_right", "read_reply", "same_answer", "score_time_case", "time_eval",
-           "time_group_stats"]
+__all__ = ["ANGLE_RIGHT_DEG", "ZERO_TAU_M", "TimeCase", "numeric_right", "read_reply",
+           "same_answer", "score_time_case", "time_eval"]
 
 ZERO_TAU_M = 0.30
 """OSI-Bench's τ for a distance truth of (about) 0, in metres (motion.md, Scoring)."""
@@ -98,49 +98,6 @@ class TimeCase(BaseModel):
     variant_reply: str | None = None
 
 
-class TimeRow(BaseModel):
-    """How one case fared both ways."""
-
-    case_id: str
-    family: str
-    recording: str
-    frame_index: int
-    original: RowStatus
-    variant: RowStatus | None = Field(description="None: the variant was not asked")
-    agree: bool | None = Field(description="the variant's answer is the original's under the "
-                                           "control; None unless both parsed")
-
-    @property
-    def consistent(self) -> bool:
-        """Both answers right."""
-        return self.original == "correct" and self.variant == "correct"
-
-
-class TimeGroupStats(BaseModel):
-    """One control over one group of cases."""
-
-    n: int = Field(description="cases asked both ways")
-    not_asked: int
-    consistent: int
-    consistency: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n_frames: int
-    original_accuracy: float | None
-    variant_accuracy: float | None
-    n_compared: int = Field(description="cases where both replies parsed")
-    agreement: float | None
-    changed: float | None = Field(description="1 - agreement: the share whose answer changed")
-
-
-class TimeReport(BaseModel):
-    """One control overall and per family (sorted by name), with every case's row."""
-
-    overall: TimeGroupStats
-    by_family: dict[str, TimeGroupStats]
-    rows: list[TimeRow]
-
-
 def _judge(kind: AnswerKind, reply: str | None, choices: list[str] | None,
            gold: str) -> tuple[RowStatus, Answer | None]:
     failure, value = read_reply(kind, reply, choices)
@@ -166,7 +123,7 @@ def same_answer(control: Control, case: TimeCase, original: Answer, variant: Ans
     return numeric_right(case.kind, variant, original)
 
 
-def score_time_case(case: TimeCase, control: Control) -> TimeRow:
+def score_time_case(case: TimeCase, control: Control) -> PairedRow:
     """Score the original reply against the gold and the variant's against its gold, and
     whether the two answers agree (:func:`same_answer`)."""
     original, chosen = _judge(case.kind, case.reply, case.choices, case.answer)
@@ -177,37 +134,11 @@ def score_time_case(case: TimeCase, control: Control) -> TimeRow:
                                    case.variant_answer)
         if chosen is not None and answered is not None:
             agree = same_answer(control, case, chosen, answered)
-    return TimeRow(case_id=case.case_id, family=case.family, recording=case.recording,
-                   frame_index=case.frame_index, original=original, variant=variant, agree=agree)
+    return PairedRow(case_id=case.case_id, family=case.family, recording=case.recording,
+                     frame_index=case.frame_index, original=original, variant=variant,
+                     agree=agree)
 
 
-def time_group_stats(rows: Iterable[TimeRow]) -> TimeGroupStats:
-    """The statistics of a group of rows (of one result or pooled over many)."""
-    rows = list(rows)
-    asked = [r for r in rows if r.variant is not None]
-    n = len(asked)
-    consistent = sum(1 for r in asked if r.consistent)
-    interval = clustered_wilson([(r.recording, r.frame_index) for r in asked],
-                                [r.consistent for r in asked])
-    compared = [r.agree for r in asked if r.agree is not None]
-    agreement = sum(1 for a in compared if a) / len(compared) if compared else None
-    return TimeGroupStats(
-        n=n, not_asked=len(rows) - n, consistent=consistent,
-        consistency=consistent / n if n else None,
-        ci_low=interval.low if interval else None, ci_high=interval.high if interval else None,
-        n_frames=interval.n_clusters if interval else 0,
-        original_accuracy=(sum(1 for r in asked if r.original == "correct") / n if n else None),
-        variant_accuracy=(sum(1 for r in asked if r.variant == "correct") / n if n else None),
-        n_compared=len(compared), agreement=agreement,
-        changed=None if agreement is None else 1.0 - agreement)
-
-
-def time_eval(cases: Iterable[TimeCase], control: Control) -> TimeReport:
+def time_eval(cases: Iterable[TimeCase], control: Control) -> PairedReport:
     """Score every case of ``control`` both ways; overall and per family (sorted by name)."""
-    rows = [score_time_case(c, control) for c in cases]
-    families: dict[str, list[TimeRow]] = {}
-    for row in rows:
-        families.setdefault(row.family, []).append(row)
-    return TimeReport(overall=time_group_stats(rows),
-                      by_family={f: time_group_stats(r) for f, r in sorted(families.items())},
-                      rows=rows)
+    return paired_report([score_time_case(c, control) for c in cases], PairedReport)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from eval_assets.metrics.flip import FlipGroupStats, FlipRow, flip_group_stats
+from eval_assets.metrics.paired import PairedStats, paired_stats
 from eval_assets.metrics.stats import MIN_RELIABLE_N
 from eval_assets.report.markup import INTERVAL_NOTE, NA, acc_cell, count, esc, pct, section, table
 from eval_assets.schemas.results import CellScores
 from eval_assets.scoring.flip import FLIP
+from eval_assets.scoring.paired import rows_by_model
 
 LEAD = (
     "Each left/right case (dimOS's horizontal direction; the spatial relative direction) is "
@@ -23,14 +24,7 @@ LEAD = (
     "answers from the wording or a favourite side has a low agreement. ")
 
 
-def _rows_by_model(results: Sequence[CellScores]) -> dict[str, list[FlipRow]]:
-    out: dict[str, list[FlipRow]] = {}
-    for cell, report in FLIP.results(sorted(results, key=lambda c: (c.model, c.recording))):
-        out.setdefault(cell.model, []).extend(report.rows)
-    return out
-
-
-def _cell(s: FlipGroupStats) -> str:
+def _cell(s: PairedStats) -> str:
     return acc_cell(s.consistency, s.ci_low, s.ci_high, s.n)
 
 
@@ -38,7 +32,7 @@ def flip_section(results: Sequence[CellScores]) -> str:
     """FlipEval per model and per left/right family; a note when nothing was measured."""
     title = "Mirror consistency (FlipEval)"
     lead = LEAD + INTERVAL_NOTE + f" Cells over fewer than {MIN_RELIABLE_N} cases are marked."
-    by_model = _rows_by_model(results)
+    by_model = rows_by_model(FLIP, results)
     if not by_model:
         return section("flip", title, lead, '<p class="empty">Not measured: no run asked the '
                         "mirrored cases (they are asked with the rotated choices), or the "
@@ -47,10 +41,10 @@ def flip_section(results: Sequence[CellScores]) -> str:
                ("Original", True), ("Mirrored", True), ("Agreement", True), ("n both named", True)]
     rows = []
     for model, model_rows in by_model.items():
-        s = flip_group_stats(model_rows)
+        s = paired_stats(model_rows)
         rows.append([f'<span class="model">{esc(model)}</span>', _cell(s),
                      f"{count(s.n)} ({count(s.not_asked)})", pct(s.original_accuracy),
-                     pct(s.mirrored_accuracy), pct(s.agreement), count(s.n_agreement)])
+                     pct(s.variant_accuracy), pct(s.agreement), count(s.n_compared)])
     body = table(headers, rows)
     families = sorted({r.family for rs in by_model.values() for r in rs})
     if families:
@@ -59,7 +53,7 @@ def flip_section(results: Sequence[CellScores]) -> str:
             cells = [f"<b>{esc(family.replace('_', ' '))}</b>"]
             for model_rows in by_model.values():
                 mine = [r for r in model_rows if r.family == family]
-                s = flip_group_stats(mine)
+                s = paired_stats(mine)
                 cells.append(NA if not s.n else _cell(s) + f' <span class="ci">n={s.n}</span>')
             fam_rows.append(cells)
         body += ("<h3>FlipEval by question family</h3>"

@@ -9,18 +9,16 @@ row's cells; the report shows it beside CircularEval.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from eval_assets.choices import is_left_right
 from eval_assets.jsonio import read_jsonl
-from eval_assets.metrics.flip import FlipCase, FlipReport, flip_eval, flip_group_stats
+from eval_assets.metrics.flip import FlipCase, FlipReport, flip_eval
 from eval_assets.schemas.predictions import RUN_FLIPS, FlipRecord
-from eval_assets.schemas.results import CellScores, NotMeasured
+from eval_assets.schemas.results import NotMeasured
 from eval_assets.scoring.inputs import ModelRun, PrivateDataset
-from eval_assets.scoring.spec import Column, MetricSpec, ScoringInputs, Section
+from eval_assets.scoring.paired import PairedFigures
+from eval_assets.scoring.spec import MetricSpec, ScoringInputs, Section
 
 NAME = "flip_eval"
 NOT_ASKED = "no mirrored cases asked"
@@ -71,27 +69,11 @@ def _score(inputs: ScoringInputs) -> FlipReport | NotMeasured:
     return score_flip(inputs.data, inputs.run, load_flips(inputs.run_dir), inputs.recording)
 
 
-def _metadata(report: FlipReport) -> dict[str, Any]:
-    o = report.overall
-    return {"flip_consistency": o.consistency, "flip_n": o.n, "flip_not_asked": o.not_asked,
-            "flip_agreement": o.agreement}
-
-
-def _nan(value: float | None) -> float:
-    return math.nan if value is None else value
-
-
-def _pool(cells: Sequence[CellScores]) -> dict[str, Any]:
-    """FlipEval of every case of the cells, pooled per case; null when none was measured."""
-    rows = [row for _, report in FLIP.results(cells) for row in report.rows]
-    if not rows:
-        return {}
-    s = flip_group_stats(rows)
-    return {"flip_consistency": _nan(s.consistency), "flip_ci_low": _nan(s.ci_low),
-            "flip_ci_high": _nan(s.ci_high), "flip_n": s.n, "flip_not_asked": s.not_asked,
-            "flip_original_accuracy": _nan(s.original_accuracy),
-            "flip_mirrored_accuracy": _nan(s.mirrored_accuracy),
-            "flip_agreement": _nan(s.agreement)}
+FIGURES = PairedFigures(
+    prefix="flip", variant="mirrored",
+    pooled=("consistency", "ci_low", "ci_high", "n", "not_asked", "original_accuracy",
+            "variant_accuracy", "agreement"),
+    shown=("consistency", "n", "not_asked", "agreement"))
 
 
 METHODS = (
@@ -109,13 +91,10 @@ METHODS = (
 )
 
 
-_COUNTS = {"flip_n", "flip_not_asked"}
 FLIP: MetricSpec[FlipReport] = MetricSpec(
     name=NAME, description=__doc__ or "", file="flip.json", version="1",
-    result_model=FlipReport, score=_score, needs=frozenset({"flips"}), metadata=_metadata,
-    methods=METHODS, pool=_pool, label="FlipEval",
-    columns=tuple(Column(c, integer=c in _COUNTS) for c in (
-        "flip_consistency", "flip_ci_low", "flip_ci_high", "flip_n", "flip_not_asked",
-        "flip_original_accuracy", "flip_mirrored_accuracy", "flip_agreement")),
+    result_model=FlipReport, score=_score, needs=frozenset({"flips"}),
+    metadata=FIGURES.metadata, methods=METHODS, pool=lambda cells: FIGURES.pool(FLIP, cells),
+    label="FlipEval", columns=FIGURES.columns(),
     section=Section("flip", "Mirror", drawn=True, after="circular"),
 )

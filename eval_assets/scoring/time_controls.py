@@ -11,27 +11,19 @@ each per case over a row's cells; the report shows them per model and family.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from eval_assets.jsonio import read_jsonl
-from eval_assets.metrics.time_controls import (
-    TimeCase,
-    TimeGroupStats,
-    TimeReport,
-    TimeRow,
-    time_eval,
-    time_group_stats,
-)
+from eval_assets.metrics.paired import PairedReport, PairedRow, PairedStats, paired_stats
+from eval_assets.metrics.time_controls import TimeCase, time_eval
 from eval_assets.model_runs.time_controls import CONTROL_FILES
 from eval_assets.schemas.predictions import TimeControlRecord
 from eval_assets.schemas.results import CellScores, NotMeasured
 from eval_assets.scoring.inputs import ModelRun, PrivateDataset
+from eval_assets.scoring.paired import Figure, PairedFigures, rows_by_model
 from eval_assets.scoring.spec import (
     Cell,
-    Column,
     Int,
     Join,
     MetricSpec,
@@ -92,7 +84,7 @@ def time_cases(data: PrivateDataset, run: ModelRun, records: dict[str, TimeContr
 
 def score_time_control(data: PrivateDataset, run: ModelRun,
                        records: dict[str, TimeControlRecord] | None, recording: str,
-                       control: Control) -> TimeReport | NotMeasured:
+                       control: Control) -> PairedReport | NotMeasured:
     """``control`` of a cell; not measured without its re-asks or cases of its families."""
     if records is None:
         return NotMeasured(reason=NOT_ASKED[control])
@@ -102,43 +94,31 @@ def score_time_control(data: PrivateDataset, run: ModelRun,
     return time_eval(cases, control)
 
 
-def _nan(value: float | None) -> float:
-    return math.nan if value is None else value
-
-
-def _interval(s: TimeGroupStats) -> Cell:
+def _interval(s: PairedStats) -> Cell:
     if s.consistency is None:
         return Pct(None)
     return Join((Pct(s.consistency), Text(" "),
                  Text(f"[{markdown_number(s.ci_low)}, {markdown_number(s.ci_high)}]", "ci")))
 
 
-def _rows_by_model(spec: MetricSpec[TimeReport],
-                   cells: Sequence[CellScores]) -> dict[str, list[TimeRow]]:
-    out: dict[str, list[TimeRow]] = {}
-    for cell, report in spec.results(sorted(cells, key=lambda c: (c.model, c.recording))):
-        out.setdefault(cell.model, []).extend(report.rows)
-    return out
-
-
-def _groups(rows: list[TimeRow]) -> list[tuple[str, TimeGroupStats]]:
+def _groups(rows: list[PairedRow]) -> list[tuple[str, PairedStats]]:
     families = sorted({r.family for r in rows})
-    return [(ALL, time_group_stats(rows)),
-            *((f, time_group_stats([r for r in rows if r.family == f])) for f in families)]
+    return [(ALL, paired_stats(rows)),
+            *((f, paired_stats([r for r in rows if r.family == f])) for f in families)]
 
 
-def _table(spec: MetricSpec[TimeReport], anchor: str, title: str, lead: str, variant: str,
-           last: tuple[str, Callable[[TimeGroupStats], Cell]],
+def _table(spec: MetricSpec[PairedReport], title: str, lead: str, variant: str,
+           last: tuple[str, Callable[[PairedStats], Cell]],
            cells: Sequence[CellScores]) -> ReportTable:
     rows = tuple(
         (Text(model, "model"), Text(family, "b" if family == ALL else None),
          Join((Int(s.n), Text(" "), Text(f"({s.not_asked} not asked)", "ci"))),
          _interval(s), Pct(s.original_accuracy), Pct(s.variant_accuracy), Int(s.n_compared),
          last[1](s))
-        for model, model_rows in _rows_by_model(spec, cells).items()
+        for model, model_rows in rows_by_model(spec, cells).items()
         for family, s in _groups(model_rows))
     return ReportTable(
-        anchor=anchor, title=title, lead=lead, rows=rows,
+        anchor=_anchor(spec.name), title=title, lead=lead, rows=rows,
         empty=f"Not measured: no run asked the {variant} cases (the vlm resource's switch is "
               "off, the run had a budget or went through the Batch API), or the datasets have "
               "no multi-frame case of these families.",
@@ -147,33 +127,36 @@ def _table(spec: MetricSpec[TimeReport], anchor: str, title: str, lead: str, var
                  (variant.capitalize(), True), ("Both parsed", True), (last[0], True)))
 
 
+def _anchor(control: str) -> str:
+    return control.replace("_", "-")
+
+
+def _time_control(control: Control, *, version: str, label: str, variant: str,
+                  pooled: tuple[Figure, ...], shown: tuple[Figure, ...],
+                  methods: tuple[tuple[str, str], ...], title: str, lead: str,
+                  last: tuple[str, Callable[[PairedStats], Cell]]) -> MetricSpec[PairedReport]:
+    """The metric of one time control, written to ``<control>.json``: its leaderboard columns
+    (``pooled``) and asset metadata (``shown``) are figures under its name
+    (:class:`PairedFigures`); its report table ends in the ``last`` column."""
+    figures = PairedFigures(prefix=control, variant=variant, pooled=pooled, shown=shown)
+
+    def score(inputs: ScoringInputs) -> PairedReport | NotMeasured:
+        return score_time_control(inputs.data, inputs.run,
+                                  load_time_records(inputs.run_dir, control), inputs.recording,
+                                  control)
+
+    spec: MetricSpec[PairedReport] = MetricSpec(
+        name=control, description=__doc__ or "", file=f"{control}.json", version=version,
+        # Scored against the spatial labels, which label overrides never touch (as
+        # spatial_accuracy): an override is no input of it.
+        result_model=PairedReport, score=score, metadata=figures.metadata, methods=methods,
+        pool=lambda cells: figures.pool(spec, cells), label=label, columns=figures.columns(),
+        section=Section(_anchor(control), label, lambda cells: _table(
+            spec, title, lead, figures.variant, last, cells)))
+    return spec
+
+
 # --- TimeFlip -------------------------------------------------------------------------------
-
-def _flip_score(inputs: ScoringInputs) -> TimeReport | NotMeasured:
-    return score_time_control(inputs.data, inputs.run,
-                              load_time_records(inputs.run_dir, "time_flip"), inputs.recording,
-                              "time_flip")
-
-
-def _flip_metadata(report: TimeReport) -> dict[str, Any]:
-    o = report.overall
-    return {"time_flip_consistency": o.consistency, "time_flip_n": o.n,
-            "time_flip_not_asked": o.not_asked, "time_flip_agreement": o.agreement}
-
-
-def _flip_pool(cells: Sequence[CellScores]) -> dict[str, Any]:
-    """TimeFlip of every case of the cells, pooled per case; null when none was measured."""
-    rows = [row for _, report in TIME_FLIP.results(cells) for row in report.rows]
-    if not rows:
-        return {}
-    s = time_group_stats(rows)
-    return {"time_flip_consistency": _nan(s.consistency), "time_flip_ci_low": _nan(s.ci_low),
-            "time_flip_ci_high": _nan(s.ci_high), "time_flip_n": s.n,
-            "time_flip_not_asked": s.not_asked,
-            "time_flip_original_accuracy": _nan(s.original_accuracy),
-            "time_flip_reversed_accuracy": _nan(s.variant_accuracy),
-            "time_flip_agreement": _nan(s.agreement)}
-
 
 RIGHT_RULE = ("right: a choice names the gold; a count or distance has MRA >= 0.5 (relative "
               "error <= 0.30; a distance truth below 0.30 m by OSI-Bench's tau rule); an angle "
@@ -205,49 +188,17 @@ TIME_FLIP_METHODS = (
      "number: right against the original number). Pooled per case over a row's cells; null "
      "in 'common' rows"),
 )
-_FLIP_COUNTS = {"time_flip_n", "time_flip_not_asked"}
-TIME_FLIP: MetricSpec[TimeReport] = MetricSpec(
-    name="time_flip", description=__doc__ or "", file="time_flip.json", version="2",
-    # Scored against the spatial labels, which label overrides never touch (as spatial_accuracy):
-    # an override is no input of it.
-    result_model=TimeReport, score=_flip_score,
-    metadata=_flip_metadata, methods=TIME_FLIP_METHODS, pool=_flip_pool, label="TimeFlip",
-    columns=tuple(Column(c, integer=c in _FLIP_COUNTS) for c in (
-        "time_flip_consistency", "time_flip_ci_low", "time_flip_ci_high", "time_flip_n",
-        "time_flip_not_asked", "time_flip_original_accuracy", "time_flip_reversed_accuracy",
-        "time_flip_agreement")),
-    section=Section("time-flip", "TimeFlip", lambda cells: _table(
-        TIME_FLIP, "time-flip", "Frames reversed (TimeFlip)", FLIP_LEAD, "reversed",
-        ("Agreement", lambda s: Pct(s.agreement)), cells)),
-)
+TIME_FLIP = _time_control(
+    "time_flip", version="2", label="TimeFlip", methods=TIME_FLIP_METHODS,
+    variant="reversed",
+    pooled=("consistency", "ci_low", "ci_high", "n", "not_asked", "original_accuracy",
+            "variant_accuracy", "agreement"),
+    shown=("consistency", "n", "not_asked", "agreement"),
+    title="Frames reversed (TimeFlip)", lead=FLIP_LEAD,
+    last=("Agreement", lambda s: Pct(s.agreement)))
 
 
 # --- RepeatFrames ---------------------------------------------------------------------------
-
-def _repeat_score(inputs: ScoringInputs) -> TimeReport | NotMeasured:
-    return score_time_control(inputs.data, inputs.run,
-                              load_time_records(inputs.run_dir, "repeat_frames"),
-                              inputs.recording, "repeat_frames")
-
-
-def _repeat_metadata(report: TimeReport) -> dict[str, Any]:
-    o = report.overall
-    return {"repeat_frames_changed": o.changed, "repeat_frames_n_compared": o.n_compared,
-            "repeat_frames_n": o.n, "repeat_frames_not_asked": o.not_asked}
-
-
-def _repeat_pool(cells: Sequence[CellScores]) -> dict[str, Any]:
-    """RepeatFrames of every case of the cells, pooled per case; null when none was measured."""
-    rows = [row for _, report in REPEAT_FRAMES.results(cells) for row in report.rows]
-    if not rows:
-        return {}
-    s = time_group_stats(rows)
-    return {"repeat_frames_changed": _nan(s.changed), "repeat_frames_n_compared": s.n_compared,
-            "repeat_frames_n": s.n, "repeat_frames_not_asked": s.not_asked,
-            "repeat_frames_consistency": _nan(s.consistency),
-            "repeat_frames_original_accuracy": _nan(s.original_accuracy),
-            "repeat_frames_repeated_accuracy": _nan(s.variant_accuracy)}
-
 
 REPEAT_LEAD = (
     "Each multi-frame case of a family whose truth does not depend on how often a frame is "
@@ -269,16 +220,11 @@ REPEAT_METHODS = (
      "repeat_frames_original_accuracy / repeat_frames_repeated_accuracy: each side alone. "
      "Pooled per case over a row's cells; null in 'common' rows"),
 )
-_REPEAT_COUNTS = {"repeat_frames_n_compared", "repeat_frames_n", "repeat_frames_not_asked"}
-REPEAT_FRAMES: MetricSpec[TimeReport] = MetricSpec(
-    name="repeat_frames", description=__doc__ or "", file="repeat_frames.json", version="2",
-    result_model=TimeReport, score=_repeat_score,
-    metadata=_repeat_metadata, methods=REPEAT_METHODS, pool=_repeat_pool, label="RepeatFrames",
-    columns=tuple(Column(c, integer=c in _REPEAT_COUNTS) for c in (
-        "repeat_frames_changed", "repeat_frames_n_compared", "repeat_frames_n",
-        "repeat_frames_not_asked", "repeat_frames_consistency",
-        "repeat_frames_original_accuracy", "repeat_frames_repeated_accuracy")),
-    section=Section("repeat-frames", "RepeatFrames", lambda cells: _table(
-        REPEAT_FRAMES, "repeat-frames", "Frames shown twice (RepeatFrames)", REPEAT_LEAD,
-        "repeated", ("Changed", lambda s: Pct(s.changed)), cells)),
-)
+REPEAT_FRAMES = _time_control(
+    "repeat_frames", version="2", label="RepeatFrames", methods=REPEAT_METHODS,
+    variant="repeated",
+    pooled=("changed", "n_compared", "n", "not_asked", "consistency", "original_accuracy",
+            "variant_accuracy"),
+    shown=("changed", "n_compared", "n", "not_asked"),
+    title="Frames shown twice (RepeatFrames)", lead=REPEAT_LEAD,
+    last=("Changed", lambda s: Pct(s.changed)))

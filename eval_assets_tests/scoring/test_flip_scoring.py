@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from eval_assets.atomic import write_text_atomic
 from eval_assets.choices import flip_text
-from eval_assets.metrics.flip import FlipCase, flip_eval
+from eval_assets.metrics.flip import FlipCase, FlipReport, flip_eval
 from eval_assets.report.flip_section import flip_section
 from eval_assets.schemas.predictions import RUN_FLIPS, FlipRecord
 from eval_assets.schemas.results import CellScores, NotMeasured, PredictionCounts
@@ -40,10 +41,26 @@ def test_consistency_needs_both_answers_right_and_agreement_follows_the_mirror()
     assert (o.n, o.not_asked, o.consistent) == (5, 1, 2)
     assert o.consistency == pytest.approx(2 / 5)
     assert o.original_accuracy == pytest.approx(4 / 5)
-    assert o.mirrored_accuracy == pytest.approx(2 / 5)  # a's "right" and c's "center"
-    assert (o.n_agreement, o.agreement) == (4, pytest.approx(3 / 4))  # all but b
+    assert o.variant_accuracy == pytest.approx(2 / 5)  # a's "right" and c's "center"
+    assert (o.n_compared, o.agreement) == (4, pytest.approx(3 / 4))  # all but b
     assert o.ci_low is not None and o.ci_low < 0.4 < (o.ci_high or 0)
-    assert [r.mirrored for r in report.rows][-2:] == ["failed_call", None]
+    assert [r.variant for r in report.rows][-2:] == ["failed_call", None]
+
+
+# A flip.json as FlipEval wrote it before the paired controls shared one type (the case below,
+# written by that code): the stored names, their order, and no ``changed``.
+STORED = (Path(__file__).resolve().parent / "snapshots" / "flip_before_paired.json").read_text()
+
+
+def test_flip_results_keep_flipevals_stored_names_both_ways() -> None:
+    report = flip_eval([_case("a", "left", "left", "right")])
+    assert report.model_dump_json(indent=2) == STORED  # written as before, to the byte
+    read = FlipReport.model_validate_json(STORED)  # and results written before read back
+    assert read == report
+    assert (read.overall.variant_accuracy, read.overall.n_compared) == (1.0, 1)
+    assert read.overall.changed == 0.0 and read.rows[0].variant == "correct"
+    with pytest.raises(ValidationError, match="overall"):
+        FlipReport.model_validate({"by_family": {}, "rows": []})
 
 
 def test_scoring_a_run_reads_flips_and_the_labels(sample_dataset: Path, tmp_path: Path) -> None:

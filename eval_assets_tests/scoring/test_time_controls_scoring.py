@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from eval_assets.metrics.time_controls import TimeReport
+from eval_assets.metrics.paired import PairedReport
 from eval_assets.model_runs.runner import run_model
 from eval_assets.report.metric_sections import render_table
 from eval_assets.schemas.predictions import RUN_TIME_FLIPS
@@ -43,7 +43,7 @@ def _counts_frames(body: dict) -> Reply:
     return Reply("front-left")
 
 
-def _cell(spec_name: str, report: TimeReport) -> CellScores:
+def _cell(spec_name: str, report: PairedReport) -> CellScores:
     return CellScores(recording="rec", model="m", dataset_sha256="0" * 64,
                       predictions=PredictionCounts(cases=1, succeeded=1, failed=0,
                                                    parse_failures=0, descriptions=0,
@@ -59,7 +59,7 @@ def _private(root: Path) -> PrivateDataset:
                           spatial_labels=labels)
 
 
-def _score(root: Path, run_dir: Path, control: Control) -> TimeReport | NotMeasured:
+def _score(root: Path, run_dir: Path, control: Control) -> PairedReport | NotMeasured:
     return score_time_control(_private(root), load_run(run_dir),
                               load_time_records(run_dir, control), "rec", control)
 
