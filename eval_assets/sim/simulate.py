@@ -55,6 +55,13 @@ from eval_assets.recording.messages import (
     Transform,
     TransformStamped,
 )
+from eval_assets.recording.names import (
+    BASE_FRAME,
+    CAMERA_FRAME,
+    LIDAR_FRAME,
+    LIDAR_STREAM,
+    WORLD_FRAME,
+)
 from eval_assets.sim.catalog import DISTRACTORS, SimConfigError, entries_for
 from eval_assets.sim.geometry import PinholeCamera, pose_matrix
 from eval_assets.sim.path import PATHS, DrivePath, drive_path
@@ -68,9 +75,6 @@ from eval_assets.sim.world import (
 
 GENERATOR = "eval_assets.sim.simulate/1"
 T0 = 1_700_000_000.0
-WORLD_FRAME, BASE_FRAME, CAMERA_FRAME, LIDAR_FRAME = (
-    "world", "base_link", "camera_optical", "mid360_link")
-LIDAR_STREAM = "pointlio_lidar"
 RESOLUTIONS = {"640x480": (640, 480), "1280x720": (1280, 720)}
 MAX_OBJECTS = 64
 

@@ -42,6 +42,13 @@ from eval_assets.recording.messages import (
     Transform,
     TransformStamped,
 )
+from eval_assets.recording.names import (
+    BASE_FRAME,
+    CAMERA_FRAME,
+    LIDAR_FRAME,
+    LIDAR_STREAM,
+    WORLD_FRAME,
+)
 from eval_assets.synth.render import (
     SceneRaycaster,
     View,
@@ -54,12 +61,6 @@ GENERATOR = "eval_assets.synth.sample/1"
 DEFAULT_SEED = 0
 DEFAULT_FRAMES = 24
 T0 = 1_700_000_000.0
-
-WORLD_FRAME = "world"
-BASE_FRAME = "base_link"
-CAMERA_FRAME = "camera_optical"
-LIDAR_FRAME = "mid360_link"
-LIDAR_STREAM = "pointlio_lidar"
 
 _IMAGE_PERIOD = 0.5
 _IMAGE_JITTER = 0.02

@@ -48,6 +48,13 @@ from eval_assets import progress
 from eval_assets.errors import InputError
 from eval_assets.recording import RecordingWriter, jpeg_image
 from eval_assets.recording.messages import CameraInfo, Header, Image, PointCloud2, TFMessage
+from eval_assets.recording.names import (
+    BASE_FRAME,
+    CAMERA_FRAME,
+    LIDAR_FRAME,
+    LIDAR_STREAM,
+    WORLD_FRAME,
+)
 from eval_assets.synth.render import (
     SceneRaycaster,
     fisheye_directions,
@@ -57,14 +64,9 @@ from eval_assets.synth.render import (
 )
 from eval_assets.synth.sample import (
     _JPEG_QUALITY,
-    BASE_FRAME,
-    CAMERA_FRAME,
     DEFAULT_FRAMES,
     DEFAULT_SEED,
-    LIDAR_FRAME,
-    LIDAR_STREAM,
     T0,
-    WORLD_FRAME,
     _camera_info,
     _point_cloud,
     _pose7,
