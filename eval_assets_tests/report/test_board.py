@@ -114,11 +114,11 @@ def test_a_cell_changed_after_the_board_is_stale_under_its_old_mtime(tmp_path: P
         _keep_mtime(answers, lambda: answers.write_text(json.dumps(record) + "\n" + "".join(rest)))
     elif changed == "results":  # rescored from other answers than the board checked
         path = layout.results_file("hall", "a")
-        cell = CellScores.model_validate_json(path.read_text())
-        assert cell.inputs is not None
-        other = cell.inputs.model_copy(update={"predictions_sha256": "0" * 64})
+        scored = CellScores.model_validate_json(path.read_text())
+        assert scored.inputs is not None
+        other = scored.inputs.model_copy(update={"predictions_sha256": "0" * 64})
         _keep_mtime(path, lambda: path.write_text(
-            cell.model_copy(update={"inputs": other}).model_dump_json()))
+            scored.model_copy(update={"inputs": other}).model_dump_json()))
     else:  # an overrides file under a timestamp older than the board's
         overrides = overrides_file_for(labels, "hall")
         overrides.parent.mkdir()
@@ -128,9 +128,9 @@ def test_a_cell_changed_after_the_board_is_stale_under_its_old_mtime(tmp_path: P
         assert _board_cell(layout, tmp_path / "elsewhere") == ("ok", "")  # not read: no change
     assert _board_cell(layout, labels) == ("stale", CHANGED_SINCE_BOARD)
     # The other recording's cells are as the board left them.
-    cell = read_board(layout, load_results(layout, RECORDINGS, MODELS), labels).coverage.cell(
+    kitchen = read_board(layout, load_results(layout, RECORDINGS, MODELS), labels).coverage.cell(
         "kitchen", "a")
-    assert cell is not None and cell.status == "ok"
+    assert kitchen is not None and kitchen.status == "ok"
 
 
 def test_a_result_the_board_did_not_see_is_stale(tmp_path: Path) -> None:
