@@ -145,8 +145,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"schema={_pct(s.schema_parse_failure)} schema calls failed="
                   f"{s.schema_not_answered}  score free={_pct(s.free_accuracy)} "
                   f"schema={_pct(s.schema_accuracy)}")
-    html = "\n".join(render_table(m.section.build(cells)) for m in (TEMPLATES, REPEATS, STRUCTURED)
-                     if m.section is not None)
+    html = "\n".join(render_table(m.section.build(cells))
+                     for m in (TEMPLATES, REPEATS, STRUCTURED)
+                     if m.section is not None and m.section.build is not None)
     write_text_atomic(args.out / "prompt_controls.html", html)
     print(f"\nreport sections: {args.out / 'prompt_controls.html'}")
     return 0
