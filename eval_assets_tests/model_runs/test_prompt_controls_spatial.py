@@ -19,7 +19,9 @@ from eval_assets.local_models.response_format import (
     parse_response_format,
 )
 from eval_assets.metrics.numeric import mean_relative_accuracy
+from eval_assets.model_runs.client import open_model
 from eval_assets.model_runs.runner import run_model
+from eval_assets.perception import PerceptionConfig
 from eval_assets.prompt_controls import (
     number_schema,
     read_question,
@@ -27,11 +29,12 @@ from eval_assets.prompt_controls import (
     spatial_wording,
 )
 from eval_assets.report.metric_sections import render_table
+from eval_assets.schemas.predictions import ModelSpec
 from eval_assets.schemas.results import NotMeasured as NotMeasuredType
 from eval_assets.schemas.spatial import RELATIVE_DIRECTIONS, SpatialCase, SpatialLabel
 from eval_assets.schemas.vqa import Case, Label
 from eval_assets.schemas.vqa_prompt import parse_choices
-from eval_assets.scoring.inputs import PrivateDataset, load_run
+from eval_assets.scoring.inputs import PrivateDataset, load_private_dataset, load_run
 from eval_assets.scoring.prompt_controls import (
     REPEATS,
     STRUCTURED,
@@ -41,7 +44,9 @@ from eval_assets.scoring.prompt_controls import (
     score_templates,
 )
 from eval_assets.scoring.spec import ScoringInputs
+from eval_assets.vqa.authors import AuthorConfig
 from eval_assets.vqa.families import QUESTIONS
+from eval_assets.vqa.generate import generate_from_recording
 from eval_assets.vqa.spatial.wording import ask
 from eval_assets_tests.fakes.openai_server import OpenAICompatibleServer, Reply, message_text
 from eval_assets_tests.model_runs.helpers import write_png
@@ -253,3 +258,44 @@ def test_spatial_cases_are_asked_in_every_control_and_scored_by_their_rule(
 
 
 
+
+
+@pytest.mark.slow
+def test_a_dataset_generated_from_the_synthesized_sample_gets_every_control_per_spatial_family(
+        sample_db: Path, tmp_path: Path) -> None:
+    """The real chain: the bundled synthesized recording's dataset (every frame), the local
+    random model over HTTP, every spatial family the generator asked in all three templates, and
+    its number families' schema honoured (no parse failure with it, every one without)."""
+    root = tmp_path / "ds"
+    config = PerceptionConfig()
+    generate_from_recording(sample_db, root, list(range(24)), AuthorConfig(),
+                            config.build_detector(), config.build_segmenter())
+    spatial = [SpatialCase.model_validate_json(line) for line in
+               (root / "spatial_cases.jsonl").read_text().splitlines() if line.strip()]
+    asked = {c.answer_type for c in spatial}
+    assert asked == {"choice", "number"}  # the sample gives both kinds
+    out = tmp_path / "run"
+    spec = ModelSpec.model_validate({"name": "random", "serve": "random", "seed": 0})
+    with open_model(spec) as client:
+        run_model(root, client, out, describe=False, templates=True, repeats=2,
+                  structured=True, prompt_control_cases=3)
+    data = load_private_dataset(root)
+    inputs = ScoringInputs(recording="sample", model="random", data=data, run=load_run(out),
+                           run_dir=out, out_dir=out / "scores")
+    templates, repeats, structured = (score_templates(inputs), score_repeats(inputs),
+                                      score_structured(inputs))
+    assert not isinstance(templates, NotMeasuredType)
+    assert not isinstance(repeats, NotMeasuredType)
+    assert not isinstance(structured, NotMeasuredType)
+    families = {c.id: read_question(c.question) for c in spatial}
+    assert all(found is not None for found in families.values())  # all in declared wording
+    generated = {found.family for found in families.values() if found is not None}
+    for family in generated:
+        assert templates.by_family[family].n >= 1, family
+        assert repeats.by_family[family].n >= 1, family
+        s = structured.by_family[family]
+        assert s.schema_parse_failure == 0.0 and s.schema_not_answered == 0, family
+    numbers = {label.family for label in data.spatial_labels if label.answer_type == "number"}
+    for family in numbers & generated:
+        # The random model's free text is a sentence without a number; the schema's is one.
+        assert structured.by_family[family].free_parse_failure == 1.0, family
