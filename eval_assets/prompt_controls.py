@@ -155,9 +155,16 @@ class Wording:
     lettered: bool
 
 
+def _known(template: str) -> None:
+    if template not in TEMPLATE_NAMES:
+        raise ValueError(f"template {template!r} is not one of {list(TEMPLATE_NAMES)} (the "
+                         "lettered-options template is now 'format')")
+
+
 def wording(case: Case, template: TemplateName) -> Wording | None:
     """A dimOS ``case`` asked in ``template``; None when its question is not in its family's
     declared wording (no family to paraphrase)."""
+    _known(template)
     if template == "record":
         return Wording("record", question_text(case.question, case.choices), False)
     found = read_question(case.question)
@@ -195,6 +202,7 @@ class SpatialWording:
 def spatial_wording(case: SpatialCase, template: TemplateName) -> SpatialWording | None:
     """A spatial ``case`` asked in ``template``; None when its question is not in its family's
     declared wording, or the family declares no paraphrase."""
+    _known(template)
     if template == "record":
         return SpatialWording("record", case.question, "plain")
     found = read_question(case.question)

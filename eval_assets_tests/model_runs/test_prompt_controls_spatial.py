@@ -299,3 +299,10 @@ def test_a_dataset_generated_from_the_synthesized_sample_gets_every_control_per_
     for family in numbers & generated:
         # The random model's free text is a sentence without a number; the schema's is one.
         assert structured.by_family[family].free_parse_failure == 1.0, family
+
+
+def test_an_unknown_template_name_is_refused_not_taken_for_the_paraphrase() -> None:
+    case = SpatialCase(id="c", images=["assets/a.png"], question=ask("path_length_m"),
+                       answer_type="number", unit="m")
+    with pytest.raises(ValueError, match="now 'format'"):
+        spatial_wording(case, "lettered")  # type: ignore[arg-type]
