@@ -87,7 +87,6 @@ class Gold:
     family: str
     answer: str
     kind: Literal["choice", "number"]
-    spatial: bool = False
     unit: str | None = None
     declared_unit: str | None = None
     magnitude: bool = False
@@ -98,7 +97,7 @@ def golds(inputs: ScoringInputs) -> dict[str, Gold]:
     out = {label.id: Gold(label.family, label.answer, "choice") for label in inputs.data.labels}
     for label in inputs.data.spatial_labels:
         spec = declared_family(label.family)
-        out[label.id] = Gold(label.family, label.answer, label.answer_type, spatial=True,
+        out[label.id] = Gold(label.family, label.answer, label.answer_type,
                              unit=PARSER_UNITS[label.unit], declared_unit=label.unit,
                              magnitude=spec is not None and spec.magnitude)
     return out
