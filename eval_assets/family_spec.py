@@ -71,9 +71,10 @@ class FamilySpec:
     family's cases per recording (None: the spatial default). ``zero_rule``: a distance whose
     truth may be 0, scored by OSI-Bench's zero rule; ``magnitude``: an angle asked as a size, a
     reply's sign or direction is not part of the answer. ``time``: None when the time controls
-    never ask it. ``paraphrase``: the same question in other words (``{name}`` as in
-    ``question``), which the prompt-template control asks beside the record wording
-    (:mod:`eval_assets.prompt_controls`); None: not asked in another wording.
+    never ask it. ``paraphrase``: the same question in other words (the same fields,
+    ``{name}`` etc., as ``question``), which the prompt-template control asks beside the record
+    wording and the format template (:mod:`eval_assets.prompt_controls`); None: not asked in
+    another wording. Every built-in family declares one.
     """
 
     name: str

@@ -186,9 +186,11 @@ class VLMClientResource(ConfigurableResource):
     draw is by case id, so the same cases every time). Like FlipEval they are not asked by a
     budgeted or batched run. The prompt controls (validity.md) are off by default: each adds
     calls per case of up to ``prompt_control_cases`` cases per family and recording (default
-    100): ``templates`` two (the paraphrase and lettered-options templates), ``repeats`` k (at
-    ``repeat_temperature``; 1: off), ``structured`` one (a JSON schema of the choices; asked
-    only where the preflight found structured output enforced).
+    100), dimOS's and the spatial and motion ones: ``templates`` two (the family's declared
+    paraphrase and the format template: lettered choices, or a number on an ``Answer:`` line),
+    ``repeats`` k (at ``repeat_temperature``; 1: off), ``structured`` one (a JSON schema of the
+    choices, or of a number with its unit; asked only where the preflight found structured
+    output enforced).
     """
 
     base_url: str = ""

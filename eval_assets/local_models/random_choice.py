@@ -22,6 +22,10 @@ def _coco_categories() -> tuple[str, ...]:
     return tuple(line.split(",")[0].strip() for line in text.splitlines() if line.strip())
 
 
+NUMBER_RANGE = (0.0, 10.0)
+"""Where a schema's number has no ``minimum`` / ``maximum``, the random value is drawn from here."""
+
+
 class RandomChoiceModel:
     """Picks one of the prompt's choices at random: the chance level, reproducibly.
 
@@ -33,7 +37,9 @@ class RandomChoiceModel:
 
     With a ``json_schema`` response format the reply is a schema-valid object of uniformly random
     values (a chance-level judge): integers and enums drawn from their values, booleans from
-    true/false, strings are random MSCOCO sentences cut to the per-string word budget. The format
+    true/false, numbers uniform over their bounds (:data:`NUMBER_RANGE` where the schema gives
+    none) to two decimals, strings are random MSCOCO sentences cut to the per-string word
+    budget. The format
     joins the seed, so the free-text replies of requests without one are unchanged.
     """
 
@@ -83,6 +89,11 @@ class RandomChoiceModel:
             if spec.kind == "string":
                 value = json.dumps(" ".join(self._sentence(rng).split()[:words]),
                                    ensure_ascii=False)
+            elif spec.kind == "number":
+                low, high = spec.bounds
+                low = NUMBER_RANGE[0] if low is None else low
+                high = max(low, low + NUMBER_RANGE[1] if high is None else high)
+                value = json.dumps(min(high, max(low, round(rng.uniform(low, high), 2))))
             else:
                 value = rng.choice(spec.literals)
             parts.append(f"{json.dumps(spec.name, ensure_ascii=False)}: {value}")

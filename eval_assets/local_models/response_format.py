@@ -29,6 +29,7 @@ _OBJECT_KEYWORDS = _ANNOTATIONS | {"type", "properties", "required", "additional
 _KIND_KEYWORDS: dict[str, frozenset[str]] = {
     "integer": _ANNOTATIONS | {"type", "minimum", "maximum", "exclusiveMinimum",
                                "exclusiveMaximum"},
+    "number": _ANNOTATIONS | {"type", "minimum", "maximum"},
     "string": _ANNOTATIONS | {"type"},
     "boolean": _ANNOTATIONS | {"type"},
     "enum": _ANNOTATIONS | {"type", "enum"},
@@ -39,21 +40,26 @@ _ENUM_TYPES: dict[str, tuple[type, ...]] = {
 }
 MAX_INTEGER_VALUES = 20
 MAX_STRING_TOKENS = 48
+MAX_NUMBER_CHARACTERS = 12
+"""The longest JSON number a local model writes for a ``number`` field (sign, digits, point)."""
 _FIX = ("fix: send a flat object schema whose properties are integers with minimum and maximum "
-        f"(at most {MAX_INTEGER_VALUES} values), enums, booleans or plain strings")
+        f"(at most {MAX_INTEGER_VALUES} values), numbers, enums, booleans or plain strings")
 
 
 @dataclass(frozen=True)
 class SchemaField:
-    """One property of a supported schema: its name, kind and, unless a string, its values.
+    """One property of a supported schema: its name, kind and, unless a string or a number, its
+    values.
 
     ``literals`` are the JSON texts of the allowed values in schema order (``"1"``, ``"true"``,
-    ``"\\"yes\\""``); a string field has none.
+    ``"\\"yes\\""``); a string or number field has none. ``bounds``: a number's inclusive
+    ``minimum`` and ``maximum`` (either None when the schema gives none).
     """
 
     name: str
-    kind: Literal["integer", "enum", "boolean", "string"]
+    kind: Literal["integer", "number", "enum", "boolean", "string"]
     literals: tuple[str, ...] = ()
+    bounds: tuple[float | None, float | None] = (None, None)
 
 
 @dataclass(frozen=True)
@@ -134,9 +140,9 @@ def _schema_field(name: str, prop: Any, where: str) -> SchemaField:
         raise UnsupportedResponseFormat(f"{where}: expected a schema object, got "
                                         f"{type(prop).__name__}; {_FIX}")
     kind: Any = "enum" if "enum" in prop else prop.get("type")
-    if "enum" not in prop and kind not in ("integer", "string", "boolean"):
+    if "enum" not in prop and kind not in ("integer", "number", "string", "boolean"):
         raise UnsupportedResponseFormat(f"{where}: type {kind!r} is not supported (supported: "
-                                        f"integer, string, boolean, enum); {_FIX}")
+                                        f"integer, number, string, boolean, enum); {_FIX}")
     unknown = sorted(set(prop) - _KIND_KEYWORDS[kind])
     if unknown:
         raise UnsupportedResponseFormat(
@@ -144,6 +150,13 @@ def _schema_field(name: str, prop: Any, where: str) -> SchemaField:
             f"{', '.join(sorted(_KIND_KEYWORDS[kind] - _ANNOTATIONS))}); {_FIX}")
     if kind == "integer":
         return SchemaField(name, "integer", _integer_literals(prop, where))
+    if kind == "number":
+        low = _bound(prop["minimum"], where, "minimum") if "minimum" in prop else None
+        high = _bound(prop["maximum"], where, "maximum") if "maximum" in prop else None
+        if low is not None and high is not None and low > high:
+            raise UnsupportedResponseFormat(f"{where}: minimum {low:g} is above maximum "
+                                            f"{high:g}; fix the schema")
+        return SchemaField(name, "number", bounds=(low, high))
     if kind == "enum":
         return SchemaField(name, "enum", _enum_literals(prop, where))
     if kind == "boolean":
@@ -156,9 +169,10 @@ def parse_response_format(response_format: Any) -> JsonSchemaFormat | None:
 
     ``None`` and ``{"type": "text"}`` mean free text. ``{"type": "json_schema", "json_schema":
     {"name": ..., "schema": {...}}}`` is supported when the schema is a flat object whose
-    properties are integers with ``minimum`` and ``maximum`` (at most 20 values), enums of
-    scalars, booleans or strings without constraints; every property is written, in schema
-    order. Anything else raises :class:`UnsupportedResponseFormat`.
+    properties are integers with ``minimum`` and ``maximum`` (at most 20 values), numbers
+    (optionally with ``minimum`` and ``maximum``), enums of scalars, booleans or strings without
+    constraints; every property is written, in schema order. Anything else raises
+    :class:`UnsupportedResponseFormat`.
     """
     if response_format is None:
         return None

@@ -21,7 +21,11 @@ from typing import Any
 from eval_assets.hashing import file_sha256
 from eval_assets.local_models.base import LocalReply
 from eval_assets.local_models.kv_prefix import ForcedPrefix, PrefixStore
-from eval_assets.local_models.response_format import JsonSchemaFormat, parse_response_format
+from eval_assets.local_models.response_format import (
+    MAX_NUMBER_CHARACTERS,
+    JsonSchemaFormat,
+    parse_response_format,
+)
 from eval_assets.schemas.chat import Message, text_of
 from eval_assets.schemas.vqa_prompt import parse_choices
 from eval_assets.user_cache import cache_root
@@ -199,7 +203,8 @@ class BlindSmolLM2:
         """A JSON object for ``schema``, written after the chat prompt one field at a time.
 
         Prefix forcing, as guided decoding does it: the punctuation and keys are written for the
-        model, and each value is chosen with the prompt plus the JSON so far as context. Integers,
+        model, and each value is chosen with the prompt plus the JSON so far as context. A number
+        is decoded one character at a time under JSON's number grammar (:func:`_number`). Integers,
         enums and booleans rank their values by the summed log-probability of the value and the
         character that follows it (``,`` or ``}``): the probability that the model writes exactly
         that value, which keeps 1 and 10 comparable (a mean, as :meth:`_rank` uses for free-text
@@ -217,6 +222,11 @@ class BlindSmolLM2:
                 prefix.feed(pending + key + ' "')
                 value = json.dumps(prefix.generate(budget, stop='"\n'), ensure_ascii=False)
                 pending = value[1:]  # the opening quote is already fed
+            elif spec.kind == "number":
+                prefix.feed(pending + key + " ")
+                after = "," if i + 1 < len(schema.fields) else "}"
+                value = _number(prefix, after, spec.bounds)
+                pending = ""  # every character was fed as it was chosen
             else:
                 prefix.feed(pending + key)
                 after = "," if i + 1 < len(schema.fields) else "}"
@@ -255,6 +265,52 @@ class BlindSmolLM2:
         text = str(self._tokenizer.decode(new_tokens, skip_special_tokens=True)).strip()
         return LocalReply(text=text, prompt_tokens=int(input_ids.shape[1]),
                           completion_tokens=int(new_tokens.shape[0]))
+
+
+def _next_characters(text: str) -> list[str]:
+    """The characters that may follow ``text`` in a JSON number written without an exponent
+    (``-?(0|[1-9][0-9]*)(\\.[0-9]+)?``); "" stands for the end, allowed once it is whole."""
+    digits = [str(d) for d in range(10)]
+    body = text.removeprefix("-")
+    if not body:
+        return digits if text else ["-", *digits]
+    whole, point, fraction = body.partition(".")
+    out: list[str] = []
+    if point and not fraction:
+        return digits
+    if not (whole == "0" and not point):
+        out += digits
+    if not point:
+        out.append(".")
+    return [*out, ""]
+
+
+def _number(prefix: ForcedPrefix, after: str,
+            bounds: tuple[float | None, float | None]) -> str:
+    """A JSON number written greedily after ``prefix`` under the number grammar: at each step
+    the allowed character (or the end, scored as ``after``, the JSON that follows) the model
+    finds most likely, at most :data:`MAX_NUMBER_CHARACTERS`; each character is fed as chosen.
+    A value outside ``bounds`` is clamped into them (the schema must hold)."""
+    text = ""
+    for _ in range(MAX_NUMBER_CHARACTERS):
+        options = _next_characters(text)
+        if len(text) == MAX_NUMBER_CHARACTERS - 1 and "" in options:
+            break
+        scores = prefix.score_many([prefix.ids(c or after) for c in options])
+        best = options[max(range(len(options)), key=lambda j: (scores[j], -j))]
+        if best == "":
+            break
+        prefix.feed(best)
+        text += best
+    text = text.rstrip(".")  # cut short by the length bound after a point
+    if text in ("", "-"):
+        text = "0"
+    low, high = bounds
+    if low is not None and float(text) < low:
+        return json.dumps(low)
+    if high is not None and float(text) > high:
+        return json.dumps(high)
+    return text
 
 
 @lru_cache(maxsize=1)

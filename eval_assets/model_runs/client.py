@@ -37,6 +37,7 @@ from eval_assets.schemas.predictions import (
     ModelSpec,
     SpatialAsked,
 )
+from eval_assets.schemas.spatial import SpatialCase
 from eval_assets.schemas.vqa import Case
 
 
@@ -130,11 +131,12 @@ class VLMClient(Protocol):
         """Settings safe to write into a run's config.json (no secrets)."""
         ...
 
-    def answer_text(self, case: Case, messages: list[Message], *, lettered: bool = False,
-                    temperature: float | None = None, seed: int | None = None,
+    def answer_text(self, case: Case | SpatialCase, messages: list[Message], *,
+                    lettered: bool = False, temperature: float | None = None,
+                    seed: int | None = None,
                     response_format: dict[str, Any] | None = None) -> AnswerRecord:
-        """Ask ``case`` with prepared ``messages`` (another template, a sampling repeat, a
-        structured answer); failures come back as records."""
+        """Ask ``case`` (dimOS's or a spatial one) with prepared ``messages`` (another template,
+        a sampling repeat, a structured answer); failures come back as records."""
         ...
 
 
@@ -247,26 +249,29 @@ class OpenAIVLMClient:
         """
         return self._answer_record(case.id, case.choices, result)
 
-    def answer_text(self, case: Case, messages: list[Message], *, lettered: bool = False,
-                    temperature: float | None = None, seed: int | None = None,
+    def answer_text(self, case: Case | SpatialCase, messages: list[Message], *,
+                    lettered: bool = False, temperature: float | None = None,
+                    seed: int | None = None,
                     response_format: dict[str, Any] | None = None) -> AnswerRecord:
-        """Ask ``case`` with prepared ``messages``: another template's wording (``lettered``:
-        a bare letter names a choice), a sampling repeat (``temperature`` for this request, and
-        ``seed`` sent so a server that takes one samples reproducibly), or a structured answer
-        (``response_format``: the reply's ``answer`` field is read for the choice, and
-        ``raw_response`` keeps the JSON as sent back).
+        """Ask ``case`` (dimOS's or a spatial one) with prepared ``messages``: another
+        template's wording (``lettered``: a bare letter names a choice), a sampling repeat
+        (``temperature`` for this request, and ``seed`` sent so a server that takes one samples
+        reproducibly), or a structured answer (``response_format``: a choice case's reply's
+        ``answer`` field is read for the choice; ``raw_response`` keeps the JSON as sent back,
+        which is all a number case keeps: the scorer reads its value).
         """
+        choices = case.choices or []
         extra: dict[str, Any] = {} if seed is None else {"seed": seed}
         request = self.requests.request(messages, max_tokens=self.settings.endpoint.max_tokens,
                                         response_format=response_format,
                                         temperature=temperature, **extra)
         result = self.requests.send(self._chat, request, label=case.id)
         if response_format is None:
-            return self._answer_record(case.id, case.choices, result, lettered=lettered)
+            return self._answer_record(case.id, choices, result, lettered=lettered)
         fields, text = self._common(result)
         if text is None and fields["status"] == "success":
             fields.update(raw_response="", unread_reply=fields["raw_response"])
-        choice = read_structured(text, case.choices)
+        choice = read_structured(text, choices) if choices else None
         return AnswerRecord(case_id=case.id, choice=choice,
                             extraction_tier=None if choice is None else "json", **fields)
 

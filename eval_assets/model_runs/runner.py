@@ -241,10 +241,10 @@ def run_model(
     ``time_control_share`` of them (``time_flips.jsonl``, ``repeat_frames.jsonl``:
     :mod:`eval_assets.model_runs.time_controls`). The prompt controls
     (:mod:`eval_assets.model_runs.prompt_controls`) ask up to ``prompt_control_cases`` dimOS
-    cases per family again: ``templates`` in the paraphrase and lettered-options templates
+    and spatial cases per family again: ``templates`` in the paraphrase and format templates
     (``templates.jsonl``), ``repeats`` > 1 that many times at ``repeat_temperature``
-    (``repeats.jsonl``), ``structured`` with a JSON schema of the choices where the preflight
-    found structured output enforced (``structured.jsonl``).
+    (``repeats.jsonl``), ``structured`` with a JSON schema of the choices, or of a number with
+    its unit, where the preflight found structured output enforced (``structured.jsonl``).
 
     Spatial cases (``spatial_cases.jsonl``, when present) are answered too, after dimOS's, into
     the same journal and ``answers.jsonl``: their frames as image parts in order, or as one
@@ -446,7 +446,8 @@ def run_model(
     prompted = [run_prompt_control(dataset_dir, client, out_dir, cases, control,
                                    per_family=prompt_control_cases, repeats=repeats,
                                    temperature=repeat_temperature,
-                                   max_concurrency=max_concurrency, ask=unbudgeted and on)
+                                   max_concurrency=max_concurrency, ask=unbudgeted and on,
+                                   spatial=spatial, max_images=max_images)
                 for control, on in wanted]
     _write_document(out_dir / RUN_SUMMARY, summary,
                     exclude={"concurrency"} if summary.concurrency is None else None)

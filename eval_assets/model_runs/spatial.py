@@ -39,7 +39,7 @@ from eval_assets.schemas.vqa_prompt import question_text
 MOSAIC_VERSION = "mosaic-v1"
 """Recipe of :func:`mosaic_png`; part of the content hash: change it when the mosaic changes."""
 
-_UNIT_WORDS = {"cm": "centimetres (cm)", "m": "metres (m)", "m2": "square metres (m²)",
+UNIT_WORDS = {"cm": "centimetres (cm)", "m": "metres (m)", "m2": "square metres (m²)",
                "deg": "degrees"}
 _SPATIAL_LINE = ("each line must be a JSON object with id, images (a list of PNG paths in "
                  "assets/, in time order), question, answer_type ('choice' or 'number'), and "
@@ -83,15 +83,23 @@ def layout_for(case: SpatialCase, max_images: int | None) -> ImageLayout:
     return "mosaic"
 
 
-def spatial_text(case: SpatialCase, layout: ImageLayout) -> str:
-    """The user text of a spatial case as sent, for the frames laid out as ``layout``."""
+def plain_body(case: SpatialCase, question: str) -> str:
+    """``question`` (the case's own, or another template's wording of it) with the case's
+    answer line: its choices line (a choice case), or a single number in its unit."""
     if case.answer_type == "choice":
         assert case.choices is not None  # the schema requires them
-        body = question_text(case.question, case.choices)
-    elif case.unit is None:
-        body = f"{case.question}\nAnswer with a single number."
-    else:
-        body = f"{case.question}\nAnswer with a single number in {_UNIT_WORDS[case.unit]}."
+        return question_text(question, case.choices)
+    if case.unit is None:
+        return f"{question}\nAnswer with a single number."
+    return f"{question}\nAnswer with a single number in {UNIT_WORDS[case.unit]}."
+
+
+def spatial_text(case: SpatialCase, layout: ImageLayout, body: str | None = None) -> str:
+    """The user text of a spatial case as sent, for the frames laid out as ``layout``;
+    ``body`` replaces the question and its answer line (another template of the prompt
+    controls: :mod:`eval_assets.model_runs.prompt_controls`)."""
+    if body is None:
+        body = plain_body(case, case.question)
     n = len(case.images)
     if n == 1:
         return body

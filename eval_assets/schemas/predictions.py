@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from eval_assets.errors import InputError
 from eval_assets.hashing import canonical_json_sha256
@@ -216,26 +216,36 @@ class TimeControlRecord(_CallRecord):
 
 
 class PromptVariantRecord(_CallRecord):
-    """A model's answer to a dimOS case asked another way (:mod:`eval_assets.prompt_controls`):
-    in another template (``templates``), once more at a temperature above 0 (``repeats``), or
-    with a JSON schema of its choices (``structured``).
+    """A model's answer to a case (dimOS's or a spatial one) asked another way
+    (:mod:`eval_assets.prompt_controls`): in another template (``templates``), once more at a
+    temperature above 0 (``repeats``), or with a JSON schema of its choices or of a number with
+    its unit (``structured``).
 
     The request is built from public fields only (:mod:`eval_assets.model_runs.prompt_controls`);
     ``text`` is the user text the model was shown. ``raw_response`` is the reply as sent back
     (the JSON object of a structured answer), ``choice`` the answer read from it: both are kept.
+    A number case has no ``choices``; its ``raw_response`` is read by the scorer.
     """
 
     kind: Literal["prompt_variant"] = "prompt_variant"
     control: Literal["templates", "repeats", "structured"]
     case_id: str
-    template: Literal["record", "paraphrase", "lettered"] = "record"
+    template: Literal["record", "paraphrase", "format"] = "record"
     repeat: int = Field(default=0, ge=0, description="the repeat index (sent as the seed)")
     temperature: float | None = Field(
         default=None, description="the temperature of this request; None: the run's")
     text: str = Field(description="the user text as shown (question and choices)")
-    choices: list[str] = Field(min_length=2)
+    choices: list[str] | None = Field(default=None, min_length=2,
+                                      description="the choices shown; None: a number case")
     choice: str | None = None
     extraction_tier: str | None = None
+
+    @field_validator("template", mode="before")
+    @classmethod
+    def _renamed(cls, template: object) -> object:
+        # Journals written before the format template covered number families named it
+        # "lettered" (then dimOS's only format change); read them as the same template.
+        return "format" if template == "lettered" else template
 
 
 def rotate_choices(choices: list[str], rotation: int) -> list[str]:

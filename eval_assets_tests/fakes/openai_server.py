@@ -229,13 +229,16 @@ def _openai_error(status: int, message: str, param: str | None = None,
 
 
 def _schema_instance(schema: Mapping[str, Any]) -> Any:
-    """A value that validates against a simple schema (enum, integer bounds, objects)."""
+    """A value that validates against a simple schema (enum, integer bounds, a number: its
+    minimum or 2.0, objects)."""
     if "enum" in schema:
         return schema["enum"][0]
     if schema.get("type") == "object":
         return {k: _schema_instance(v) for k, v in (schema.get("properties") or {}).items()}
     if schema.get("type") == "integer":
         return int(schema.get("minimum", 0))
+    if schema.get("type") == "number":
+        return float(schema.get("minimum", 2.0))
     return "x"
 
 

@@ -7,6 +7,7 @@ model produces a usable judgement, and the recording fake server for what the ju
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import math
 import urllib.error
@@ -24,7 +25,7 @@ from eval_assets.local_models.response_format import (
     parse_response_format,
 )
 from eval_assets.local_models.server import serve_in_thread
-from eval_assets.local_models.smollm2 import BlindSmolLM2
+from eval_assets.local_models.smollm2 import BlindSmolLM2, _next_characters
 from eval_assets.metrics.avlm_rows import rows_from_dicts
 from eval_assets.metrics.judge import (
     JUDGEMENT_SCHEMA_FORMAT,
@@ -47,8 +48,9 @@ MIXED_FORMAT: dict[str, Any] = {"type": "json_schema", "json_schema": {"name": "
         "count": {"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 6},
         "level": {"type": "integer", "enum": [1, 2, 3]},
         "note": {"type": "string"},
+        "size": {"type": "number", "minimum": 0, "maximum": 50},
     },
-    "required": ["visible", "colour", "count", "level", "note"]}}}
+    "required": ["visible", "colour", "count", "level", "note", "size"]}}}
 
 
 def json_schema_format(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -75,6 +77,11 @@ def check_instance(value: Any, schema: Mapping[str, Any], where: str = "$") -> N
         assert value <= schema.get("maximum", math.inf), (where, value)
         assert value > schema.get("exclusiveMinimum", -math.inf), (where, value)
         assert value < schema.get("exclusiveMaximum", math.inf), (where, value)
+    elif kind == "number":
+        assert isinstance(value, int | float) and not isinstance(value, bool), (where, value)
+        assert math.isfinite(value), (where, value)
+        assert schema.get("minimum", -math.inf) <= value <= schema.get("maximum", math.inf), (
+            where, value)
     elif kind == "string":
         assert isinstance(value, str), (where, value)
     elif kind == "boolean":
@@ -121,8 +128,12 @@ UNSUPPORTED = {
     "no_schema": ({"type": "json_schema", "json_schema": {"name": "x"}}, "needs a 'schema'"),
     "top_array": (json_schema_format({"type": "array", "items": {"type": "string"}}),
                   "top level must be type 'object'"),
-    "number": (json_schema_format({"type": "object", "properties": {"p": {"type": "number"}}}),
-               "properties.p: type 'number' is not supported"),
+    "array": (json_schema_format({"type": "object", "properties": {"p": {"type": "array"}}}),
+              "properties.p: type 'array' is not supported"),
+    "number_step": (json_schema_format({"type": "object", "properties": {"p": {
+        "type": "number", "multipleOf": 0.5}}}), "keyword 'multipleOf' is not supported"),
+    "number_bounds": (json_schema_format({"type": "object", "properties": {"p": {
+        "type": "number", "minimum": 2, "maximum": 1}}}), "minimum 2 is above maximum 1"),
     "nested": (json_schema_format({"type": "object", "properties": {"p": {
         "type": "object", "properties": {}}}}), "type 'object' is not supported"),
     "unbounded_int": (json_schema_format({"type": "object", "properties": {"p": {
@@ -158,7 +169,8 @@ def test_judgement_schema_reduces_to_a_ranked_score_and_four_texts() -> None:
     assert mixed is not None
     assert [f.literals for f in mixed.fields] == [
         ("true", "false"), ('"red"', '"green"', '"blue"'), ("1", "2", "3", "4", "5"),
-        ("1", "2", "3"), ()]
+        ("1", "2", "3"), (), ()]
+    assert mixed.fields[-1].kind == "number" and mixed.fields[-1].bounds == (0.0, 50.0)
     assert parse_response_format(None) is None
     assert parse_response_format({"type": "text"}) is None
 
@@ -172,6 +184,36 @@ def test_unsupported_formats_are_refused_with_the_reason(case: str) -> None:
 
 
 # --- the local server ----------------------------------------------------------------------------
+
+def test_the_number_grammar_reaches_exactly_the_json_numbers_without_exponent() -> None:
+    """SmolLM2 writes a number one allowed character at a time: every text the grammar can end
+    is a JSON number, and every JSON number (without exponent) of up to 4 characters is
+    reachable."""
+    ended: set[str] = set()
+    frontier = [""]
+    for _ in range(4):
+        grown = []
+        for text in frontier:
+            for c in _next_characters(text):
+                if c == "":
+                    ended.add(text)
+                else:
+                    grown.append(text + c)
+        frontier = grown
+    ended |= {t for t in frontier if "" in _next_characters(t)}
+    alphabet = "-0123456789."
+    valid = set()
+    for n in range(1, 5):
+        for chars in itertools.product(alphabet, repeat=n):
+            text = "".join(chars)
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, int | float):
+                valid.add(text)
+    assert ended == valid and "0.5" in ended and "-12" in ended and "01" not in ended
+
 
 def test_random_model_replies_with_schema_valid_json_over_http() -> None:
     with serve_in_thread(model="random", seed=3) as url:
@@ -196,7 +238,7 @@ def test_random_model_replies_with_schema_valid_json_over_http() -> None:
 
 
 def test_unsupported_format_is_a_400_and_the_judge_records_it_without_retrying() -> None:
-    number_format, reason = UNSUPPORTED["number"]
+    number_format, reason = UNSUPPORTED["array"]
     with serve_in_thread(model="random") as url:
         status, body = chat(url, "random", ASK, 20, number_format)
         json_object = chat(url, "random", ASK, 20, {"type": "json_object"})

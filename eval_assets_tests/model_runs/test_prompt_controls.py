@@ -18,6 +18,8 @@ from eval_assets.local_models.random_choice import RandomChoiceModel
 from eval_assets.metrics.prompt_controls import (
     RepeatRow,
     kendall_tau,
+    majority_choice,
+    median,
     repeat_stats,
     tau_pairs,
 )
@@ -97,7 +99,7 @@ def test_each_family_is_read_back_from_dimos_wording_and_asked_three_ways() -> N
     case = Case(id="c", image="a.png", question=QUESTIONS["horizontal_direction"].format(
         name="red box"), choices=DIRECTIONS)
     assert question_family(case.question) == ("horizontal_direction", "red box")
-    record, para, lettered = (wording(case, t) for t in ("record", "paraphrase", "lettered"))
+    record, para, lettered = (wording(case, t) for t in ("record", "paraphrase", "format"))
     assert record is not None and para is not None and lettered is not None
     assert record.text.startswith(case.question) and '["left", "center", "right"]' in record.text
     assert "red box" in para.text and case.question not in para.text
@@ -138,21 +140,27 @@ def test_kendall_tau_is_scipys_tau_b_on_fixed_vectors() -> None:
                  ([1, 2, 3], [1, 3, 2])):
         assert kendall_tau(x, y) == pytest.approx(kendalltau(x, y).statistic, abs=1e-12)
     assert kendall_tau([1, 1, 1], [1, 2, 3]) is None  # scipy: nan
-    assert tau_pairs({"a": {"record": 1.0, "paraphrase": 0.5, "lettered": 0.2}})[0][2] is None
+    assert tau_pairs({"a": {"record": 1.0, "paraphrase": 0.5, "format": 0.2}})[0][2] is None
+
+
+def _choice_row(case_id: str, answer: str, choices: list[str | None]) -> RepeatRow:
+    vote = majority_choice(choices)
+    return RepeatRow(case_id=case_id, family="f", recording="r", answers=choices,
+                     scores=[float(c == answer) for c in choices],
+                     vote_score=float(vote == answer))
 
 
 def test_repeat_stats_follow_lmms_evals_definitions() -> None:
-    rows = [RepeatRow(case_id="a", family="f", recording="r", answer="yes",
-                      choices=["yes", "yes", "yes"]),
-            RepeatRow(case_id="b", family="f", recording="r", answer="yes",
-                      choices=["yes", "no", "no"]),
-            RepeatRow(case_id="c", family="f", recording="r", answer="no",
-                      choices=["no", None, "yes"]),  # tie: no majority
-            RepeatRow(case_id="d", family="f", recording="r", answer="no", choices=["no"])]
+    rows = [_choice_row("a", "yes", ["yes", "yes", "yes"]),
+            _choice_row("b", "yes", ["yes", "no", "no"]),
+            _choice_row("c", "no", ["no", None, "yes"]),  # tie: no majority
+            _choice_row("d", "no", ["no"])]
+    assert majority_choice(["no", None, "yes"]) is None
     s = repeat_stats(rows, 3)
     assert (s.n, s.consistency) == (3, pytest.approx(1 / 3))
     assert s.expected_accuracy == pytest.approx((1 + 1 / 3 + 1 / 3) / 3)
     assert s.majority_accuracy == pytest.approx(1 / 3)
+    assert median([3.0, 1.0, 2.0]) == 2.0 and median([1.0, 4.0]) == 2.5 and median([]) is None
     assert read_structured('{"answer": "center"}', DIRECTIONS) == "center"
     assert read_structured("center", DIRECTIONS) is None
     assert read_structured('{"answer": "up"}', DIRECTIONS) is None
@@ -203,7 +211,7 @@ def test_the_controls_are_asked_journalled_resumed_and_scored(tmp_path: Path) ->
     templates = score_templates(inputs)
     assert not isinstance(templates, NotMeasured)
     # Free text is never parsed (wrong); lettered "A" is the first choice: yes / left: right.
-    assert templates.overall.accuracy == {"record": 0.0, "paraphrase": 0.0, "lettered": 1.0}
+    assert templates.overall.accuracy == {"record": 0.0, "paraphrase": 0.0, "format": 1.0}
     assert (templates.overall.min_accuracy, templates.overall.max_accuracy) == (0.0, 1.0)
     stability = score_repeats(inputs)
     assert not isinstance(stability, NotMeasured)
@@ -260,7 +268,7 @@ def test_local_models_answer_every_template_and_the_report_shows_spread_and_tau(
         with open_model(spec) as client:
             again = run_model(root, client, out, **options)
         assert first.calls_made > len(cases) and again.calls_made == 0
-        lettered = [r for r in read_jsonl(out / "templates.jsonl") if r["template"] == "lettered"]
+        lettered = [r for r in read_jsonl(out / "templates.jsonl") if r["template"] == "format"]
         assert lettered and all(r["raw_response"] in "ABC" and r["choice"] in r["choices"]
                                 for r in lettered)
         inputs = _inputs(root, out, cases, labels, model=f"random{seed}")
