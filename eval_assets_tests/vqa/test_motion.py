@@ -336,3 +336,51 @@ def test_motion_gold_answers_agree_with_the_simulated_world(tmp_path: Path) -> N
     for family, mine in scores.items():
         floor = 0.95 if family.endswith(("_m", "_deg")) else 1.0
         assert float(np.mean(mine)) >= floor, (family, mine)
+
+
+@pytest.mark.parametrize("scene_seed", [1304, 1306])  # no other test uses them
+def test_the_rig_profiles_default_drive_gives_every_motion_family_cases(scene_seed: int) -> None:
+    """The rig profile's default recording (its length, its tour, its image and TF rates) under
+    the default frame selection (the sharpest frame per 5 s; every frame equally sharp here, so
+    the first of each window) has at least five cases of each motion family. The camera is the
+    tour's own at every TF sample; egocentric_direction_deg needs objects and is left out."""
+    from eval_assets.frames.quality import FrameQuality
+    from eval_assets.frames.selection import (
+        DEFAULT_MIN_BRIGHTNESS,
+        DEFAULT_QUALITY_WINDOW_S,
+        quality_window_choices,
+        resolve_selection,
+    )
+    from eval_assets.schemas.frames import FrameSelectionConfig
+    from eval_assets.synth.seeded import seeded_scene
+    from eval_assets.synth.stream import _FIRST_IMAGE_S, PROFILES, T0, frames_for
+
+    rig = PROFILES["rig"]
+    frames = frames_for(rig, None, None, scene_seed)
+    resolved = resolve_selection(FrameSelectionConfig(), frames)
+    assert resolved.quality_window == DEFAULT_QUALITY_WINDOW_S  # the rig's default is "long"
+    scene = seeded_scene(scene_seed, rig.camera(), t0=T0)
+    image_ts = T0 + _FIRST_IMAGE_S + np.arange(frames) / rig.image_rate_hz
+    flat = FrameQuality(sharpness=0.5, brightness=0.5)
+    chosen = [c.frame_index for c in quality_window_choices(
+        image_ts, range(frames), dict.fromkeys(range(frames), flat), DEFAULT_QUALITY_WINDOW_S,
+        DEFAULT_MIN_BRIGHTNESS)]
+
+    def camera(t: float) -> np.ndarray:
+        return scene.path.world_from_base(t) @ scene.base_from_camera
+
+    tf_ts = T0 + np.arange(int((image_ts[-1] + 0.25 - T0) * rig.tf_rate_hz) + 1) / rig.tf_rate_hz
+    trajectory = []
+    for t in tf_ts:
+        m = camera(float(t))
+        yaw = math.degrees(math.atan2(m[1, 2], m[0, 2]))
+        trajectory.append(CameraSample(t=float(t), position=[float(v) for v in m[:3, 3]],
+                                       yaw_deg=wrap_deg(yaw)))
+    cameras = {i: FrameCamera(world_from_camera=[float(v) for v in camera(image_ts[i]).ravel()],
+                              K=[400.0, 0, 320, 0, 400.0, 240, 0, 0, 1], width=640, height=480,
+                              image_ts=float(image_ts[i])) for i in chosen}
+    spatial = build_spatial(ObjectTracks(world_frame="world", tracks=[], cameras=cameras,
+                                         trajectory=trajectory), chosen)
+    per_family = Counter(lab.family for lab in spatial.labels)
+    asked = set(MOTION_GENERATORS) - {"egocentric_direction_deg"}
+    assert all(per_family[f] >= 5 for f in asked), (len(chosen), per_family)
