@@ -175,7 +175,7 @@ def recording_synthesize(
         "the fixed sample scene for --profile sample, --seed for --profile rig."),
     frames: int | None = typer.Option(
         None, help="Camera frames (default: 24 for the fixed sample scene, one full lap of the "
-        "loop for --profile sample with --scene-seed, 900 = 60 s for rig)."),
+        "loop for --profile sample with --scene-seed, 1800 = 120 s for rig)."),
     duration_s: float | None = typer.Option(
         None, "--duration-s", help="Length in seconds instead of --frames (e.g. 300 for "
         "5 minutes: 4500 rig frames)."),

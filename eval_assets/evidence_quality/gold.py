@@ -44,9 +44,8 @@ from eval_assets.vqa.families import (
 )
 from eval_assets.vqa.spatial import AUDIT_SPATIAL_REJECTIONS
 from eval_assets.vqa.spatial.truth import (
-    MOTION_CHOICE,
+    CHECKED_FAMILIES,
     MOTION_NUMERIC,
-    MULTI_FRAME,
     NOT_COVERED,
     NUMERIC,
     check_labels,
@@ -58,7 +57,8 @@ NUMERIC_TOLERANCE = 0.10
 MOTION_TOLERANCE_M = 0.05
 MOTION_TOLERANCE_DEG = 2.0
 """A numeric gold answer more than this far from the truth (|gold − truth| / truth) is wrong."""
-SPATIAL_FAMILIES: tuple[str, ...] = (*NUMERIC, *MULTI_FRAME, *MOTION_NUMERIC, *MOTION_CHOICE)
+SPATIAL_FAMILIES: tuple[str, ...] = CHECKED_FAMILIES
+"""The spatial families the truth checks (derived from their declarations)."""
 
 
 @dataclass(frozen=True)

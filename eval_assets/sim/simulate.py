@@ -64,7 +64,7 @@ from eval_assets.recording.names import (
 )
 from eval_assets.sim.catalog import DISTRACTORS, SimConfigError, entries_for
 from eval_assets.sim.geometry import PinholeCamera, pose_matrix
-from eval_assets.sim.path import PATHS, DrivePath, drive_path
+from eval_assets.sim.path import PATHS, SPEED_M_S, DrivePath, drive_path
 from eval_assets.sim.world import (
     LIDAR_RANGE_M,
     PlacedObject,
@@ -276,9 +276,15 @@ def _header(config: SimConfig, world: SimWorld, camera: PinholeCamera,
         "distractors": [{"urdf": DISTRACTORS[i % len(DISTRACTORS)].urdf,
                          "name": DISTRACTORS[i % len(DISTRACTORS)].name}
                         for i in range(len(world.distractor_bodies))],
+        # With robot.base_from_camera and the TF rate and first stamp, the segments rebuild the
+        # camera at every TF sample (eval_assets.vqa.spatial.truth.scene_camera): the motion
+        # families' path and turn sum over those samples, not over the images.
         "path": {"name": config.path, "t_start": world.path.t_start,
-                 "duration_s": world.path.duration,
+                 "duration_s": world.path.duration, "speed_mps": SPEED_M_S,
                  "segments": [vars(s) for s in world.path.segments]},
+        "rates_hz": {"tf_world_base_link": 1.0 / _TF_PERIOD_S,
+                     "tf_static": 1.0 / _STATIC_TF_PERIOD_S},
+        "tf_first_stamp": T0,
         "robot": {"urdf": "husky/husky.urdf", "placement": "kinematic",
                   "base_from_camera": BASE_FROM_CAMERA.tolist(),
                   "base_from_lidar": BASE_FROM_LIDAR.tolist()},

@@ -118,7 +118,11 @@ PROFILES: dict[str, Profile] = {
     "rig": Profile("rig", rig_camera, image_rate_hz=15.0, image_jitter_s=0.003,
                    lidar_rate_hz=10.0, lidar_jitter_s=0.002, lidar_drop_fraction=0.01,
                    lidar_points=20_000, tf_rate_hz=20.0, static_tf_rate_hz=5.0,
-                   default_frames=900, default_truth_every=15),
+                   # 120 s: a full lap of every seeded tour (laps run 48-95 s on scene seeds
+                   # 1-40) with its stop and the return to the start; at the default frame
+                   # selection (the sharpest frame per 5 s) that is 24 frames, enough for every
+                   # motion family (60 s gave 12 frames and no same_place case on 2 of 3 seeds).
+                   default_frames=1800, default_truth_every=15),
 }
 
 # Images start a quarter second after t0 (TF is already there); scans are offset by 13 ms so no

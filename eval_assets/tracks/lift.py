@@ -213,10 +213,17 @@ def heading_deg(world_from_camera: np.ndarray) -> float:
     return 180.0 if yaw <= -180.0 else yaw
 
 
+TRAJECTORY_MARGIN = 2
+"""TF samples kept before the first image and after the last: the motion families use a frame
+only where the TF steps on both sides of it agree (``Motion.steady``: the sample before the one
+holding it, and two after), so with one sample each side the first and the last selected frame
+were never usable (a 24 s rig recording: 2 of its 5 frames, 3 cases per family instead of 8)."""
+
+
 def camera_trajectory(graph: TransformGraph, world: str, frames: Sequence[RectifiedFrame]
                       ) -> list[CameraSample]:
-    """The rectified camera's pose at every TF sample on its chain to ``world``, from the last
-    sample before the first image to the first sample after the last one.
+    """The rectified camera's pose at every TF sample on its chain to ``world``, from
+    :data:`TRAJECTORY_MARGIN` samples before the first image to as many after the last one.
 
     Path length and total turn between two images sum over these samples, not only over the
     images shown (``shared/specs/motion.md``). A stamp the chain cannot give (an edge without a
@@ -228,8 +235,9 @@ def camera_trajectory(graph: TransformGraph, world: str, frames: Sequence[Rectif
     stamps = graph.chain_stamps(world, first.camera_frame_id)
     if not len(stamps):
         return []
-    lo = max(int(np.searchsorted(stamps, first.image_ts)) - 1, 0)
-    hi = int(np.searchsorted(stamps, max(f.image_ts for f in frames), side="right")) + 1
+    lo = max(int(np.searchsorted(stamps, first.image_ts)) - TRAJECTORY_MARGIN, 0)
+    hi = int(np.searchsorted(stamps, max(f.image_ts for f in frames), side="right")
+             ) + TRAJECTORY_MARGIN
     unrectify = _unrectify(first)
     out = []
     for t in stamps[lo:hi]:

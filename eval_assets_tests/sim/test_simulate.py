@@ -27,6 +27,7 @@ from eval_assets.sim.simulate import (
     image_times,
     simulate_recording,
 )
+from eval_assets.vqa.spatial.truth import scene_camera
 
 FRAMES = 6
 CONFIG = SimConfig(seed=11, frames=FRAMES, lidar_rings=8, lidar_columns=256)
@@ -199,6 +200,33 @@ def test_the_path_turns_both_ways_stops_and_revisits() -> None:
         # A revisit: the end drives over the start again.
         assert min(math.dist(a, b) for a in start[::5] for b in end[::5]) < 0.1, name
 
+
+
+def test_the_scene_rebuilds_the_camera_at_every_tf_sample(simulated: Path) -> None:
+    """What the motion truth needs: from ``scene.json`` alone, the camera at every TF stamp of
+    the recording (world → base_link composed with the recorded mount) and at every image (its
+    ``camera_from_world``), on the TF grid the recording uses."""
+    scene = _scene(simulated)
+    rebuilt = scene_camera(scene)
+    assert rebuilt is not None
+    camera_at, rate, t0 = rebuilt
+    base_from_camera = np.asarray(scene["robot"]["base_from_camera"])
+    with Recording.open(simulated) as rec:
+        tf = [t for i in range(rec.streams["tf"].count)
+              for t in rec.message("tf", i).transforms if t.child_frame_id == "base_link"]
+    assert len(tf) > 20
+    for k, sample in enumerate(tf):
+        stamp = sample.header.stamp
+        assert stamp == pytest.approx(t0 + k / rate, abs=1e-6)
+        world_from_base = np.eye(4)
+        world_from_base[:3, :3] = quaternion_matrix(sample.transform.rotation)
+        world_from_base[:3, 3] = sample.transform.translation
+        np.testing.assert_allclose(camera_at(stamp), world_from_base @ base_from_camera,
+                                   atol=1e-5)
+    for frame in scene["frames"]:
+        np.testing.assert_allclose(camera_at(frame["image_ts"]),
+                                   np.linalg.inv(np.asarray(frame["camera_from_world"])),
+                                   atol=1e-5)
 
 # --- bad input: exit 2, a message naming the problem and the fix, nothing written -------------
 

@@ -232,7 +232,7 @@ def test_rig_timeline_rates_and_order() -> None:
 
 def test_frame_counts_and_bad_options() -> None:
     rig = PROFILES["rig"]
-    assert frames_for(rig, None, None) == 900
+    assert frames_for(rig, None, None) == 1800
     assert frames_for(rig, None, 300.0) == 4500
     assert frames_for(rig, 4, None) == 4
     assert frames_for(PROFILES["sample"], None, None) == 24

@@ -256,4 +256,4 @@ def test_a_seeded_sample_scene_runs_one_full_lap_by_default(scene_seed: int) -> 
     assert frames_for(spec, 10, None, scene_seed) == 10
     assert frames_for(spec, None, 3.0, scene_seed) == 6
     assert frames_for(spec, None, None) == 24
-    assert frames_for(PROFILES["rig"], None, None, scene_seed) == 900
+    assert frames_for(PROFILES["rig"], None, None, scene_seed) == 1800

@@ -256,3 +256,29 @@ def test_camera_poses_are_interpolated_between_tf_samples() -> None:
     # At a sample, the sample; between samples farther apart than the TF tolerance, the nearest.
     assert poses.at("world", "camera", 0.1)[:3, 3] == pytest.approx([1.0, 0.0, 0.5])
     assert poses.at("world", "camera", 0.15)[:3, 3] == pytest.approx([1.0, 0.0, 0.5])
+
+
+def test_the_trajectory_reaches_far_enough_past_the_first_and_last_image_to_use_them() -> None:
+    """A robot driving straight at 1 m/s, TF every 0.1 s, images at 1.03 s and 2.03 s: the
+    trajectory holds enough samples around both that the motion families may use them
+    (``Motion.steady``: the sample before the one holding the image and two after)."""
+    from eval_assets.schemas.frames import RectifiedFrame
+    from eval_assets.tracks.lift import camera_trajectory
+    from eval_assets.vqa.spatial.trajectory import Motion
+
+    mounts = [TFMessage((TransformStamped(
+        header=Header.at(k * 0.1, "base_link"), child_frame_id="camera",
+        transform=Transform(translation=(0.0, 0.0, 0.5), rotation=(0.0, 0.0, 0.0, 1.0))),))
+        for k in range(40)]
+    poses = CameraPoses([*mounts, *(_pose_tf(k * 0.1, k * 0.1, 0.0) for k in range(40))])
+    frames = [RectifiedFrame(frame_index=i, image_ts=t, image_path=f"f{i}.png", width=W,
+                             height=H, camera_frame_id="camera", distortion_model="plumb_bob",
+                             K_rect=K.ravel().tolist(), P_rect=[*K[0], 0.0, *K[1], 0.0, *K[2],
+                                                                0.0],
+                             camera_info_ts=0.0)
+              for i, t in enumerate((1.03, 2.03))]
+    samples = camera_trajectory(poses.graph, "world", frames)
+    motion = Motion(np.array([s.t for s in samples]), np.array([s.position for s in samples]),
+                    np.array([s.yaw_deg for s in samples]))
+    assert motion.steady(1.03) and motion.steady(2.03)
+    assert samples[0].t == pytest.approx(0.9) and samples[-1].t == pytest.approx(2.2)

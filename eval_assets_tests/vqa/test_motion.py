@@ -15,6 +15,8 @@ from typer.testing import CliRunner
 
 from eval_assets.cli import app
 from eval_assets.jsonio import dumps_json
+from eval_assets.metrics.angular import mean_angular_accuracy
+from eval_assets.metrics.numeric import mra_with_zero_rule
 from eval_assets.schemas.spatial import (
     CameraSample,
     FrameCamera,
@@ -22,6 +24,7 @@ from eval_assets.schemas.spatial import (
     ObjectTracks,
     SpatialLabel,
 )
+from eval_assets.sim.catalog import CATALOG
 from eval_assets.vqa.leakage import find_leaks
 from eval_assets.vqa.spatial import SpatialSet, build_spatial
 from eval_assets.vqa.spatial.evidence import TrackIndex
@@ -292,3 +295,92 @@ def test_motion_gold_answers_agree_with_the_scene_truth(tmp_path: Path) -> None:
                                obj["center_world"])
         assert abs(wrap_deg(float(label.answer) - truth)) <= 3.0, (label.id, truth)
     assert find_leaks(out) == []
+
+
+SIM_SEED = 953  # no other test or benchmark uses it
+
+
+@pytest.mark.slow
+def test_motion_gold_answers_agree_with_the_simulated_world(tmp_path: Path) -> None:
+    """A simulated recording (120 frames of the loop drive, the truth evidence): every motion
+    family has at least five cases, and the simulated scene's own camera poses (per image, and
+    at every TF sample rebuilt from the recorded drive) give the same answers: distances by MRA
+    (OSI-Bench's zero rule) >= 0.95, angles by mean angular accuracy >= 0.95, choices all.
+    route_sequence needs the TF-rate path: over the images alone its turns cut corners."""
+    db, out = tmp_path / "sim.db", tmp_path / "dataset"
+    runner = CliRunner()
+    made = runner.invoke(app, ["recording", "simulate", str(db), "--seed", str(SIM_SEED),
+                               "--frames", "120"])
+    assert made.exit_code == 0, made.output
+    result = runner.invoke(app, ["vqa", "generate", str(db), "--output", str(out),
+                                 "--detector", "truth", "--segmenter", "truth",
+                                 "--vocabulary", ",".join(CATALOG)])
+    assert result.exit_code == 0, result.output
+    labels = [SpatialLabel.model_validate_json(line) for line in
+              (out / "audit" / "spatial_labels.jsonl").read_text().splitlines()]
+    per_family = Counter(lab.family for lab in labels)
+    assert all(per_family[f] >= 5 for f in MOTION_GENERATORS), per_family
+    scene = json.loads(db.with_suffix(".scene.json").read_text())
+    scores: dict[str, list[float]] = {f: [] for f in MOTION_GENERATORS}
+    for check in check_labels(labels, scene):
+        if check.family not in scores:
+            continue
+        assert check.truth is not None and not check.truth.startswith("("), check
+        if check.family.endswith("_m"):
+            score = mra_with_zero_rule(float(check.answer), float(check.truth))
+        elif check.family.endswith("_deg"):
+            score = mean_angular_accuracy(float(check.answer), float(check.truth))
+        else:
+            score = float(check.answer == check.truth)
+        scores[check.family].append(score)
+    for family, mine in scores.items():
+        floor = 0.95 if family.endswith(("_m", "_deg")) else 1.0
+        assert float(np.mean(mine)) >= floor, (family, mine)
+
+
+@pytest.mark.parametrize("scene_seed", [1304, 1306])  # no other test uses them
+def test_the_rig_profiles_default_drive_gives_every_motion_family_cases(scene_seed: int) -> None:
+    """The rig profile's default recording (its length, its tour, its image and TF rates) under
+    the default frame selection (the sharpest frame per 5 s; every frame equally sharp here, so
+    the first of each window) has at least five cases of each motion family. The camera is the
+    tour's own at every TF sample; egocentric_direction_deg needs objects and is left out."""
+    from eval_assets.frames.quality import FrameQuality
+    from eval_assets.frames.selection import (
+        DEFAULT_MIN_BRIGHTNESS,
+        DEFAULT_QUALITY_WINDOW_S,
+        quality_window_choices,
+        resolve_selection,
+    )
+    from eval_assets.schemas.frames import FrameSelectionConfig
+    from eval_assets.synth.seeded import seeded_scene
+    from eval_assets.synth.stream import _FIRST_IMAGE_S, PROFILES, T0, frames_for
+
+    rig = PROFILES["rig"]
+    frames = frames_for(rig, None, None, scene_seed)
+    resolved = resolve_selection(FrameSelectionConfig(), frames)
+    assert resolved.quality_window == DEFAULT_QUALITY_WINDOW_S  # the rig's default is "long"
+    scene = seeded_scene(scene_seed, rig.camera(), t0=T0)
+    image_ts = T0 + _FIRST_IMAGE_S + np.arange(frames) / rig.image_rate_hz
+    flat = FrameQuality(sharpness=0.5, brightness=0.5)
+    chosen = [c.frame_index for c in quality_window_choices(
+        image_ts, range(frames), dict.fromkeys(range(frames), flat), DEFAULT_QUALITY_WINDOW_S,
+        DEFAULT_MIN_BRIGHTNESS)]
+
+    def camera(t: float) -> np.ndarray:
+        return scene.path.world_from_base(t) @ scene.base_from_camera
+
+    tf_ts = T0 + np.arange(int((image_ts[-1] + 0.25 - T0) * rig.tf_rate_hz) + 1) / rig.tf_rate_hz
+    trajectory = []
+    for t in tf_ts:
+        m = camera(float(t))
+        yaw = math.degrees(math.atan2(m[1, 2], m[0, 2]))
+        trajectory.append(CameraSample(t=float(t), position=[float(v) for v in m[:3, 3]],
+                                       yaw_deg=wrap_deg(yaw)))
+    cameras = {i: FrameCamera(world_from_camera=[float(v) for v in camera(image_ts[i]).ravel()],
+                              K=[400.0, 0, 320, 0, 400.0, 240, 0, 0, 1], width=640, height=480,
+                              image_ts=float(image_ts[i])) for i in chosen}
+    spatial = build_spatial(ObjectTracks(world_frame="world", tracks=[], cameras=cameras,
+                                         trajectory=trajectory), chosen)
+    per_family = Counter(lab.family for lab in spatial.labels)
+    asked = set(MOTION_GENERATORS) - {"egocentric_direction_deg"}
+    assert all(per_family[f] >= 5 for f in asked), (len(chosen), per_family)

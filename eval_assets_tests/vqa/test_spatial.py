@@ -374,3 +374,66 @@ def test_camera_distance_asks_for_the_median_its_gold_is() -> None:
     # surface_distance_m, a median over the visible pixels): the question asks for exactly that.
     assert "median distance from the camera to the visible surface of the red ball" in question
     assert "nearest" not in question and distance.evidence["statistic"] == "median"
+
+
+# --- "may show" and counts whose gold the shown images support --------------------------------
+
+def _forward_camera(frame: int, step_m: float = 0.25) -> FrameCamera:
+    """Frame ``f``: the camera ``f · step_m`` along its axis (world z), axes as the world's."""
+    m = np.eye(4)
+    m[2, 3] = step_m * frame
+    return FrameCamera(world_from_camera=m.reshape(-1).tolist(),
+                       K=[400.0, 0.0, 320.0, 0.0, 400.0, 240.0, 0.0, 0.0, 1.0],
+                       width=640, height=480, image_ts=float(frame))
+
+
+def _corner_in_image(camera: FrameCamera, track: ObjectTrack) -> bool:
+    """Whether a corner of the track's box projects into ``camera``'s image (an oracle that
+    does not use :meth:`TrackIndex.may_be_visible`)."""
+    m = np.asarray(camera.world_from_camera).reshape(4, 4)
+    k = np.asarray(camera.K).reshape(3, 3)
+    half = np.asarray(track.extent_m) / 2
+    for signs in np.array(np.meshgrid(*[[-1, 1]] * 3)).T.reshape(-1, 3):
+        p = m[:3, :3].T @ (np.asarray(track.center_world) + signs * half - m[:3, 3])
+        if p[2] > 0:
+            u, v = k[0, 0] * p[0] / p[2] + k[0, 2], k[1, 1] * p[1] / p[2] + k[1, 2]
+            if 0 <= u < camera.width and 0 <= v < camera.height:
+                return True
+    return False
+
+
+# A box near the camera and off its axis (the sample's frame 11: centre 0.87 m right, 0.75 m
+# ahead): its centre projects 143 px right of the image, but its near corner is in it.
+NEAR_BOX = _track("blue box#2", [0.872, 0.166, 1.503], [0, 1], extent=(0.3055, 0.3052, 0.3442))
+
+
+def test_an_object_near_the_camera_and_off_its_axis_may_show() -> None:
+    from eval_assets.vqa.spatial.evidence import TrackIndex
+
+    cameras = {f: _forward_camera(f) for f in range(6)}
+    index = TrackIndex(ObjectTracks(world_frame="world", cameras=cameras, tracks=[NEAR_BOX]),
+                       tuple(range(6)))
+    for f in range(6):
+        # Never "cannot show" where a corner of its box is in the image.
+        assert index.may_be_visible(NEAR_BOX, f) or not _corner_in_image(cameras[f], NEAR_BOX), f
+    assert _corner_in_image(cameras[3], NEAR_BOX) and index.may_be_visible(NEAR_BOX, 3)
+    assert not index.may_be_visible(NEAR_BOX, 5)  # 0.87 m right, 0.25 m ahead: out of view
+    assert not _corner_in_image(cameras[5], NEAR_BOX)
+
+
+def test_a_count_gold_is_what_every_namesake_in_its_frames_gives() -> None:
+    """Three blue boxes; the third, seen in frames 0 and 1, still shows at the image edge in
+    frame 3 undetected. No count case (all, fewer, halves: balancing's picks) may count over a
+    frame where a box it does not count shows."""
+    cameras = {f: _forward_camera(f) for f in range(6)}
+    tracks = ObjectTracks(world_frame="world", cameras=cameras, tracks=[
+        _track("blue box#0", [-0.4, 0.0, 5.0], list(range(6)), extent=(0.3, 0.3, 0.3)),
+        _track("blue box#1", [0.4, 0.0, 5.5], list(range(6)), extent=(0.3, 0.3, 0.3)),
+        NEAR_BOX])
+    spatial = build_spatial(tracks, range(6))
+    counts = [lab for lab in spatial.labels if lab.family == "object_count_across_frames"]
+    assert {lab.answer for lab in counts} == {"2", "3"}
+    for lab in counts:
+        shown = lab.frame_indices or []
+        truth = sum(any(_corner_in_image(cameras[f], t) for f in shown) for t in tracks.tracks)
+        assert lab.answer == str(truth), (lab.id, lab.answer, truth)

@@ -58,3 +58,25 @@ def test_spatial_gold_answers_agree_with_the_scene_truth(tmp_path: Path) -> None
             assert record["majority_share"] <= 0.5, (family, record)
     assert "most common" in result.output
     assert find_leaks(out) == []
+
+
+def test_every_generated_spatial_family_is_checked_once_by_how_it_is_scored() -> None:
+    """The truth's family groups come from the declarations: each generated spatial family is in
+    exactly one group, the motion ones are the motion generators, a number with a unit from
+    tracks is scored by MRA and a count by agreement."""
+    from eval_assets.family_spec import families
+    from eval_assets.vqa.spatial.motion import MOTION_GENERATORS
+    from eval_assets.vqa.spatial.truth import (
+        CHECKED_FAMILIES,
+        MOTION_CHOICE,
+        MOTION_NUMERIC,
+        family_is_motion,
+    )
+
+    generated = [s.name for s in families("spatial") if s.rule is not None]
+    assert sorted(CHECKED_FAMILIES) == sorted(generated)
+    assert len(set(CHECKED_FAMILIES)) == len(CHECKED_FAMILIES)
+    assert set(MOTION_NUMERIC) | set(MOTION_CHOICE) == set(MOTION_GENERATORS)
+    assert all(family_is_motion(f) == (f in MOTION_GENERATORS) for f in generated)
+    assert "object_count_across_frames" in MULTI_FRAME and "camera_distance_m" in NUMERIC
+    assert "room_area_m2" not in CHECKED_FAMILIES  # declared, never generated

@@ -248,18 +248,17 @@ def object_count_across_frames(index: TrackIndex) -> Iterator[Item]:
             continue
         must = sorted({best_frames(t, 1)[0] for t in tracks})
         frames = spread([f for t in tracks for f in t.frames], must)
-        yield _case("object_count_across_frames", [name], frames,
-                    _TIME_ORDER + ask("object_count_across_frames", name=name), str(len(tracks)),
-                    {"track_ids": [t.track_id for t in tracks]}, tracks)
+        yield _count_case(index, name, frames, {"track_ids": [t.track_id for t in tracks]})
         if len(tracks) > 1:
-            halves.extend(_halves(name, tracks, sorted({f for t in tracks for f in t.frames}),
+            halves.extend(_halves(index, name, tracks,
+                                  sorted({f for t in tracks for f in t.frames}),
                                   {"track_ids": [t.track_id for t in tracks]}))
         fewer.extend(_subgroups(index, name, tracks, halves))
     yield from fewer
     yield from halves
 
 
-def _halves(name: str, group: Sequence[ObjectTrack], frames: Sequence[int],
+def _halves(index: TrackIndex, name: str, group: Sequence[ObjectTrack], frames: Sequence[int],
             evidence: dict[str, object]) -> Iterator[Item]:
     """``group`` (two or more namesakes) counted again over each half, in time, of ``frames``
     (those it may be counted over) that still sees every one of it: other images, the same
@@ -271,9 +270,8 @@ def _halves(name: str, group: Sequence[ObjectTrack], frames: Sequence[int],
             continue
         best = [max((f for f in t.frames if f in half), key=lambda f: (t.pixels.get(f, 0), -f))
                 for t in group]
-        yield _case("object_count_across_frames", [name], spread(half, sorted(set(best))),
-                    _TIME_ORDER + ask("object_count_across_frames", name=name), str(len(group)),
-                    {**evidence, "window": label}, list(group))
+        yield _count_case(index, name, spread(half, sorted(set(best))),
+                          {**evidence, "window": label})
 
 
 def _subgroups(index: TrackIndex, name: str, tracks: Sequence[ObjectTrack],
@@ -300,11 +298,35 @@ def _subgroups(index: TrackIndex, name: str, tracks: Sequence[ObjectTrack],
                 for t in group]
         evidence: dict[str, object] = {"track_ids": ids,
                                        "namesakes_out_of_view": [o.track_id for o in others]}
-        yield _case("object_count_across_frames", [name], spread(own, sorted(set(best))),
-                    _TIME_ORDER + ask("object_count_across_frames", name=name), str(len(group)),
-                    evidence, list(group))
+        yield _count_case(index, name, spread(own, sorted(set(best))), evidence)
         if len(group) > 1:
-            halves.extend(_halves(name, group, own, evidence))
+            halves.extend(_halves(index, name, group, own, evidence))
+
+
+def _count_case(index: TrackIndex, name: str, frames: Sequence[int],
+                evidence: dict[str, object]) -> Item:
+    """The count of ``name`` over the chosen ``frames``, its gold from every namesake's evidence
+    there: the namesakes detected in any of them (published frames or not, weak or not).
+
+    The group a case was built for (all of the name's objects, a smaller group, a half) only
+    chose the frames; the gold is what those frames show. Where a namesake not detected in them
+    may still show in one (:meth:`TrackIndex.may_be_visible`), the count is unsure and is not
+    asked (``namesake_in_view``): balancing the answers must never make a gold the images do
+    not support (the sample: a 2 over frames where a third blue box shows at the image edge).
+    """
+    chosen = set(frames)
+    # Published frames are chosen, so a namesake detected in one is among the visible tracks.
+    seen = [t for t in index.by_name(name) if chosen & set(t.frames)]
+    counted = {t.track_id for t in seen}
+    unsure = [t.track_id for t in _namesakes(index, name) if t.track_id not in counted
+              and any(index.may_be_visible(t, f) for f in sorted(chosen))]
+    if unsure:
+        return SpatialRejection("object_count_across_frames", (name,), "namesake_in_view",
+                                f"{', '.join(unsure)} may show undetected in frames "
+                                f"{sorted(chosen)}", tuple(sorted(chosen)))
+    return _case("object_count_across_frames", [name], frames,
+                 _TIME_ORDER + ask("object_count_across_frames", name=name), str(len(seen)),
+                 {**evidence, "track_ids": [t.track_id for t in seen]}, seen)
 
 
 def _may_show(index: TrackIndex, track: ObjectTrack, frame: int) -> bool:

@@ -25,8 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from eval_assets.family_spec import FamilySpec, families
+from eval_assets.family_spec import family as family_spec
 from eval_assets.metrics.numeric import mean_relative_accuracy
 from eval_assets.schemas.spatial import SpatialLabel
+from eval_assets.vqa.spatial import motion as _motion_module
 from eval_assets.vqa.spatial.motion import (
     APART_DEG,
     APART_M,
@@ -41,13 +44,33 @@ from eval_assets.vqa.spatial.motion import (
     wrap_deg,
 )
 
-NUMERIC = ("object_size_cm", "pair_distance_m", "camera_distance_m")
-MULTI_FRAME = ("appearance_order", "object_count_across_frames", "relative_direction")
-# The robot's own motion: numbers checked by their absolute error (metres, degrees), choices by
-# agreement, the truth from the scene's per-frame camera poses alone.
-MOTION_NUMERIC = ("camera_displacement_m", "path_length_m", "turn_angle_deg",
-                  "egocentric_direction_deg")
-MOTION_CHOICE = ("turn_direction", "route_sequence", "same_place")
+
+def _is_motion(spec: FamilySpec) -> bool:
+    """A family of the robot's own motion: its rule is one of :mod:`~eval_assets.vqa.spatial.
+    motion`'s generators (its truth is the camera's poses, :func:`_motion_truth`)."""
+    return getattr(spec.rule, "__module__", None) == _motion_module.__name__
+
+
+def _checked(keep: Callable[[FamilySpec], bool]) -> tuple[str, ...]:
+    """The generated spatial families (declared with a rule) that ``keep`` holds for, in their
+    declaration order."""
+    return tuple(s.name for s in families("spatial") if s.rule is not None and keep(s))
+
+
+# The groups are derived from the family declarations (eval_assets.family_spec), so a new
+# family is checked by how it is scored without an edit here:
+# numbers with a unit from tracks, scored by mean relative accuracy;
+NUMERIC = _checked(lambda s: not _is_motion(s) and s.answer_type == "number"
+                   and s.unit is not None)
+# the other track families (choices and counts), scored by agreement;
+MULTI_FRAME = _checked(lambda s: not _is_motion(s) and not (s.answer_type == "number"
+                                                            and s.unit is not None))
+# the robot's own motion: numbers checked by their absolute error (metres, degrees), choices by
+# agreement, the truth from the scene's camera poses alone.
+MOTION_NUMERIC = _checked(lambda s: _is_motion(s) and s.answer_type == "number")
+MOTION_CHOICE = _checked(lambda s: _is_motion(s) and s.answer_type == "choice")
+CHECKED_FAMILIES: tuple[str, ...] = (*NUMERIC, *MULTI_FRAME, *MOTION_NUMERIC, *MOTION_CHOICE)
+"""Every family the truth checks, in the order the reports list them."""
 GATE_M = 0.5
 """A track matches a namesake at most this far from its centre (metres) ..."""
 GATE_SIZE_FRACTION = 0.5
@@ -131,11 +154,21 @@ CameraAt = Callable[[float], np.ndarray]
 
 
 def scene_camera(scene: Mapping[str, Any]) -> tuple[CameraAt, float, float] | None:
-    """``(world_from_camera at any time, TF rate, first TF stamp)`` of a seeded synthetic scene,
-    rebuilt from its scene seed (the synthesizer's own path, not the recording's TF; the TF
-    stream starts when the path does); None for another scene."""
-    if scene.get("scene_seed") is None or "tour" not in scene.get("path", {}):
-        return None
+    """``(world_from_camera at any time, TF rate, first TF stamp)`` of a scene whose drive can be
+    rebuilt: a seeded synthetic scene (from its scene seed: the synthesizer's own path, not the
+    recording's TF; the TF stream starts when the path does) or a simulated one (its
+    ``path.segments`` driven from ``path.t_start``, with ``robot.base_from_camera``; TF from
+    ``tf_first_stamp``). Both record the TF rate as ``rates_hz.tf_world_base_link``. None for
+    another scene (older simulated scenes recorded no TF rate)."""
+    path = scene.get("path", {})
+    if scene.get("scene_seed") is not None and "tour" in path:
+        return _synth_camera(scene)
+    if "segments" in path and "tf_world_base_link" in scene.get("rates_hz", {}):
+        return _sim_camera(scene)
+    return None
+
+
+def _synth_camera(scene: Mapping[str, Any]) -> tuple[CameraAt, float, float]:
     from eval_assets.synth.scene import TourPath, sample_camera  # only for synthetic truth
     from eval_assets.synth.seeded import seeded_scene
 
@@ -148,6 +181,26 @@ def scene_camera(scene: Mapping[str, Any]) -> tuple[CameraAt, float, float] | No
         return world.path.world_from_base(t) @ world.base_from_camera
 
     return camera_at, rate, tour.t_start
+
+
+def _sim_camera(scene: Mapping[str, Any]) -> tuple[CameraAt, float, float]:
+    from eval_assets.sim.path import SPEED_M_S, DrivePath, Segment  # only for simulated truth
+
+    path = scene["path"]
+    # The drive's speed is the simulator's constant, not a segment field: a scene written at
+    # another speed would rebuild a different drive, so it is refused rather than misread.
+    speed = float(path.get("speed_mps", SPEED_M_S))
+    if abs(speed - SPEED_M_S) > 1e-9:
+        raise ValueError(f"scene.json path.speed_mps is {speed:g} m/s but this simulator drives "
+                         f"at {SPEED_M_S:g} m/s; re-simulate the recording with this version")
+    drive = DrivePath(tuple(Segment(**seg) for seg in path["segments"]), float(path["t_start"]))
+    base_from_camera = np.asarray(scene["robot"]["base_from_camera"], dtype=np.float64)
+
+    def camera_at(t: float) -> np.ndarray:
+        return drive.world_from_base(t) @ base_from_camera
+
+    return camera_at, float(scene["rates_hz"]["tf_world_base_link"]), float(
+        scene["tf_first_stamp"])
 
 
 def _pose_of(world_from_camera: np.ndarray) -> tuple[np.ndarray, float]:
@@ -240,7 +293,8 @@ def _order(objs: Sequence[Mapping[str, Any]], frames: Sequence[int], scene: _Sce
 
 def family_is_motion(family: str) -> bool:
     """Whether ``family`` is one of the robot's own motion families."""
-    return family in (*MOTION_NUMERIC, *MOTION_CHOICE)
+    spec = family_spec(family)
+    return spec is not None and _is_motion(spec)
 
 
 def _truth(label: SpatialLabel, scene: _Scene) -> tuple[str | None, str]:
@@ -317,7 +371,7 @@ def per_family(checks: Sequence[TruthCheck]) -> dict[str, dict[str, float | int]
     unscorable ones are checked and score 0) and the mean score (MRA or agreement; for the
     motion numbers, the mean absolute error in metres or degrees)."""
     out: dict[str, dict[str, float | int]] = {}
-    for family in (*NUMERIC, *MULTI_FRAME, *MOTION_NUMERIC, *MOTION_CHOICE):
+    for family in CHECKED_FAMILIES:
         mine = [c for c in checks if c.family == family]
         scored = [c.score for c in mine if c.score is not None]
         out[family] = {"n": len(mine), "checked": len(scored),
