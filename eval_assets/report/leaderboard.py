@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pydantic import BaseModel
 
 from eval_assets.atomic import write_bytes_atomic, write_text_atomic
 from eval_assets.family_spec import family_names
@@ -120,9 +121,10 @@ METHODS: dict[str, Any] = {
                 "(its dataset_sha256 is not the recording's current dataset fingerprint, its "
                 "inputs (answers, label overrides) changed since it was scored, or the caller "
                 "marked it; the cell's reason says which); missing and stale cells are in no "
-                "row. A model with no "
-                "ok cell is not ranked; with no case common to all ranked models there is no "
-                "ranking",
+                "row. A model with no ok cell is not ranked; with no case common to all ranked "
+                "models there is no ranking",
+    "published_from": "per ok cell, SHA-256 of its results and the dataset, answers and label "
+                      "overrides they came from; the report shows it stale if any differs now",
     "common_row_metrics": "POPE, MCQ, judge, vision and CHAIR columns are null in 'common' "
                           "rows: they are stored per result, not per case, so they cannot be "
                           "restricted to the common cases",
@@ -545,12 +547,13 @@ def _compare(a: str, b: str, rows_a: Sequence[VqaRowResult], rows_b: Sequence[Vq
 
 
 def leaderboard_json(df: pd.DataFrame, comparisons: Sequence[PairedComparison] = (),
-                     coverage: Coverage | None = None,
-                     baselines: Sequence[FamilyBaselines] = ()) -> str:
+                     coverage: Coverage | None = None, baselines: Sequence[FamilyBaselines] = (),
+                     published_from: Sequence[BaseModel] = ()) -> str:
     """The leaderboard as indented JSON: format, methods, the ranking (on the common cases), the
     coverage matrix and its summary (null without ``coverage``), rows (NaN -> null, columns in
     table order), the paired comparisons (overall ones under ``paired_comparisons``, per-family
-    ones under ``family_comparisons``) and the per-family baselines."""
+    ones under ``family_comparisons``), the per-family baselines and, last, what each ok
+    cell was published from (``published_from``: :class:`~.board.PublishedFrom`)."""
     records = [
         {column: _json_value(value) for column, value in zip(df.columns, row, strict=True)}
         for row in df.itertuples(index=False, name=None)
@@ -569,6 +572,7 @@ def leaderboard_json(df: pd.DataFrame, comparisons: Sequence[PairedComparison] =
         "baselines": [b.model_dump(mode="json") for b in baselines],
         "family_comparisons": [c.model_dump(mode="json") for c in comparisons
                                if c.family is not None],
+        "published_from": [p.model_dump(mode="json") for p in published_from],
     }
     return dumps_json(document, ensure_ascii=False, allow_nan=False)
 
@@ -576,9 +580,11 @@ def leaderboard_json(df: pd.DataFrame, comparisons: Sequence[PairedComparison] =
 def write_leaderboard(df: pd.DataFrame, out_dir: Path,
                       comparisons: Sequence[PairedComparison] = (),
                       coverage: Coverage | None = None,
-                      baselines: Sequence[FamilyBaselines] = ()) -> tuple[Path, Path]:
+                      baselines: Sequence[FamilyBaselines] = (),
+                      published_from: Sequence[BaseModel] = ()) -> tuple[Path, Path]:
     """Write ``leaderboard.parquet`` (the rows) and ``leaderboard.json`` (rows, methods, ranking,
-    ``coverage``, ``comparisons`` and ``baselines``) into ``out_dir``, atomically.
+    ``coverage``, ``comparisons``, ``baselines`` and ``published_from``) into ``out_dir``,
+    atomically.
 
     Both are byte-identical for identical inputs: parquet without the index, with fixed
     compression; JSON with fixed key order; comparisons use a fixed-seed generator.
@@ -589,5 +595,6 @@ def write_leaderboard(df: pd.DataFrame, out_dir: Path,
     pq.write_table(table, buf, compression="zstd", compression_level=3)
     parquet_path = write_bytes_atomic(out_dir / LEADERBOARD_PARQUET, buf.getvalue())
     json_path = write_text_atomic(out_dir / LEADERBOARD_JSON,
-                                  leaderboard_json(df, comparisons, coverage, baselines))
+                                  leaderboard_json(df, comparisons, coverage, baselines,
+                                                   published_from))
     return parquet_path, json_path

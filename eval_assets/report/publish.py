@@ -18,7 +18,13 @@ import pandas as pd
 from eval_assets.jsonio import read_json
 from eval_assets.layout import AVLM_JUDGE_PREDICTIONS, StorageLayout, overrides_file_for
 from eval_assets.report.baselines import blind_models, family_baselines
-from eval_assets.report.board import Board, changed_inputs, read_board
+from eval_assets.report.board import (
+    Board,
+    PublishedFrom,
+    changed_inputs,
+    contents_now,
+    read_board,
+)
 from eval_assets.report.cards import build_case_cards, build_frame_images, gold_corrections
 from eval_assets.report.concurrency_section import load_concurrency
 from eval_assets.report.cost_section import CellCost, cell_costs, judge_costs
@@ -155,15 +161,27 @@ def report_coverage(layout: StorageLayout, results: Sequence[CellScores], *,
     those in ``results``); ``current_fingerprints`` default to the published datasets'. Cells in
     ``stale_cells``, and those whose inputs changed since they were scored
     (:func:`changed_inputs`), are stale."""
+    return _coverage_and_contents(layout, results, recordings, models, current_fingerprints,
+                                  stale_cells, labels_dir)[0]
+
+
+def _coverage_and_contents(
+        layout: StorageLayout, results: Sequence[CellScores], recordings: Sequence[str] | None,
+        models: Sequence[str] | None, current_fingerprints: Mapping[str, str] | None,
+        stale_cells: Collection[tuple[str, str]], labels_dir: Path | None,
+) -> tuple[Coverage, dict[tuple[str, str], PublishedFrom]]:
+    """:func:`report_coverage`, and each result's fingerprints it was checked with (what the
+    board records its ok cells were published from)."""
     # Each recording's dataset is hashed once here, for the coverage and for every model's cell.
     on_disk = dataset_fingerprints(
         layout, {*(recordings or ()), *(r.recording for r in results)})
     if current_fingerprints is None:
         current_fingerprints = on_disk
-    stale = changed_inputs(layout, results, labels_dir, on_disk)
+    now = contents_now(layout, results, labels_dir, on_disk)
+    stale = changed_inputs(results, now)
     for cell in stale_cells:
         stale.setdefault(cell, "marked stale by the caller")
-    return build_coverage(results, recordings, models, current_fingerprints, stale)
+    return build_coverage(results, recordings, models, current_fingerprints, stale), now
 
 
 def publish_leaderboard(layout: StorageLayout, results: Sequence[CellScores], *,
@@ -174,16 +192,18 @@ def publish_leaderboard(layout: StorageLayout, results: Sequence[CellScores], *,
                         labels_dir: Path | None = None,
                         ) -> tuple[pd.DataFrame, Path, Path]:
     """Build and write the leaderboard (Parquet rows; JSON rows, methods, ranking on the common
-    cases, coverage matrix, paired comparisons). See ``report_coverage`` for the keywords."""
-    coverage = report_coverage(layout, results, recordings=recordings, models=models,
-                               current_fingerprints=current_fingerprints,
-                               stale_cells=stale_cells, labels_dir=labels_dir)
+    cases, coverage matrix, paired comparisons, and what each ok cell was published from, by
+    content: :class:`~eval_assets.report.board.PublishedFrom`, which the report compares with
+    the same fingerprints then). See ``report_coverage`` for the keywords."""
+    coverage, now = _coverage_and_contents(layout, results, recordings, models,
+                                           current_fingerprints, stale_cells, labels_dir)
     table = build_leaderboard(results, coverage=coverage)
     blind = blind_models((r.model, layout.predictions_dir(r.recording, r.model))
                          for r in results if coverage.usable(r))
+    published = [now[(c.recording, c.model)] for c in coverage.with_status("ok")]
     parquet, json_path = write_leaderboard(
         table, layout.leaderboard_dir(), paired_comparisons(results, coverage=coverage),
-        coverage, family_baselines(results, coverage=coverage, blind=blind))
+        coverage, family_baselines(results, coverage=coverage, blind=blind), published)
     return table, parquet, json_path
 
 

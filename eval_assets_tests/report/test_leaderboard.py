@@ -223,7 +223,9 @@ def test_written_files_are_byte_identical_and_round_trip(tmp_path) -> None:
     pd.testing.assert_frame_equal(pd.read_parquet(paths[0][0]), df)
     document = json.loads(paths[0][1].read_text())
     assert list(document) == ["format", "methods", "ranking", "coverage", "rows",
-                              "paired_comparisons", "baselines", "family_comparisons"]
+                              "paired_comparisons", "baselines", "family_comparisons",
+                              "published_from"]
+    assert document["published_from"] == []  # none passed; publish_leaderboard's: test_board
     assert document["format"] == LEADERBOARD_FORMAT
     assert "cluster-robust" in document["methods"]["interval"]
     assert "McNemar" in document["methods"]["paired_comparison"]

@@ -51,7 +51,7 @@ _CELL_CHAIN = (keys.PREDICTIONS, *keys.METRICS.values(), keys.BENCHMARK_RESULTS)
 
 @asset(key=keys.LEADERBOARD, group_name=GROUP,
        deps=[AssetDep(k, partition_mapping=AllPartitionMapping()) for k in _CELL_CHAIN],
-       code_version="8", automation_condition=SETTLED, kinds={"parquet", "json"}, owners=OWNERS)
+       code_version="9", automation_condition=SETTLED, kinds={"parquet", "json"}, owners=OWNERS)
 def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """Every model × recording with results, plus pooled all-recordings rows (Parquet + JSON),
     and a paired comparison (McNemar, clustered difference interval, MDD) of every two models."""
