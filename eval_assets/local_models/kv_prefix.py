@@ -86,7 +86,6 @@ class ForcedPrefix:
         self._special = set(self._tokenizer.all_special_ids)
         self.length = 0 if start is None else start[1]
         self._next: Any = None  # log-probs of the token after the prefix
-        self._next_logits: Any = None  # and its raw logits (greedy decoding's argmax reads them)
         self._feed_ids(prompt_ids[self.length:])
 
     @property
@@ -96,18 +95,13 @@ class ForcedPrefix:
 
     def _forward(self, ids: list[int], last_only: bool = False) -> Any:
         """Log-probs of the next token at each position of ``ids`` (or the last), cache extended."""
-        return self._torch.log_softmax(self._logits(ids, last_only), -1)
-
-    def _logits(self, ids: list[int], last_only: bool = False) -> Any:
-        """Raw float32 logits of the next token at each position of ``ids`` (or the last), cache
-        extended."""
         owner = self._owner
         kwargs: dict[str, Any] = {owner._cache_arg: self._kv, "use_cache": True}
         if last_only and owner._keep_arg:
             # The prompt is ~1.4k tokens: full logits over a 49k vocabulary would be ~270 MB.
             kwargs[owner._keep_arg] = 1
         logits = owner._model(self._torch.tensor([ids]), **kwargs).logits[0].float()
-        return logits[-1:] if last_only else logits
+        return self._torch.log_softmax(logits[-1:] if last_only else logits, -1)
 
     def ids(self, text: str) -> list[int]:
         """``text`` tokenized on its own, without special tokens."""
@@ -115,8 +109,7 @@ class ForcedPrefix:
 
     def _feed_ids(self, ids: list[int]) -> None:
         if ids:
-            self._next_logits = self._logits(ids, last_only=True)[-1]
-            self._next = self._torch.log_softmax(self._next_logits, -1)
+            self._next = self._forward(ids, last_only=True)[-1]
             self.length += len(ids)
 
     def _rewind(self) -> None:
@@ -173,26 +166,6 @@ class ForcedPrefix:
             total += float(logprobs[positions, self._torch.tensor(ids[1:])].sum())
             self._rewind()
         return total
-
-    def greedy_ids(self, limit: int, end_ids: set[int]) -> list[int]:
-        """Greedy token ids after the prefix, picked as transformers' ``generate(do_sample=False)``
-        picks them: the argmax of the raw logits, at most ``limit`` tokens, ending with the first
-        of ``end_ids`` (included, as ``generate`` returns it). The prefix is unchanged.
-
-        One forward pass per token on the prefix's KV cache, without ``generate``'s per-step
-        machinery (input preparation, logits processors, stopping criteria), which cost about as
-        much as this model's own forward pass on the CPU.
-        """
-        generated: list[int] = []
-        logits = self._next_logits
-        while len(generated) < limit:
-            token = int(self._torch.argmax(logits))
-            generated.append(token)
-            if token in end_ids or len(generated) == limit:
-                break
-            logits = self._logits([token], last_only=True)[-1]
-        self._rewind()
-        return generated
 
     def generate(self, limit: int, stop: str) -> str:
         """Greedy text after the prefix: at most ``limit`` tokens, cut before any ``stop`` char.

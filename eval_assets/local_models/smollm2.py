@@ -155,10 +155,6 @@ class BlindSmolLM2:
         self._cache: dict[str, LocalReply] = {}
         self._cache_size = cache_size
         self._prefixes = PrefixStore(prefix_cache_size)
-        # Where greedy generation ends: the ids generate() itself stops at.
-        eos = self._model.generation_config.eos_token_id
-        self._end_ids: set[int] = set(
-            [] if eos is None else [eos] if isinstance(eos, int) else eos)
 
     @staticmethod
     def text_messages(messages: list[Message]) -> list[dict[str, str]]:
@@ -192,7 +188,7 @@ class BlindSmolLM2:
                 elif choices:
                     reply = self._rank(encoded["input_ids"], choices)
                 else:
-                    reply = self._generate(encoded["input_ids"], max_tokens)
+                    reply = self._generate(encoded, max_tokens)
             if len(self._cache) >= self._cache_size:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[key] = reply
@@ -250,21 +246,15 @@ class BlindSmolLM2:
         return LocalReply(text=choices[best], prompt_tokens=len(ids),
                           completion_tokens=len(tails[best]))
 
-    def _generate(self, prompt_ids: Any, max_tokens: int) -> LocalReply:
-        """Greedy text after the prompt, at most ``max_tokens`` tokens, ending at end of turn.
-
-        The same tokens as ``generate(do_sample=False)`` (argmax of the raw logits, the end
-        token counted in ``completion_tokens``), decoded the same way; the prompt starts from the
-        KV cache of the recent prompt it shares the longest prefix with, as :meth:`_rank` does:
-        the spatial questions and their time controls repeat the system prompt and most of the
-        question, and on the demo this path was half the blind model's CPU.
-        """
-        ids = prompt_ids[0].tolist()
-        prefix = ForcedPrefix(self, ids, start=self._prefixes.longest(ids))
-        tokens = prefix.greedy_ids(max_tokens, self._end_ids)
-        self._prefixes.put(ids, prefix.kv)
-        text = str(self._tokenizer.decode(tokens, skip_special_tokens=True)).strip()
-        return LocalReply(text=text, prompt_tokens=len(ids), completion_tokens=len(tokens))
+    def _generate(self, encoded: Any, max_tokens: int) -> LocalReply:
+        input_ids = encoded["input_ids"]
+        output = self._model.generate(
+            input_ids, attention_mask=encoded["attention_mask"], max_new_tokens=max_tokens,
+            do_sample=False, pad_token_id=self._tokenizer.eos_token_id)
+        new_tokens = output[0][input_ids.shape[1]:]
+        text = str(self._tokenizer.decode(new_tokens, skip_special_tokens=True)).strip()
+        return LocalReply(text=text, prompt_tokens=int(input_ids.shape[1]),
+                          completion_tokens=int(new_tokens.shape[0]))
 
 
 @lru_cache(maxsize=1)

@@ -359,33 +359,3 @@ def test_judge_over_the_local_smollm2_server_scores_every_row(smollm2_url: str,
         assert isinstance(result["reasoning"], str) and result["attempts"] == 1
     assert report.predictions["metadata"]["response_format"] == JUDGEMENT_SCHEMA_FORMAT
     assert 1 <= report.results["mean_score"] <= 10
-
-
-@pytest.mark.slow
-def test_smollm2_free_text_is_what_transformers_generate_writes(smollm2: BlindSmolLM2) -> None:
-    """Free text (spatial numbers, descriptions) comes from the prefix-cached greedy loop; it must
-    be token for token what ``generate(do_sample=False)`` writes from a full pass, also for a
-    prompt that starts from another prompt's KV cache and for one cut at ``max_tokens``."""
-    import torch
-
-    def asked(question: str) -> list[Any]:
-        return [{"role": "system", "content": "Answer with a number of metres."},
-                {"role": "user", "content": question}]
-
-    prompts = [(asked("How far is the red box from the green ball?"), 24),
-               (asked("How far is the red box from the blue cylinder?"), 24),  # shared prefix
-               (asked("Describe the room you are in, wall by wall."), 5)]  # cut at the limit
-    tokenizer, model = smollm2._tokenizer, smollm2._model
-    for messages, limit in prompts:
-        reply = smollm2.complete(copy.deepcopy(messages), limit)
-        encoded = tokenizer.apply_chat_template(
-            smollm2.text_messages(messages), add_generation_prompt=True, return_tensors="pt",
-            return_dict=True)
-        with torch.no_grad():
-            output = model.generate(encoded["input_ids"], attention_mask=encoded["attention_mask"],
-                                    max_new_tokens=limit, do_sample=False,
-                                    pad_token_id=tokenizer.eos_token_id)
-        new = output[0][encoded["input_ids"].shape[1]:]
-        expected = str(tokenizer.decode(new, skip_special_tokens=True)).strip()
-        assert (reply.text, reply.completion_tokens) == (expected, int(new.shape[0])), messages
-    assert smollm2.complete(copy.deepcopy(prompts[2][0]), 5).completion_tokens == 5
