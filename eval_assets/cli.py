@@ -118,6 +118,11 @@ def demo(
     run(sample, storage_root, [], verbose, no_wait)
 
 
+SENSOR_TIMEOUT_ENV = "DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS"
+SENSOR_TIMEOUT_S = 300
+"""What ``eval-assets ui`` gives a sensor evaluation unless the variable is set already."""
+
+
 @app.command()
 @guarded
 def ui(
@@ -138,6 +143,11 @@ def ui(
     home = prepare_dagster_home(layout)
     # The code location's runs write under the same storage root as eval-assets run.
     os.environ["EVAL_ASSETS_HOME"] = str(layout.root)
+    # The automation sensor is evaluated in the code server (use_user_code_server), whose gRPC
+    # call the daemon abandons after DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS (default 60), failing
+    # the tick. At 50 recordings x 5 models on 2 cores at load ~19 the evaluation alone took 25
+    # to 57 s (benchmarks/graph_scale_daemon.py): a busy machine must not fail ticks.
+    os.environ.setdefault(SENSOR_TIMEOUT_ENV, str(SENSOR_TIMEOUT_S))
     workspace = Path(__file__).resolve().parent.parent / "workspace.yaml"
     target = (["-w", str(workspace)] if workspace.is_file()
               else ["-m", "eval_assets.defs.definitions"])

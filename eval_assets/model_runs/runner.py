@@ -43,7 +43,7 @@ from eval_assets.model_runs.prompts import (
     vqa_content_sha256,
     vqa_messages,
 )
-from eval_assets.model_runs.public_cases import DatasetInputError, dataset_image, load_public_cases
+from eval_assets.model_runs.public_cases import DatasetInputError, image_checker, load_public_cases
 from eval_assets.model_runs.scheduling import schedule_calls
 from eval_assets.model_runs.spatial import (
     SpatialAsk,
@@ -163,7 +163,7 @@ def load_public_spatial_cases(dataset_dir: Path, cases: Sequence[Case]) -> list[
     """The spatial cases of a public dataset (none without ``spatial_cases.jsonl``), validated,
     in file order; ids distinct from the ``cases``' and images checked like theirs."""
     try:
-        return load_spatial_cases(Path(dataset_dir), {c.id for c in cases}, dataset_image)
+        return load_spatial_cases(Path(dataset_dir), {c.id for c in cases}, image_checker())
     except DatasetInputError:
         raise
     except ValueError as exc:  # a malformed line or a repeated id: bad input, exit 2

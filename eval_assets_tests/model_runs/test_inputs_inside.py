@@ -110,3 +110,18 @@ def test_a_malformed_cases_file_exits_2_naming_file_line_field_and_fix(
     assert code == 2, output
     assert "cases.jsonl:2" in flat and "field 'choices'" in flat and "regenerate" in flat
     assert "ValueError" not in flat
+
+
+def test_each_image_is_checked_once_per_read_and_a_missing_one_at_its_first_line(
+        tmp_path: Path) -> None:
+    from eval_assets.model_runs.public_cases import image_checker, load_public_cases
+
+    dataset = make_dataset(tmp_path / "ds", n_frames=2, cases_per_frame=3)
+    check = image_checker()
+    first = check(dataset.root, "assets/frame-000200.png", "cases.jsonl:4")
+    (dataset.root / "assets" / "frame-000200.png").unlink()
+    # The same read does not look again (the demo names 24 images from 790 cases) ...
+    assert check(dataset.root, "assets/frame-000200.png", "cases.jsonl:5") == first
+    # ... and a new read reports the missing file at the first case naming it.
+    with pytest.raises(FileNotFoundError, match=r"cases\.jsonl:4: image 'assets/frame-000200"):
+        load_public_cases(dataset.root)
