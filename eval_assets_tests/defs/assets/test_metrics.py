@@ -27,7 +27,8 @@ from eval_assets.perception import PerceptionConfig
 from eval_assets.schemas.results import CellScores, NotMeasured
 from eval_assets.scoring import METRICS
 from eval_assets.scoring.circular import CIRCULAR
-from eval_assets.scoring.numeric import NUMERIC
+from eval_assets.scoring.inputs import load_private_dataset
+from eval_assets.scoring.numeric import NUMERIC, numeric_cases
 from eval_assets.scoring.provenance import current_inputs, write_scored_inputs
 from eval_assets.scoring.vqa import VQA, report_of
 from eval_assets.vqa.authors import AuthorConfig
@@ -84,10 +85,13 @@ def test_circular_eval_scores_the_rotations_and_results_gather_every_metric(
     meta = _metadata(result, keys.CIRCULAR_EVAL)
     assert meta["circular_n"] == o.n and meta["circular_accuracy"] == o.accuracy
     assert meta["position_bias_p"] == o.bias.p_value
-    # Today's datasets have no numeric case: a visible not-measured record, never a number.
-    numeric = layout.metric_dir("numeric_accuracy", "rec", "random") / NUMERIC.file
-    assert json.loads(numeric.read_text()) == {"reason": "no numeric cases"}
-    assert _metadata(result, keys.NUMERIC_ACCURACY)["not_measured"] == "no numeric cases"
+    # Eight frames give motion cases (numbers from TF): every one is scored, and the random
+    # baseline, which never answers with a number, has each counted unparseable, never guessed.
+    numeric = json.loads((layout.metric_dir("numeric_accuracy", "rec", "random")
+                          / NUMERIC.file).read_text())
+    cases = numeric_cases(load_private_dataset(layout.dataset_dir("rec")))
+    assert cases and numeric["n"] == len(cases) and numeric["unparseable"] == len(cases)
+    assert "not_measured" not in _metadata(result, keys.NUMERIC_ACCURACY)
 
 
 def test_without_rotations_circular_eval_is_not_measured(tmp_path: Path,
