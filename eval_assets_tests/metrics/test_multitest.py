@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 from statsmodels.stats.multitest import multipletests
@@ -29,6 +32,24 @@ def test_matches_statsmodels_on_a_fixed_vector_with_ties_zero_and_one(ours, meth
     assert adjust_p(FIXED, method) == ours(FIXED)
 
 
+@pytest.fixture
+def frozen_heap() -> Iterator[None]:
+    """Move every object alive now out of the collector's reach for the test's length.
+
+    statsmodels' ``multipletests(method="holm")`` ends with an explicit ``gc.collect()``: inside a
+    pytest process that has imported Dagster that full collection costs 0.2-0.5 s a call, so 200
+    reference calls took 95-119 s (the ``fdr_bh`` branch does not collect: 0.15 s). Freezing the
+    heap leaves the reference's arithmetic as it is and makes each collection scan only the
+    test's own few objects (200 calls: 0.04 s).
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+@pytest.mark.usefixtures("frozen_heap")
 @pytest.mark.parametrize("method", ["holm", "fdr_bh"])
 def test_matches_statsmodels_on_random_vectors(method: str) -> None:
     rng = np.random.default_rng(30)
