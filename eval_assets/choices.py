@@ -1,9 +1,11 @@
 """Reading a model's reply as one of a case's fixed choices (shared by the client and the scorer).
 
 A reply is mapped to one of the case's fixed choices by ``match_choice``, in tiers: the exact
-choice text, a bare letter (only when the choices were shown lettered), or a reply that starts with
-exactly one choice. Anything else is a parse failure. Unlike dimOS we never let "the last choice
-mentioned" win: "Yes, there is no doubt" is "yes", not "no".
+choice text, a letter (only when the choices were shown lettered: "B", "(B)", "B) no", "The answer
+is B) no."), or a reply that starts with exactly one choice. Anything else is a parse failure.
+Unlike dimOS we never let "the last choice mentioned" win: "Yes, there is no doubt" is "yes", not
+"no"; likewise a lettered reply whose option text contradicts its letter ("B) yes" when B is "no")
+or that names two letters ("A) yes B) no") is a parse failure, never a guess.
 """
 
 from __future__ import annotations
@@ -20,6 +22,18 @@ _QUOTES = "\"'`“”‘’"
 _TRAILING_PUNCT = ".,;:!?…"
 _ANSWER_PREFIX = re.compile(r"^(?:final\s+)?answer\s*:\s*")
 _LETTER = re.compile(r"^(?:\(([a-z])\)|([a-z])[.)]?)$")
+# A lettered reply that goes on after its letter: "(b) no", "b) no", "b. no", "b: no". The letter
+# needs its mark here ("b no" is not read), so a reply opening with the article "a" is no letter.
+_LETTER_LEAD = re.compile(r"^(?:\(([a-z])\)|([a-z])[.):])\s*")
+# What a model may say before its letter ("the answer is", "correct option:", "answer b"); only
+# stripped on the lettered path, so the choice-text tiers read replies exactly as before.
+_LETTER_PREFIX = re.compile(
+    r"^(?:the\s+)?(?:(?:correct|right|best|final)\s+)?(?:answer|option|choice)(?:\s+is)?"
+    r"(?:\s*:\s*|\s+)")
+# Letters a reply names as options, read on the original text (case kept): "(A)", "A)", or a
+# capital after "or" / "and" / "/" ("A or B", "B/C"). Lower-case "a" after "or" is the article.
+_NAMED_LETTER = re.compile(
+    r"\(([A-Za-z])\)|(?<![A-Za-z0-9])([A-Za-z])\)|(?:\b(?:or|and)\s+|/\s*)([A-Z])(?![A-Za-z0-9])")
 
 
 class ChoiceMatch(BaseModel):
@@ -63,11 +77,63 @@ def _boundary(rest: str) -> bool:
     return len(rest) == 1 or not rest[1].isalnum()
 
 
+def _leading(reply: str, normalised: Sequence[str]) -> int | None:
+    """Index of the choice ``reply`` starts with (then a word boundary), longest choice first."""
+    by_length = sorted(range(len(normalised)), key=lambda i: (-len(normalised[i]), i))
+    for i in by_length:
+        norm = normalised[i]
+        if norm and reply.startswith(norm) and _boundary(reply[len(norm) :]):
+            return i
+    return None
+
+
+def _letter_index(text: str, reply: str, normalised: Sequence[str]) -> int | None:
+    """Index of the option a lettered reply names, or None (no letter reading, or a reply that
+    contradicts itself).
+
+    ``reply`` is the normalised reply, ``text`` the original (its capitals tell "A or B" from
+    "or a"). The reply, after an optional "the answer is", is a letter alone ("b", "(b)", "b.",
+    "b)") or a marked letter followed by that option's text ("b) no", "(b) no, it is not"). A
+    letter followed by anything else (another option's text, "b) yes" when B is "no", or prose
+    that names no option) is not read: guessing between the letter and the text would score a
+    reply the model did not clearly give. Nor is a reply that names a second letter anywhere
+    ("A) yes B) no", "A or B").
+    """
+    body = _LETTER_PREFIX.sub("", reply, count=1)
+    m = _LETTER.match(body)
+    rest = ""
+    if m is None:
+        m = _LETTER_LEAD.match(body)
+        if m is None:
+            return None
+        # Markdown around the letter ("**B)** no") is not part of the option text.
+        rest = normalise_reply(body[m.end() :].lstrip("*").strip())
+    letter = m.group(1) or m.group(2)
+    index = ord(letter) - ord("a")
+    if index >= len(normalised):
+        return None
+    # A choice whose text is itself a letter ("the answer is a" when a choice is "a") could be
+    # named either way: no reading.
+    if letter in normalised and normalised.index(letter) != index:
+        return None
+    if rest and _leading(rest, normalised) != index:
+        return None
+    for named in _NAMED_LETTER.finditer(text):
+        other = ord(next(g for g in named.groups() if g).lower()) - ord("a")
+        if other != index and other < len(normalised):
+            return None
+    return index
+
+
 def match_choice(text: str | None, choices: Sequence[str], lettered: bool = False) -> ChoiceMatch:
-    """Map a model reply to one of ``choices``; tiers are tried in order exact, letter, leading.
+    """Map a model reply to one of ``choices``; tiers are tried in order exact, letter, leading
+    (a letter with more than its mark, such as "B) no", after leading).
 
     - exact: the normalised reply equals a normalised choice;
-    - letter (only when ``lettered``): "B", "(B)", "B." or "B)" naming an existing choice;
+    - letter (only when ``lettered``): a letter naming an existing choice, alone ("B", "(B)",
+      "B.", "B)") or marked and followed by that choice's text ("B) no", "(B) no"), optionally
+      after "the answer is"; a letter whose text names another choice, or a reply naming two
+      letters, is a parse failure;
     - leading: the reply starts with a choice followed by a word boundary, longest choice first
       (so "1 to under 2 meters" beats "1").
     Returns ``ChoiceMatch(None, None)`` for a reply that fits none (a parse failure).
@@ -86,17 +152,17 @@ def match_choice(text: str | None, choices: Sequence[str], lettered: bool = Fals
     for choice, norm in zip(choices, normalised, strict=True):
         if reply == norm:
             return ChoiceMatch(choice=choice, tier="exact")
-    if lettered:
-        m = _LETTER.match(reply)
-        if m:
-            index = ord(m.group(1) or m.group(2)) - ord("a")
-            if index < len(choices):
-                return ChoiceMatch(choice=choices[index], tier="letter")
-    by_length = sorted(range(len(choices)), key=lambda i: (-len(normalised[i]), i))
-    for i in by_length:
-        norm = normalised[i]
-        if norm and reply.startswith(norm) and _boundary(reply[len(norm) :]):
-            return ChoiceMatch(choice=choices[i], tier="leading")
+    letter = _letter_index(text, reply, normalised) if lettered else None
+    # A letter alone is read before the leading tier (as it always was); a letter with more
+    # around it only after, so a reply that opens with a choice's own text ("b. ..." when a choice
+    # is "b", "right answer: b") keeps the reading it had before letters with text were read.
+    if letter is not None and _LETTER.match(reply):
+        return ChoiceMatch(choice=choices[letter], tier="letter")
+    leading = _leading(reply, normalised)
+    if leading is not None:
+        return ChoiceMatch(choice=choices[leading], tier="leading")
+    if letter is not None:
+        return ChoiceMatch(choice=choices[letter], tier="letter")
     return ChoiceMatch()
 
 

@@ -1,8 +1,9 @@
 """Multiple-choice VQA accuracy (specs/metrics.md §5; reference: dimOS ``dimos evals vqa run``).
 
 A reply is mapped to one of the case's fixed choices by ``match_choice``, in tiers: the exact
-choice text, a bare letter (only when the choices were shown lettered), or a reply that starts with
-exactly one choice. Anything else is a parse failure and stays in the denominator. Unlike dimOS we
+choice text, a letter (only when the choices were shown lettered: "B", "B) no", not "B) yes" when B
+is "no"; see :mod:`eval_assets.choices`), or a reply that starts with exactly one choice. Anything
+else is a parse failure and stays in the denominator. Unlike dimOS we
 never let "the last choice mentioned" win: "Yes, there is no doubt" is "yes", not "no".
 
 Intervals are clustered by frame (see :mod:`eval_assets.metrics.stats`): the cases of one frame
