@@ -17,11 +17,14 @@ import numpy as np
 
 from eval_assets.evidence_quality.truth import NONE_ID, FrameTruth
 from eval_assets.schemas.evidence_quality import DetectionQuality, NameDetectionQuality
+from eval_assets.vqa.families import MIN_MASK_PIXELS
 
 IOU_THRESHOLD = 0.5
-MIN_TRUTH_PIXELS = 50
+MIN_TRUTH_PIXELS = MIN_MASK_PIXELS
 """A truth object showing fewer pixels (a sliver at the border, a corner behind another) is not
-expected to be found: it is left out of recall unless a detection matches it."""
+expected to be found: it is left out of recall unless a detection matches it, and a question
+about "the visible X" is undefined for it. The families refuse to ask about a detection that
+small, by the same constant (:data:`eval_assets.vqa.families.MIN_MASK_PIXELS`)."""
 
 
 def _norm(name: str) -> str:

@@ -178,8 +178,23 @@ class ObjectTrack(BaseModel):
     view_spread_deg: float = Field(
         default=0.0, ge=0.0, le=360.0,
         description="how far round the object (degrees of bearing about world z) its sightings "
-                    "were taken from; its extent and centre come from all its points only when "
-                    "this is wide enough (tracks.fuse.COVERED_DEG)")
+                    "were taken from; its extent misses no side when this is wide enough "
+                    "(tracks.fuse.COVERED_DEG)")
+    footprint_seen: float = Field(
+        default=0.0, ge=0.0, le=1.0,
+        description="how completely its fused points show two adjacent sides of its footprint "
+                    "rectangle (the L LiDAR sees of a box): the smaller of the shares of the "
+                    "width and of the length the better-seen end and side span (tracks.fuse."
+                    "sides_seen). At tracks.fuse.SIDE_SEEN_SHARE or more the length and width "
+                    "are both measured however narrow the view spread; 0 for a single sighting")
+    outline_overhang: float | None = Field(
+        default=None, ge=0.0,
+        description="how far its masks stick out of its fitted box's image: the largest "
+                    "overhang of a whole sighting's mask outline beyond the box's projected "
+                    "outline, as a share of the mask's width or height (tracks.fuse."
+                    "outline_overhang); more than a few percent means the LiDAR points missed "
+                    "part of the object and the extent is short. None for a single sighting "
+                    "or without a whole sighting with a camera")
 
 
 class ObjectTracks(BaseModel):

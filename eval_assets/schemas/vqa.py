@@ -76,6 +76,8 @@ REJECTION_REASONS: tuple[str, ...] = (
     "no_detection",
     "multiple_detections",
     "no_mask",
+    # the one detection's mask shows fewer than vqa.families.MIN_MASK_PIXELS pixels (a speck)
+    "mask_too_small",
     "image_only_frame",  # LiDAR unmatched or TF unresolved: no range evidence on this frame
     "too_few_points",  # fewer than the minimum projected LiDAR points inside the mask
     "quartiles_cross_boundary",  # [q1, q3] of the range crosses a distance bucket boundary

@@ -68,6 +68,11 @@ class Sighting:
     whole: bool = True
     # The camera's position in the world frame: where the object was seen from (view spread).
     camera_world: np.ndarray | None = None
+    # The mask's outline, pixel edges (x0, y0, x1, y1) in the rectified image, and the camera
+    # that saw it (world_from_camera 4x4, K 3x3): whether a fitted box explains the outline.
+    outline_px: tuple[float, float, float, float] | None = None
+    world_from_camera: np.ndarray | None = None
+    K: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -375,6 +380,11 @@ def lift_detection(frame_index: int, name: str, mask: np.ndarray, u: np.ndarray,
     rot, shift = world_from_camera[:3, :3], world_from_camera[:3, 3]
     whole = span is not None and not occluded(mask, u, v, xyz, float(ranges[gate].min()),
                                               floor_z)
+    cols, rows = np.flatnonzero(mask.any(axis=0)), np.flatnonzero(mask.any(axis=1))
+    # Pixel centres sit on whole coordinates: the outline runs half a pixel beyond them.
+    outline = (cols[0] - 0.5, rows[0] - 0.5, cols[-1] + 0.5, rows[-1] + 0.5)
     return Sighting(frame_index=frame_index, name=name, pixels=int(np.count_nonzero(mask)),
                     points_world=pts @ rot.T + shift, center_world=rot @ center_cam + shift,
-                    size_m=size, surface_range_m=median, whole=whole, camera_world=shift.copy())
+                    size_m=size, surface_range_m=median, whole=whole, camera_world=shift.copy(),
+                    outline_px=tuple(float(x) for x in outline),  # type: ignore[arg-type]
+                    world_from_camera=np.array(world_from_camera, dtype=np.float64), K=K)

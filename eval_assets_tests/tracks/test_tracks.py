@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,13 @@ import pytest
 from eval_assets.recording.messages import Header, TFMessage, Transform, TransformStamped
 from eval_assets.schemas.spatial import ObjectTracks
 from eval_assets.tracks import fuse_sightings, read_object_tracks, write_object_tracks
-from eval_assets.tracks.fuse import build_object_tracks
+from eval_assets.tracks.fuse import (
+    MAX_OUTLINE_OVERHANG,
+    SIDE_SEEN_SHARE,
+    build_object_tracks,
+    outline_overhang,
+    sides_seen,
+)
 from eval_assets.tracks.lift import (
     CameraPoses,
     Sighting,
@@ -151,6 +158,10 @@ def test_a_mask_cut_by_something_in_front_or_by_the_border_is_not_whole() -> Non
     floor = lift_detection(0, "orange ball", mask, u, v, xyz, K, np.eye(4),
                            np.where(np.linalg.norm(xyz, axis=1) < 2.5, 0.0, 1.0))
     assert isinstance(floor, Sighting) and floor.whole
+    # The mask's outline (pixel edges) and the camera travel with the sighting (outline check).
+    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    assert floor.outline_px == (cols[0] - 0.5, rows[0] - 0.5, cols[-1] + 0.5, rows[-1] + 0.5)
+    assert floor.K is not None and floor.world_from_camera is not None
     u, v, xyz = visible_points(face, K, W, H)
     alone = lift_detection(0, "orange ball", mask, u, v, xyz, K, np.eye(4), above_floor[:len(xyz)])
     assert isinstance(alone, Sighting) and alone.whole
@@ -184,6 +195,36 @@ def test_a_box_seen_from_a_corner_gets_its_sides_not_its_diagonal() -> None:
                                _l_of_box(0.44, 0.31, 25.0, frame=1)])
     assert track.extent_m[:2] == pytest.approx([0.44, 0.31], abs=0.02)
     assert track.whole_frames == [0, 1]
+    # Both arms of the L run end to end: length and width are measured from this one side.
+    assert track.footprint_seen >= SIDE_SEEN_SHARE
+
+
+def test_an_arc_seen_from_one_side_does_not_show_its_footprint_sides() -> None:
+    # A round object seen from the west: its arc touches the fitted rectangle's sides at a
+    # point or two, its depth is unmeasured (object_size_cm does not ask about it).
+    (arc,) = fuse_sightings([_ring(0.15, (90.0, 270.0), 0, (0.0, 1.0)),
+                             _ring(0.15, (100.0, 280.0), 1, (0.0, 1.3))])
+    assert arc.footprint_seen < SIDE_SEEN_SHARE
+    # A box seen face-on (one face, no L): its depth is not seen either.
+    face = _l_of_box(0.44, 0.31, 0.0)
+    flat = face.points_world[np.abs(face.points_world[:, 1] - (1.0 - 0.155)) < 1e-6]
+    one = Sighting(0, "green box", 800, flat, flat.mean(axis=0), None, 2.0)
+    (track,) = fuse_sightings([one, Sighting(1, "green box", 800, flat, flat.mean(axis=0),
+                                             None, 2.0)])
+    assert track.footprint_seen < SIDE_SEEN_SHARE
+    # A single sighting is not fused: nothing is claimed.
+    (single,) = fuse_sightings([_l_of_box(0.44, 0.31, 25.0)])
+    assert single.footprint_seen == 0.0
+
+
+def test_sides_seen_measures_the_covered_share_of_an_end_and_a_side() -> None:
+    # Points on the whole south side (length 0.4) and half the west end (width 0.2).
+    side = np.column_stack([np.linspace(-0.2, 0.2, 41), np.full(41, -0.1), np.full(41, 0.2)])
+    end = np.column_stack([np.full(11, -0.2), np.linspace(-0.1, 0.0, 11), np.full(11, 0.2)])
+    foot = np.array([[0.0, 0.0, 0.0]])  # the floor point the foot band leaves out
+    pts = np.concatenate([side, end, foot])
+    assert sides_seen(pts, 0.4, 0.2, 0.0, np.zeros(2)) == pytest.approx(0.5, abs=1e-9)
+    assert sides_seen(pts[:41], 0.4, 0.2, 0.0, np.zeros(2)) == 0.0  # no end at all
 
 
 def _ring(radius: float, arc_deg: tuple[float, float], frame: int,
@@ -282,3 +323,34 @@ def test_the_trajectory_reaches_far_enough_past_the_first_and_last_image_to_use_
                     np.array([s.yaw_deg for s in samples]))
     assert motion.steady(1.03) and motion.steady(2.03)
     assert samples[0].t == pytest.approx(0.9) and samples[-1].t == pytest.approx(2.2)
+
+
+def _seen_box(width_m: float) -> Sighting:
+    """A whole sighting whose mask outline is the image of a ``width_m`` square box 0.3 m high
+    at (2, 0), seen from the origin looking along world x (camera 0.5 m up)."""
+    world_from_camera = np.eye(4)
+    world_from_camera[:3, :3] = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+    world_from_camera[:3, 3] = [0.0, 0.0, 0.5]
+    h = width_m / 2
+    corners = np.array([[2 + dx, dy, z] for dx in (-h, h) for dy in (-h, h) for z in (0.0, 0.3)])
+    cam = (corners - world_from_camera[:3, 3]) @ world_from_camera[:3, :3]
+    uv = cam @ K.T
+    u, v = uv[:, 0] / uv[:, 2], uv[:, 1] / uv[:, 2]
+    pts = corners[:1]
+    return Sighting(0, "green box", 800, pts, pts[0], None, 2.0,
+                    camera_world=world_from_camera[:3, 3].copy(),
+                    outline_px=(float(u.min()), float(v.min()), float(u.max()), float(v.max())),
+                    world_from_camera=world_from_camera, K=K)
+
+
+def test_outline_overhang_says_when_the_camera_sees_more_than_the_fitted_box() -> None:
+    fitted = (0.4, 0.4, 0.0, np.array([2.0, 0.0]), 0.0, 0.3)
+    assert outline_overhang([_seen_box(0.4)], *fitted) == pytest.approx(0.0, abs=1e-9)
+    # The object is 0.5 m wide, the LiDAR's points made a 0.4 m box: the mask sticks out.
+    over = outline_overhang([_seen_box(0.5)], *fitted)
+    assert over is not None and over > MAX_OUTLINE_OVERHANG
+    # A larger box than the object (a round object's bounding box) explains its outline.
+    assert outline_overhang([_seen_box(0.3)], *fitted) == 0.0
+    # Only whole sightings with a camera count.
+    cut = replace(_seen_box(0.5), whole=False)
+    assert outline_overhang([cut, replace(_seen_box(0.5), K=None)], *fitted) is None

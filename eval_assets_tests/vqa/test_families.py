@@ -11,6 +11,7 @@ from eval_assets.vqa.families import (
     DIRECTION_CHOICES,
     DISTANCE_CHOICES,
     FAMILIES,
+    MIN_MASK_PIXELS,
     PRESENCE_CHOICES,
     QUESTIONS,
     Answered,
@@ -115,7 +116,7 @@ def test_count_zero_rejects() -> None:
     (100, "A", "75 percent or more"),
 ])
 def test_coverage_scheme_choice_and_buckets(percent: int, scheme: str, expected: str) -> None:
-    ev = frame({"red ball": [det(area=percent)]}, width=10, height=10)
+    ev = frame({"red ball": [det(area=100 * percent)]}, width=100, height=100)
     a = answered(decide("image_coverage", ["red ball"], ev))
     assert a.evidence["scheme"] == scheme
     assert a.choices == coverage_choices(COVERAGE_SCHEMES[scheme])
@@ -137,8 +138,9 @@ def test_coverage_needs_one_masked_detection() -> None:
     (121, 100, True),
 ])
 def test_largest_area_margin_exactly_1_2(winner: int, runner: int, ok: bool) -> None:
-    ev = frame({"red ball": [det(area=winner)], "blue box": [det(area=runner)],
-                "green cylinder": [det(area=1)]})
+    # Scaled by 100: every mask is at least MIN_MASK_PIXELS, the margin rule alone decides.
+    ev = frame({"red ball": [det(area=100 * winner)], "blue box": [det(area=100 * runner)],
+                "green cylinder": [det(area=MIN_MASK_PIXELS)]})
     d = decide("largest_visible_area", ["blue box", "red ball", "green cylinder"], ev)
     if ok:
         a = answered(d)
@@ -151,13 +153,39 @@ def test_largest_area_margin_exactly_1_2(winner: int, runner: int, ok: bool) -> 
 
 
 def test_largest_area_reference_rules() -> None:
-    ev = frame({"a": [det(area=100)], "b": [det(area=10), det(area=10)], "c": []})
+    ev = frame({"a": [det(area=100)], "b": [det(area=60), det(area=60)], "c": []})
     rejected(decide("largest_visible_area", ["a", "b"], ev), "multiple_detections")
     rejected(decide("largest_visible_area", ["a", "c"], ev), "no_detection")
     rejected(decide("largest_visible_area", ["a"], ev), "wrong_reference_count")
     rejected(decide("largest_visible_area", ["a", "b", "c", "d", "e", "f"], ev),
              "wrong_reference_count")
     rejected(decide("largest_visible_area", ["a", "A"], ev), "repeated_reference")
+
+
+# --- a speck is not "the visible X" ---------------------------------------------------------------
+
+def test_the_visible_x_is_not_asked_about_a_speck() -> None:
+    """A mask under MIN_MASK_PIXELS (the truth check's "undefined") rejects every family that
+    asks about "the visible X"; presence and count still count it (the truth accepts both)."""
+    speck, enough = MIN_MASK_PIXELS - 1, MIN_MASK_PIXELS
+    near = rng(0.4, 0.5, 0.6)
+    ev = frame({"duck": [det(area=speck, rng=near)], "mug": [det(area=10 * enough, rng=rng(
+        1.4, 1.5, 1.6))], "ball": [det(area=enough, rng=near)]})
+    for family in ("horizontal_direction", "image_coverage", "object_distance"):
+        r = rejected(decide(family, ["duck"], ev), "mask_too_small")
+        assert f"{speck} pixels" in r.detail
+        answered(decide(family, ["ball"], ev))
+    for family in ("largest_visible_area", "closest_object"):
+        rejected(decide(family, ["mug", "duck"], ev), "mask_too_small")
+    assert answered(decide("presence", ["duck"], ev)).answer == "yes"
+    assert answered(decide("object_count", ["duck"], ev)).answer == "one"
+    # Box-only evidence (no mask) is judged by its box, as before.
+    answered(decide("horizontal_direction", ["duck"], frame({"duck": [det(area=None)]})))
+
+
+def test_the_truth_check_uses_the_families_speck_size() -> None:
+    from eval_assets.evidence_quality import MIN_TRUTH_PIXELS
+    assert MIN_TRUTH_PIXELS == MIN_MASK_PIXELS
 
 
 # --- object_distance: >= 5 points, quartile rule ------------------------------------------------

@@ -17,6 +17,7 @@ from eval_assets.schemas.spatial import (
     ObjectTracks,
     SpatialLabel,
 )
+from eval_assets.tracks.fuse import MAX_OUTLINE_OVERHANG, SIDE_SEEN_SHARE
 from eval_assets.vqa.dataset import dataset_fingerprint
 from eval_assets.vqa.leakage import find_leaks
 from eval_assets.vqa.spatial import build_spatial, write_spatial
@@ -44,12 +45,14 @@ def _at(angle_deg: float, distance: float) -> list[float]:
 
 def _track(track_id: str, center: list[float], frames: list[int], points: int = 200,
            extent: tuple[float, float, float] = (0.4, 0.3, 0.5),
-           view_spread_deg: float = 200.0) -> ObjectTrack:
+           view_spread_deg: float = 200.0, footprint_seen: float = 0.0,
+           outline_overhang: float | None = None) -> ObjectTrack:
     return ObjectTrack(track_id=track_id, name=track_id.split("#")[0], center_world=center,
                        extent_m=list(extent), yaw_rad=0.0, frames=frames,
                        pixels={f: 1000 + 10 * f for f in frames}, points=points,
                        ranges_m={f: 2.5 + f / 10 for f in frames}, whole_frames=frames,
-                       view_spread_deg=view_spread_deg)
+                       view_spread_deg=view_spread_deg, footprint_seen=footprint_seen,
+                       outline_overhang=outline_overhang)
 
 
 TRACKS = ObjectTracks(world_frame="world", cameras={f: _camera(f) for f in range(6)}, tracks=[
@@ -94,19 +97,29 @@ def test_weak_and_ambiguous_names_are_rejected_with_reasons() -> None:
     assert all(isinstance(r, SpatialRejection) and r.detail for r in spatial.rejections)
 
 
-def test_a_size_is_asked_only_of_an_object_seen_from_all_round() -> None:
+def test_a_size_is_asked_only_of_an_object_seen_from_all_round_or_whose_l_was_seen() -> None:
     narrow = TRACKS.model_copy(update={"tracks": [
         _track("red ball#0", _at(0, 3.0), [0, 1]),
-        _track("blue box#0", _at(100, 4.0), [2, 3], view_spread_deg=40.0)]})
+        _track("blue box#0", _at(100, 4.0), [2, 3], view_spread_deg=40.0,
+               footprint_seen=SIDE_SEEN_SHARE - 0.01),
+        # Seen from one side, but its points run along an end and a side (a box's L) and its
+        # masks lie inside the fitted box's image.
+        _track("green cylinder#0", _at(200, 5.0), [4, 5], view_spread_deg=10.0,
+               footprint_seen=SIDE_SEEN_SHARE, outline_overhang=MAX_OUTLINE_OVERHANG),
+        # An L, but the camera sees the object reach beyond it: the LiDAR stopped short.
+        _track("white box#0", _at(250, 3.0), [4, 5], view_spread_deg=10.0,
+               footprint_seen=1.0, outline_overhang=0.21)]})
     spatial = build_spatial(narrow, range(6))
     sizes = [lab.object_names for lab in spatial.labels if lab.family == "object_size_cm"]
-    assert sizes == [["red ball"]]
-    (why,) = [r for r in spatial.rejections if r.reason == "narrow_view"]
+    assert sorted(sizes) == [["green cylinder"], ["red ball"]]
+    why, short = [r for r in spatial.rejections if r.reason == "narrow_view"]
     assert why.family == "object_size_cm" and why.object_names == ("blue box",)
-    assert "40 degrees" in why.detail and why.frame_indices == (2, 3)
+    assert "40 degrees" in why.detail and "84%" in why.detail and why.frame_indices == (2, 3)
+    assert "no whole sighting's outline" in why.detail
+    assert short.object_names == ("white box",) and "by 21%" in short.detail
     # Its centre is still good enough for a distance between centres.
-    assert [lab.object_names for lab in spatial.labels if lab.family == "pair_distance_m"] == [
-        ["blue box", "red ball"]]
+    assert ["blue box", "red ball"] in [
+        lab.object_names for lab in spatial.labels if lab.family == "pair_distance_m"]
 
 
 def test_appearance_order_and_counts_across_frames() -> None:
