@@ -68,6 +68,36 @@ class PrefixStore:
             self._entries.pop(next(iter(self._entries)))
 
 
+class Sampler:
+    """Draws from softmax(scores / temperature) with its own seeded ``torch.Generator``.
+
+    Its own generator, not torch's global one, so concurrent requests (or any other torch user
+    of the process) cannot change a request's draws: the same seed, the same reply.
+    """
+
+    def __init__(self, torch: Any, temperature: float, seed: int) -> None:
+        if temperature <= 0:
+            raise ValueError(f"a Sampler samples: temperature must be above 0, not {temperature}")
+        self._torch = torch
+        self.temperature = temperature
+        self._generator = torch.Generator().manual_seed(seed)
+
+    def pick(self, scores: Any) -> int:
+        """An index drawn with probability softmax(``scores`` / temperature); ``scores`` is a
+        1-D tensor or a list of floats (log-probabilities, or any logits)."""
+        torch = self._torch
+        values = torch.as_tensor(scores, dtype=torch.float64) / self.temperature
+        probs = torch.softmax(values, -1)
+        return int(torch.multinomial(probs, 1, generator=self._generator))
+
+
+def choose(scores: list[float], sampler: Sampler | None) -> int:
+    """The best of ``scores`` (ties: the first), or the index ``sampler`` draws from them."""
+    if sampler is not None:
+        return sampler.pick(scores)
+    return max(range(len(scores)), key=lambda j: (scores[j], -j))
+
+
 class ForcedPrefix:
     """The chat prompt plus the text written so far, fed through the model once, with its KV cache.
 
@@ -167,8 +197,9 @@ class ForcedPrefix:
             self._rewind()
         return total
 
-    def generate(self, limit: int, stop: str) -> str:
-        """Greedy text after the prefix: at most ``limit`` tokens, cut before any ``stop`` char.
+    def generate(self, limit: int, stop: str, sampler: Sampler | None = None) -> str:
+        """Greedy text after the prefix (or each token drawn by ``sampler``): at most ``limit``
+        tokens, cut before any ``stop`` char.
 
         Ends early at a special token (end of turn). The prefix is unchanged.
         """
@@ -176,7 +207,8 @@ class ForcedPrefix:
         text = ""
         logprobs = self._next
         for _ in range(limit):
-            token = int(self._torch.argmax(logprobs))
+            token = (int(self._torch.argmax(logprobs)) if sampler is None
+                     else sampler.pick(logprobs))
             if token in self._special:
                 break
             generated.append(token)

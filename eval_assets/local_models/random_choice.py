@@ -9,7 +9,7 @@ from importlib import resources
 from typing import Any
 
 from eval_assets.hashing import canonical_json, text_sha256
-from eval_assets.local_models.base import LocalReply
+from eval_assets.local_models.base import LocalReply, sampling_seed
 from eval_assets.local_models.response_format import JsonSchemaFormat, parse_response_format
 from eval_assets.schemas.chat import Message, text_of
 from eval_assets.schemas.vqa_prompt import parse_choices, parse_lettered
@@ -41,24 +41,37 @@ class RandomChoiceModel:
     none) to two decimals, strings are random MSCOCO sentences cut to the per-string word
     budget. The format
     joins the seed, so the free-text replies of requests without one are unchanged.
+
+    At a ``temperature`` above 0 the request's ``seed`` parameter joins the generator's seed too
+    (:func:`~eval_assets.local_models.base.sampling_seed`), so sampling repeats that send distinct
+    seeds get independent uniform picks, and a repeat with the same seed the same one. The picks
+    stay uniform whatever the temperature (chance has no logits to sharpen or flatten). At
+    temperature 0 the seed is ignored and every reply is the one it always was.
     """
 
     def __init__(self, seed: int = 0, name: str = "random") -> None:
         self.seed = seed
         self.name = name
 
-    def _rng(self, messages: list[Message],
-             response_format: dict[str, Any] | None = None) -> random.Random:
+    def _rng(self, messages: list[Message], response_format: dict[str, Any] | None = None,
+             sample_seed: int | None = None) -> random.Random:
         request: Any = messages if response_format is None else [messages, response_format]
+        if sample_seed is not None:  # sampling: the request's seed joins (see the class doc)
+            return random.Random(sampling_seed(sample_seed, [self.seed, request]))
         # The first 8 bytes of the digest (16 hex digits), big-endian, seed the generator.
         digest = text_sha256(f"{self.seed}\n{canonical_json(request)}")
         return random.Random(int(digest[:16], 16))
 
     def complete(self, messages: list[Message], max_tokens: int,
-                 response_format: dict[str, Any] | None = None) -> LocalReply:
-        """A uniformly random choice, a random two-object sentence, or random schema values."""
+                 response_format: dict[str, Any] | None = None, *,
+                 temperature: float = 0.0, seed: int | None = None) -> LocalReply:
+        """A uniformly random choice, a random two-object sentence, or random schema values;
+        drawn with the request's ``seed`` at a ``temperature`` above 0."""
         schema = parse_response_format(response_format)
-        rng = self._rng(messages, None if schema is None else response_format)
+        # A sampled request without a seed is seeded as seed 0 would be: a fixture stays
+        # reproducible (OpenAI's would not).
+        sample_seed = (seed or 0) if temperature > 0 else None
+        rng = self._rng(messages, None if schema is None else response_format, sample_seed)
         prompt = text_of(messages)
         if schema is not None:
             text = self._random_object(schema, rng, max_tokens)

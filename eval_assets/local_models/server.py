@@ -1,7 +1,10 @@
 """``eval-assets serve``: an OpenAI-compatible chat server for the local baselines.
 
 Speaks the subset of the API the VLM client and the LLM judge use: ``POST /v1/chat/completions``
-(non-streaming, with an optional ``response_format``) and ``GET /v1/models``. A ``json_schema``
+(non-streaming, with an optional ``response_format``, ``temperature`` in [0, 2] and integer
+``seed``) and ``GET /v1/models``. A ``temperature`` above 0 samples, reproducibly for the same
+request and ``seed``; 0, or none sent (unlike OpenAI's default of 1: a fixture answers the same
+way unless asked to sample), is the model's deterministic reply. A ``json_schema``
 response format outside the subset the local models build (see
 :func:`eval_assets.local_models.response_format.parse_response_format`) is a 400, never a free-text
 reply. Bound to 127.0.0.1 by default; it is a benchmark fixture, not a service.
@@ -13,6 +16,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
@@ -23,7 +27,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from eval_assets.hashing import text_sha256
-from eval_assets.local_models.base import LocalModel
+from eval_assets.local_models.base import MAX_TEMPERATURE, LocalModel
 from eval_assets.local_models.registry import load_local_model
 from eval_assets.local_models.response_format import (
     UnsupportedResponseFormat,
@@ -40,9 +44,20 @@ def _error(status: int, message: str, kind: str, code: str | None = None,
                                    "code": code}}, status_code=status)
 
 
-def _validate(body: Any, model_id: str
-              ) -> tuple[list[dict[str, Any]], int, dict[str, Any] | None] | JSONResponse:
-    """The messages, max_tokens and response_format of a request, or the error to send."""
+@dataclass(frozen=True)
+class _Checked:
+    """The parts of a valid request a model is called with."""
+
+    messages: list[dict[str, Any]]
+    max_tokens: int
+    response_format: dict[str, Any] | None
+    temperature: float
+    seed: int | None
+
+
+def _validate(body: Any, model_id: str) -> _Checked | JSONResponse:
+    """The messages, max_tokens, response_format, temperature and seed of a request, or the
+    error to send."""
     if not isinstance(body, dict):
         return _error(400, "request body must be a JSON object", "invalid_request_error")
     if body.get("model") != model_id:
@@ -59,13 +74,23 @@ def _validate(body: Any, model_id: str
     max_tokens = body.get("max_tokens", body.get("max_completion_tokens", DEFAULT_MAX_TOKENS))
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
         return _error(400, "'max_tokens' must be a positive integer", "invalid_request_error")
+    temperature = body.get("temperature")
+    temperature = 0.0 if temperature is None else temperature
+    if (not isinstance(temperature, int | float) or isinstance(temperature, bool)
+            or not 0 <= temperature <= MAX_TEMPERATURE):
+        return _error(400, f"'temperature' must be a number from 0 to {MAX_TEMPERATURE:g}, not "
+                      f"{temperature!r}", "invalid_request_error", param="temperature")
+    seed = body.get("seed")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        return _error(400, f"'seed' must be an integer or null, not {seed!r}",
+                      "invalid_request_error", param="seed")
     response_format = body.get("response_format")
     try:
         # Checked here too, so no model ever answers a format it would not honour.
         parse_response_format(response_format)
     except UnsupportedResponseFormat as exc:
         return _error(400, str(exc), "invalid_request_error", param="response_format")
-    return messages, max_tokens, response_format
+    return _Checked(messages, max_tokens, response_format, float(temperature), seed)
 
 
 def create_app(model: LocalModel) -> Starlette:
@@ -83,11 +108,12 @@ def create_app(model: LocalModel) -> Starlette:
         checked = _validate(body, model.name)
         if isinstance(checked, JSONResponse):
             return checked
-        messages, max_tokens, response_format = checked
+        messages = checked.messages
         # Model calls block (SmolLM2 takes ~0.3 s); keep the event loop free for other requests.
         try:
-            reply = await run_in_threadpool(model.complete, messages, max_tokens,
-                                            response_format)
+            reply = await run_in_threadpool(model.complete, messages, checked.max_tokens,
+                                            checked.response_format,
+                                            temperature=checked.temperature, seed=checked.seed)
         except UnsupportedResponseFormat as exc:
             return _error(400, str(exc), "invalid_request_error", param="response_format")
         request_id = text_sha256(repr(messages))[:24]

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from eval_assets.hashing import file_sha256
-from eval_assets.local_models.base import LocalReply
-from eval_assets.local_models.kv_prefix import ForcedPrefix, PrefixStore
+from eval_assets.local_models.base import LocalReply, sampling_seed
+from eval_assets.local_models.kv_prefix import ForcedPrefix, PrefixStore, Sampler, choose
 from eval_assets.local_models.response_format import (
     MAX_NUMBER_CHARACTERS,
     JsonSchemaFormat,
@@ -129,6 +129,16 @@ class BlindSmolLM2:
     the text messages, ``max_tokens`` and the response format, which makes a dataset that repeats
     each question over many frames cheap.
 
+    At a ``temperature`` T above 0 every step that picks samples instead, from softmax(scores / T)
+    with a generator seeded by the request's ``seed`` and its text (:class:`Sampler`), so the same
+    request and seed give the same reply: free text draws each token from the model's logits / T
+    (no top-k or top-p); a choice is drawn from the softmax of the choices' ranking scores (mean
+    token log-probabilities) / T, so ranking keeps its guarantee of naming a choice while its
+    spread follows the model's preference; a schema's enum, integer and boolean values from their
+    summed log-probabilities / T, a number character by character under its grammar, a string
+    token by token. The temperature and seed join the reply cache's key; at T = 0 the seed is
+    ignored and the key and reply are those of greedy decoding.
+
     Ranking runs the prompt through the model once and scores each choice from its KV cache
     (rather than one full pass per choice), and a prompt starts from the KV cache of the recent
     prompt it shares the longest token prefix with (:class:`PrefixStore`): the rotations of a
@@ -171,14 +181,20 @@ class BlindSmolLM2:
         return out
 
     def complete(self, messages: list[Message], max_tokens: int,
-                 response_format: dict[str, Any] | None = None) -> LocalReply:
-        """Schema-built JSON, else the best-ranked choice, else greedy text (``max_tokens``)."""
+                 response_format: dict[str, Any] | None = None, *,
+                 temperature: float = 0.0, seed: int | None = None) -> LocalReply:
+        """Schema-built JSON, else the best-ranked choice, else greedy text (``max_tokens``);
+        sampled at a ``temperature`` above 0 (see the class doc)."""
         schema = parse_response_format(response_format)
         chat = self.text_messages(messages)
         # The parsed schema, not the raw dict: property order decides the reply, and sort_keys
         # would hide it.
-        key = json.dumps([chat, max_tokens, None if schema is None else repr(schema)],
-                         sort_keys=True)
+        content: list[Any] = [chat, max_tokens, None if schema is None else repr(schema)]
+        sampler = None
+        if temperature > 0:
+            content += [temperature, seed]  # at 0 the key stays what it always was
+            sampler = Sampler(self._torch, temperature, sampling_seed(seed, content))
+        key = json.dumps(content, sort_keys=True)
         with self._lock:
             cached = self._cache.get(key)
             if cached is not None:
@@ -188,9 +204,11 @@ class BlindSmolLM2:
                 chat, add_generation_prompt=True, return_tensors="pt", return_dict=True)
             with self._torch.no_grad():
                 if schema is not None:
-                    reply = self._structured(encoded["input_ids"], schema, max_tokens)
+                    reply = self._structured(encoded["input_ids"], schema, max_tokens, sampler)
                 elif choices:
-                    reply = self._rank(encoded["input_ids"], choices)
+                    reply = self._rank(encoded["input_ids"], choices, sampler)
+                elif sampler is not None:
+                    reply = self._sample(encoded["input_ids"], max_tokens, sampler)
                 else:
                     reply = self._generate(encoded, max_tokens)
             if len(self._cache) >= self._cache_size:
@@ -198,8 +216,8 @@ class BlindSmolLM2:
             self._cache[key] = reply
             return reply
 
-    def _structured(self, prompt_ids: Any, schema: JsonSchemaFormat,
-                    max_tokens: int) -> LocalReply:
+    def _structured(self, prompt_ids: Any, schema: JsonSchemaFormat, max_tokens: int,
+                    sampler: Sampler | None = None) -> LocalReply:
         """A JSON object for ``schema``, written after the chat prompt one field at a time.
 
         Prefix forcing, as guided decoding does it: the punctuation and keys are written for the
@@ -210,7 +228,7 @@ class BlindSmolLM2:
         that value, which keeps 1 and 10 comparable (a mean, as :meth:`_rank` uses for free-text
         choices, would reward the longer one). Strings are greedy, at most
         :meth:`JsonSchemaFormat.string_tokens` tokens, cut at the first ``"`` or newline and
-        JSON-escaped.
+        JSON-escaped. With a ``sampler`` each of those picks is drawn instead (class doc).
         """
         prefix = ForcedPrefix(self, prompt_ids[0].tolist())
         budget = schema.string_tokens(max_tokens)
@@ -220,26 +238,29 @@ class BlindSmolLM2:
             key = ("" if i == 0 else ", ") + json.dumps(spec.name, ensure_ascii=False) + ":"
             if spec.kind == "string":
                 prefix.feed(pending + key + ' "')
-                value = json.dumps(prefix.generate(budget, stop='"\n'), ensure_ascii=False)
+                value = json.dumps(prefix.generate(budget, stop='"\n', sampler=sampler),
+                                   ensure_ascii=False)
                 pending = value[1:]  # the opening quote is already fed
             elif spec.kind == "number":
                 prefix.feed(pending + key + " ")
                 after = "," if i + 1 < len(schema.fields) else "}"
-                value = _number(prefix, after, spec.bounds)
+                value = _number(prefix, after, spec.bounds, sampler)
                 pending = ""  # every character was fed as it was chosen
             else:
                 prefix.feed(pending + key)
                 after = "," if i + 1 < len(schema.fields) else "}"
                 scores = [prefix.score(f" {literal}{after}") for literal in spec.literals]
-                value = spec.literals[max(range(len(scores)), key=lambda j: (scores[j], -j))]
+                value = spec.literals[choose(scores, sampler)]
                 pending = " " + value
             parts.append(f"{key} {value}")
         text = "{" + "".join(parts) + "}"
         tokens = len(self._tokenizer(text, add_special_tokens=False)["input_ids"])
         return LocalReply(text=text, prompt_tokens=len(prompt_ids[0]), completion_tokens=tokens)
 
-    def _rank(self, prompt_ids: Any, choices: list[str]) -> LocalReply:
-        """The choice with the highest mean token log-probability after the prompt.
+    def _rank(self, prompt_ids: Any, choices: list[str],
+              sampler: Sampler | None = None) -> LocalReply:
+        """The choice with the highest mean token log-probability after the prompt (or, with a
+        ``sampler``, one drawn from the softmax of those means / temperature).
 
         Each choice is tokenized on its own and appended to the prompt's tokens; the prompt goes
         through the model once (from the longest cached prefix) and the choices are scored
@@ -252,7 +273,7 @@ class BlindSmolLM2:
         scores = [total / len(tail) for total, tail in zip(prefix.score_many(tails), tails,
                                                            strict=True)]
         self._prefixes.put(ids, prefix.kv)
-        best = max(range(len(choices)), key=lambda i: (scores[i], -i))
+        best = choose(scores, sampler)
         return LocalReply(text=choices[best], prompt_tokens=len(ids),
                           completion_tokens=len(tails[best]))
 
@@ -265,6 +286,19 @@ class BlindSmolLM2:
         text = str(self._tokenizer.decode(new_tokens, skip_special_tokens=True)).strip()
         return LocalReply(text=text, prompt_tokens=int(input_ids.shape[1]),
                           completion_tokens=int(new_tokens.shape[0]))
+
+
+    def _sample(self, prompt_ids: Any, max_tokens: int, sampler: Sampler) -> LocalReply:
+        """Free text with each token drawn by ``sampler``, until an end-of-turn token or
+        ``max_tokens``: the sampled counterpart of :meth:`_generate` (``generate(do_sample=True)``
+        would draw from torch's global generator, shared by every thread)."""
+        ids = prompt_ids[0].tolist()
+        prefix = ForcedPrefix(self, ids, start=self._prefixes.longest(ids))
+        raw = prefix.generate(max_tokens, stop="", sampler=sampler)
+        self._prefixes.put(ids, prefix.kv)  # after: generating extends the cache, then crops it
+        text = raw.strip()
+        tokens = len(self._tokenizer(raw, add_special_tokens=False)["input_ids"])
+        return LocalReply(text=text, prompt_tokens=len(ids), completion_tokens=tokens)
 
 
 def _next_characters(text: str) -> list[str]:
@@ -285,19 +319,20 @@ def _next_characters(text: str) -> list[str]:
     return [*out, ""]
 
 
-def _number(prefix: ForcedPrefix, after: str,
-            bounds: tuple[float | None, float | None]) -> str:
+def _number(prefix: ForcedPrefix, after: str, bounds: tuple[float | None, float | None],
+            sampler: Sampler | None = None) -> str:
     """A JSON number written greedily after ``prefix`` under the number grammar: at each step
     the allowed character (or the end, scored as ``after``, the JSON that follows) the model
     finds most likely, at most :data:`MAX_NUMBER_CHARACTERS`; each character is fed as chosen.
-    A value outside ``bounds`` is clamped into them (the schema must hold)."""
+    A value outside ``bounds`` is clamped into them (the schema must hold). With a ``sampler``
+    each character is drawn from the softmax of the allowed ones' scores / temperature."""
     text = ""
     for _ in range(MAX_NUMBER_CHARACTERS):
         options = _next_characters(text)
         if len(text) == MAX_NUMBER_CHARACTERS - 1 and "" in options:
             break
         scores = prefix.score_many([prefix.ids(c or after) for c in options])
-        best = options[max(range(len(options)), key=lambda j: (scores[j], -j))]
+        best = options[choose(scores, sampler)]
         if best == "":
             break
         prefix.feed(best)

@@ -12,7 +12,7 @@ import pytest
 
 from eval_assets.local_models.random_choice import RandomChoiceModel
 from eval_assets.local_models.server import serve_in_thread
-from eval_assets.local_models.smollm2 import smollm2_gguf_path
+from eval_assets.local_models.smollm2 import shared_blind_smollm2, smollm2_gguf_path
 from eval_assets.model_runs.client import ClientSettings, OpenAIVLMClient, open_model
 from eval_assets.model_runs.prompts import description_messages, vqa_messages
 from eval_assets.model_runs.runner import run_model
@@ -108,3 +108,73 @@ def test_blind_smollm2_answers_over_http_without_seeing_the_image(tmp_path: Path
     assert 0 < first.usage.completion_tokens <= 24
     # Greedy and blind: a different image cannot change the reply.
     assert other_image.raw_response == first.raw_response
+
+
+def _sampled(url: str, messages: list, temperature: float, seed: int | None) -> str:
+    body: dict = {"model": "random", "messages": messages, "max_tokens": 32,
+                  "temperature": temperature}
+    if seed is not None:
+        body["seed"] = seed
+    status, reply = post(url, json.dumps(body).encode())
+    assert status == 200, reply
+    return reply["choices"][0]["message"]["content"]
+
+
+def test_random_model_samples_by_the_request_seed_above_temperature_zero(
+        tmp_path: Path) -> None:
+    pngs = [write_png(tmp_path / f"{i}.png", seed=i) for i in range(12)]
+    asks = [vqa_messages(p, "How far is the chair?", CHOICES) for p in pngs]
+    with serve_in_thread(model="random", seed=7) as url:
+        greedy = [ask(url, "random", m) for m in asks]
+        greedy_seeded = [_sampled(url, m, 0, 5) for m in asks]
+        seed1 = [_sampled(url, m, 0.8, 1) for m in asks]
+        seed1_again = [_sampled(url, m, 0.8, 1) for m in asks]
+        seed2 = [_sampled(url, m, 0.8, 2) for m in asks]
+    assert greedy_seeded == greedy  # at temperature 0 the seed changes nothing
+    assert seed1 == seed1_again  # the same request and seed: the same draw
+    assert seed1 != seed2 and set(seed1 + seed2) <= set(CHOICES)
+
+
+def test_server_rejects_a_temperature_out_of_range_and_a_non_integer_seed() -> None:
+    base = {"model": "random", "messages": [{"role": "user", "content": "hi"}]}
+    with serve_in_thread(model="random") as url:
+        bad = {field: [post(url, json.dumps({**base, field: value}).encode())
+                       for value in values]
+               for field, values in (("temperature", [2.5, -0.1, "hot", True]),
+                                     ("seed", [1.5, "7", False]))}
+        fine = [post(url, json.dumps({**base, **extra}).encode())[0]
+                for extra in ({"temperature": 2, "seed": -3}, {"temperature": None,
+                                                               "seed": None})]
+    for field, replies in bad.items():
+        for status, body in replies:
+            assert status == 400 and body["error"]["param"] == field
+            assert f"'{field}' must be" in body["error"]["message"]
+    assert fine == [200, 200]
+
+
+@pytest.mark.slow
+def test_blind_smollm2_samples_reproducibly_by_seed_and_stays_greedy_at_zero(
+        tmp_path: Path) -> None:
+    png = write_png(tmp_path / "a.png", seed=1)
+    free = description_messages(png)
+    choice = vqa_messages(png, "How far is the chair from the camera?", CHOICES)
+    model = shared_blind_smollm2()
+    with serve_in_thread(model=model) as url:
+        client = openai.OpenAI(base_url=url, api_key="x", max_retries=0, timeout=120)
+
+        def say(messages: list, temperature: float, seed: int | None) -> str:
+            extra = {} if seed is None else {"seed": seed}
+            reply = client.chat.completions.create(
+                model="blind-smollm2", messages=messages, max_tokens=12,
+                temperature=temperature, **extra)
+            return reply.choices[0].message.content
+
+        greedy = say(free, 0, None)
+        assert say(free, 0, 3) == greedy  # the seed is ignored at temperature 0
+        drawn = {seed: say(free, 1.0, seed) for seed in (0, 1)}
+        model._cache.clear()  # drawn again, not read back from the reply cache
+        assert say(free, 1.0, 0) == drawn[0]
+        assert drawn[0] != drawn[1]
+        # Choice ranking samples from the choices' softmax: some seed names another choice.
+        picks = {say(choice, 2.0, seed) for seed in range(8)}
+        assert picks <= set(CHOICES) and len(picks) > 1
