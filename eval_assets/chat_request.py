@@ -19,6 +19,10 @@ how each reply is read, for all three callers: the models under test
   ``response_format`` the caller configured is not worked around: it is recorded as the call's
   failure, naming the server's reason (a configured schema the server cannot honour is a setting
   to fix, and a silent fallback to free text would change what the judge is).
+- **seed**: the optional ``seed`` a sampling repeat sends is dropped for every later request
+  once the server refused it with a 400 naming it (:meth:`RequestBuilder.send` re-sends once;
+  :attr:`RequestBuilder.sends_seed`). Not probed by the preflight: most endpoints take it, and a
+  probe would cost every run a call that only repeats use.
 - **think tags and reasoning**: :meth:`RequestBuilder.read` classifies a reply (:class:`Classified`:
   answered, truncated, refused, empty, or the call's failure category) after taking out the
   endpoint's ``think_tags`` (:func:`strip_thinking`). A reply whose content is empty but whose
@@ -164,6 +168,7 @@ class RequestBuilder:
         self._lock = threading.Lock()
         self._param: TokenLimitParam = endpoint.token_limit_param
         self._structured = True
+        self._seed = True
 
     def __repr__(self) -> str:
         return f"RequestBuilder({self.model!r}, {self._param})"
@@ -177,6 +182,11 @@ class RequestBuilder:
     def structured_output(self) -> bool:
         """False when the preflight found the endpoint refuses ``response_format``."""
         return self._structured
+
+    @property
+    def sends_seed(self) -> bool:
+        """False once the endpoint refused the optional ``seed`` parameter (then never sent)."""
+        return self._seed
 
     def learn(self, capabilities: EndpointCapabilities) -> None:
         """Take what the preflight found: the token-limit parameter, structured output."""
@@ -216,15 +226,17 @@ class RequestBuilder:
         return body
 
     def wire(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """``request`` as this endpoint takes it: the token limit under its parameter, and no
-        ``response_format`` where structured output is refused. Key order is kept."""
+        """``request`` as this endpoint takes it: the token limit under its parameter, no
+        ``response_format`` where structured output is refused and no ``seed`` where it was
+        refused. Key order is kept."""
         param = self._param
         drop_format = not self._structured
+        drop_seed = not self._seed
         body: dict[str, Any] = {}
         for key, value in request.items():
             if key in TOKEN_LIMIT_PARAMS:
                 body[param] = value
-            elif key == "response_format" and drop_format:
+            elif (key == "response_format" and drop_format) or (key == "seed" and drop_seed):
                 continue
             else:
                 body[key] = value
@@ -238,29 +250,47 @@ class RequestBuilder:
         A 400 naming the token-limit parameter sent switches to the other one and re-sends the
         request once, at once (a refusal costs no tokens); the finding holds for every later
         request of this builder. The two names mean the same limit, so the reply is the one the
-        request asked for.
+        request asked for. A 400 refusing the optional ``seed`` (OpenAI, vLLM, llama.cpp and
+        Ollama take it, Anthropic's compatibility layer ignores it, a server that forbids unknown
+        fields refuses it) drops it from then on the same way: the reply is then sampled
+        without one (:attr:`sends_seed` says so). At most one re-send per finding.
         """
         body = self.wire(request)
         result = chat.complete(body, label=label, jitter_key=jitter_key, policy=policy)
-        if result.ok:
-            return result
+        for _ in range(2):  # the token limit and the seed may each be refused once
+            if result.ok or not self._learn_refusal(chat, body, result):
+                return result
+            again = self.wire(request)
+            if again == body:
+                return result
+            retried = chat.complete(again, label=label, jitter_key=jitter_key, policy=policy)
+            # The refused request was an HTTP request of this call too: counted, and its time.
+            result = retried.model_copy(update={
+                "attempts": result.attempts + retried.attempts,
+                "wall_s": result.wall_s + retried.wall_s,
+                "waited_s": result.waited_s + retried.waited_s})
+            body = again
+        return result
+
+    def _learn_refusal(self, chat: ChatClient, body: Mapping[str, Any],
+                       result: ChatResult) -> bool:
+        """Take a 400 refusing a field of ``body`` this builder can do without or rename; False
+        when ``result`` is no such refusal."""
         sent = next((key for key in TOKEN_LIMIT_PARAMS if key in body), None)
-        if sent is None or not refuses_field(result, sent):
-            return result
-        with self._lock:
-            if self._param == sent:  # not a toggle: workers refused together all land on one
-                self._param = _other(sent)
-        log.info("%s refused %r; sending the token limit as %r from now on",
-                 chat.base_url, sent, self._param)
-        again = self.wire(request)
-        if again == body:
-            return result
-        retried = chat.complete(again, label=label, jitter_key=jitter_key, policy=policy)
-        # The refused request was an HTTP request of this call too: counted, and its time.
-        return retried.model_copy(update={
-            "attempts": result.attempts + retried.attempts,
-            "wall_s": result.wall_s + retried.wall_s,
-            "waited_s": result.waited_s + retried.waited_s})
+        if sent is not None and refuses_field(result, sent):
+            with self._lock:
+                if self._param == sent:  # not a toggle: workers refused together land on one
+                    self._param = _other(sent)
+            log.info("%s refused %r; sending the token limit as %r from now on",
+                     chat.base_url, sent, self._param)
+            return True
+        if "seed" in body and refuses_field(result, "seed"):
+            with self._lock:
+                self._seed = False
+            log.warning("%s refused the 'seed' parameter; sampling repeats are sent without "
+                        "one from now on (not reproducible by the server)", chat.base_url)
+            return True
+        return False
 
     # --- reading -------------------------------------------------------------------------------
     def read(self, result: ChatResult) -> Classified:

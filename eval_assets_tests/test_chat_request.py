@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from eval_assets.chat_request import Classified, RequestBuilder, classify, refuses_field
+from eval_assets.openai_chat import chat_client
 from eval_assets.schemas.chat import ChatResult
 from eval_assets.schemas.endpoint import Endpoint, EndpointCapabilities
 from eval_assets.vqa.authors import VLMAuthor
@@ -110,3 +111,24 @@ def test_the_author_reads_a_reply_only_in_reasoning_content() -> None:
     assert [(p.family, p.object_names, p.error) for p in props] == [
         ("presence", ["red ball"], None)]
     assert author.calls[3].reasoning_field == "reasoning_content"
+
+
+def test_a_server_that_refuses_the_seed_gets_every_later_request_without_it() -> None:
+    # Azure OpenAI (and any server strict about unknown fields) answers a 400 naming the field.
+    endpoint = Endpoint(base_url="http://x/v1", model="m", max_retries=0, max_tokens=8)
+    ask = [{"role": "user", "content": "hi"}]
+    with OpenAICompatibleServer(default=Reply("yes"), refuse_fields=("seed",),
+                                token_param="max_completion_tokens") as srv:
+        builder = RequestBuilder(endpoint.model_copy(update={"base_url": srv.base_url}))
+        with chat_client(builder.endpoint, "k") as chat:
+            assert builder.sends_seed
+            first = builder.send(chat, builder.request(ask, max_tokens=8, temperature=0.7,
+                                                       seed=0))
+            second = builder.send(chat, builder.request(ask, max_tokens=8, seed=1))
+        bodies = [r.body for r in srv.requests]
+    # Two refusals (the token limit, then the seed), each learnt once and re-sent at once.
+    assert first.ok and first.content == "yes" and first.attempts == 3
+    assert [("seed" in b, "max_tokens" in b) for b in bodies] == [
+        (True, True), (True, False), (False, False), (False, False)]
+    assert second.ok and second.attempts == 1 and not builder.sends_seed
+    assert bodies[2]["temperature"] == 0.7  # only the refused field is dropped

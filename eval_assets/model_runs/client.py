@@ -115,6 +115,11 @@ class VLMClient(Protocol):
         """What determines this client's answers."""
         ...
 
+    @property
+    def sends_seed(self) -> bool:
+        """False once the endpoint refused the optional ``seed`` parameter."""
+        ...
+
     def answer(self, case: Case, png: bytes) -> AnswerRecord:
         """Ask one multiple-choice case about its image; failures come back as records."""
         ...
@@ -167,6 +172,12 @@ class OpenAIVLMClient:
     def config_hash(self) -> str:
         """sha256 of :attr:`generation`."""
         return self._config_hash
+
+    @property
+    def sends_seed(self) -> bool:
+        """False once the endpoint refused the optional ``seed`` parameter (see
+        :meth:`eval_assets.chat_request.RequestBuilder.send`)."""
+        return self.requests.sends_seed
 
     def public_settings(self) -> dict[str, Any]:
         """Every setting, for config.json (:meth:`ClientSettings.public`: no secret)."""
@@ -256,9 +267,10 @@ class OpenAIVLMClient:
         """Ask ``case`` (dimOS's or a spatial one) with prepared ``messages``: another
         template's wording (``lettered``: a bare letter names a choice), a sampling repeat
         (``temperature`` for this request, and ``seed`` sent so a server that takes one samples
-        reproducibly), or a structured answer (``response_format``: a choice case's reply's
-        ``answer`` field is read for the choice; ``raw_response`` keeps the JSON as sent back,
-        which is all a number case keeps: the scorer reads its value).
+        reproducibly; dropped where the server refuses it, :attr:`sends_seed`), or a structured
+        answer (``response_format``: a choice case's reply's ``answer`` field is read for the
+        choice; ``raw_response`` keeps the JSON as sent back, which is all a number case keeps:
+        the scorer reads its value).
         """
         choices = case.choices or []
         extra: dict[str, Any] = {} if seed is None else {"seed": seed}

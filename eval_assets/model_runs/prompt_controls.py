@@ -219,12 +219,16 @@ def run_prompt_control(dataset_dir: Path, client: VLMClient, out_dir: Path,
                 a.repeat)
 
     def call(a: Ask) -> PromptVariantRecord:
+        seeded = control == "repeats"
         reply = client.answer_text(
             a.case, messages(a), lettered=a.wording.lettered, temperature=a.temperature,
-            seed=a.repeat if control == "repeats" else None, response_format=a.response_format)
+            seed=a.repeat if seeded else None, response_format=a.response_format)
+        # Read after the call: a refusal is learnt (for good) before the reply comes back.
+        refused = seeded and not client.sends_seed
         return PromptVariantRecord.model_validate({
             **reply.model_dump(exclude={"kind", "content_sha256", "spatial"}),
             "control": control, "template": a.wording.template, "repeat": a.repeat,
+            "seed_refused": refused,
             "temperature": a.temperature, "text": a.wording.text, "choices": a.case.choices,
             "content_sha256": a.content_sha256})
 

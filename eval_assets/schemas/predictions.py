@@ -232,6 +232,9 @@ class PromptVariantRecord(_CallRecord):
     case_id: str
     template: Literal["record", "paraphrase", "format"] = "record"
     repeat: int = Field(default=0, ge=0, description="the repeat index (sent as the seed)")
+    seed_refused: bool = Field(
+        default=False, description="a repeat sent without its seed: the endpoint refused the "
+        "seed parameter, so the server sampled without one")
     temperature: float | None = Field(
         default=None, description="the temperature of this request; None: the run's")
     text: str = Field(description="the user text as shown (question and choices)")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from eval_assets.family_spec import family as declared_family
 from eval_assets.jsonio import read_jsonl
@@ -355,6 +355,9 @@ class RepeatReport(BaseModel):
 
     k: int
     temperature: float | None
+    seed_refused: bool = Field(
+        default=False, description="some repeats went without their seed: the endpoint "
+        "refused the seed parameter (the server sampled them unseeded)")
     overall: RepeatStats
     by_family: dict[str, RepeatStats]
     rows: list[RepeatRow]
@@ -390,7 +393,9 @@ def score_repeats(inputs: ScoringInputs) -> RepeatReport | NotMeasured:
     if not rows:
         return NotMeasured(reason="no repeated case is labelled")
     families = sorted({r.family for r in rows})
-    return RepeatReport(k=k, temperature=records[0].temperature, overall=repeat_stats(rows, k),
+    return RepeatReport(k=k, temperature=records[0].temperature,
+                        seed_refused=any(r.seed_refused for r in records),
+                        overall=repeat_stats(rows, k),
                         rows=rows, by_family={f: repeat_stats([r for r in rows if r.family == f],
                                                               k) for f in families})
 
@@ -409,8 +414,11 @@ def _repeats_pooled(reports: list[RepeatReport]) -> RepeatStats | None:
 
 def _repeats_table(cells: Sequence[CellScores]) -> ReportTable:
     by_model: dict[str, list[tuple[int, list[RepeatRow]]]] = {}
+    unseeded: set[str] = set()
     for cell, report in REPEATS.results(sorted(cells, key=lambda c: (c.model, c.recording))):
         by_model.setdefault(cell.model, []).append((report.k, report.rows))
+        if report.seed_refused:
+            unseeded.add(cell.model)
     every = [row for parts in by_model.values() for _, rs in parts for row in rs]
     rules, spatial = _rule_names(every), _spatial_families(every)
     rows = []
@@ -419,7 +427,8 @@ def _repeats_table(cells: Sequence[CellScores]) -> ReportTable:
         model_rows = [row for pk, rs in parts if pk == k for row in rs]
         for family, group in _families(model_rows, spatial):
             s = repeat_stats(group, k)
-            rows.append((Text(model, "model"), _family_cell(family),
+            shown = f"{model} (seed refused)" if model in unseeded else model
+            rows.append((Text(shown, "model"), _family_cell(family),
                          _rule_cell(family, group, rules), Int(s.n), Int(s.k),
                          Pct(s.consistency), Pct(s.expected_accuracy),
                          Pct(s.majority_accuracy)))
@@ -435,11 +444,12 @@ def _repeats_table(cells: Sequence[CellScores]) -> ReportTable:
 REPEATS_LEAD = (
     "A robot acts on one sample. A subset of cases (up to 100 per family and recording, dimOS's "
     "and the spatial and motion ones) is asked k times at a temperature above 0, each with its "
-    "repeat index as the seed. <b>Consistency</b>: the share whose k answers are the same "
-    "(choice, or parsed number); <b>Expected accuracy</b>: the mean score of a repeat by the "
-    "family's rule; <b>Majority-vote accuracy</b>: the score of the vote: the most frequent "
-    "choice (a strict plurality), or the median of a number's repeats (lmms-eval's stability "
-    "metrics).")
+    "repeat index as the seed (a model shown \"(seed refused)\": its endpoint refused the seed "
+    "parameter, so its repeats went unseeded). <b>Consistency</b>: the share whose k answers "
+    "are the same (choice, or parsed number); <b>Expected accuracy</b>: the mean score of a "
+    "repeat by the family's rule; <b>Majority-vote accuracy</b>: the score of the vote: the "
+    "most frequent choice (a strict plurality), or the median of a number's repeats "
+    "(lmms-eval's stability metrics).")
 REPEATS_METHODS = (
     ("sampling_stability",
      "each selected case (dimOS's or spatial) is asked repeat_k times at the vlm resource's "

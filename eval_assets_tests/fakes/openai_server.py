@@ -24,7 +24,9 @@ servers named do): ``token_param="max_completion_tokens"`` refuses ``max_tokens`
 "Unsupported content part type" (no projector), ``max_images=1`` refuses more with vLLM's 400
 (``--limit-mm-per-prompt``); ``enforce_schema`` makes ``response_format`` json_schema replies
 validate (else it is ignored, as vLLM >= 0.12 ignores ``guided_json``); ``logprobs`` returns
-logprobs when asked. The capability preflight's probes (text holding
+logprobs when asked; ``refuse_fields=("seed",)`` refuses those optional request fields with Azure
+OpenAI's 400 "Unrecognized request argument supplied: seed" (a server strict about unknown
+fields). The capability preflight's probes (text holding
 :data:`eval_assets.model_runs.preflight.PROBE_MARKER`) are answered by ``probe_reply``, not the
 script, and recorded in :attr:`OpenAICompatibleServer.probes` instead of ``requests``, so a
 script plans only the run's calls.
@@ -248,8 +250,10 @@ class OpenAICompatibleServer:
     def __init__(self, script: Script = (), *, default: Behaviour | None = None,
                  models: Sequence[str] = ("fake-model",), token_param: str = "max_tokens",
                  max_images: int | None = None, enforce_schema: bool = False,
-                 logprobs: bool = False, probe_reply: Behaviour | None = None) -> None:
+                 logprobs: bool = False, probe_reply: Behaviour | None = None,
+                 refuse_fields: Sequence[str] = ()) -> None:
         self.token_param = token_param
+        self.refuse_fields = tuple(refuse_fields)
         self.max_images = max_images
         self.enforce_schema = enforce_schema
         self.logprobs = logprobs
@@ -347,6 +351,9 @@ class OpenAICompatibleServer:
             return _openai_error(400, "Unsupported parameter: 'max_tokens' is not supported "
                                  "with this model. Use 'max_completion_tokens' instead.",
                                  param="max_tokens", code="unsupported_parameter")
+        refused = [f for f in self.refuse_fields if f in body]
+        if refused:
+            return _openai_error(400, f"Unrecognized request argument supplied: {refused[0]}")
         images = image_count(body)
         if self.max_images == 0 and images:
             return _openai_error(500, 'Unsupported content part type: "image_url"',

@@ -250,6 +250,47 @@ def test_an_endpoint_that_ignores_a_schema_is_not_asked_with_one(tmp_path: Path)
 
 # --- through the local random model: the demo's models, and the report --------------------
 
+def test_the_offline_random_model_is_not_consistent_under_sampling(tmp_path: Path) -> None:
+    # The demo's chance model: three seeded repeats of each case must not all agree (before the
+    # local server honoured temperature and seed, every repeat was one reply: consistency 1.0).
+    root, cases, labels = _dataset(tmp_path / "ds", n=4)
+    out = tmp_path / "run"
+    spec = ModelSpec.model_validate({"name": "random", "serve": "random", "seed": 0})
+    options: dict[str, Any] = dict(describe=False, repeats=3, repeat_temperature=0.8)
+    with open_model(spec) as client:
+        run_model(root, client, out, **options)
+    with open_model(spec) as client:  # another port: the journal still answers every repeat
+        assert run_model(root, client, out, **options).calls_made == 0
+    records = read_jsonl(out / "repeats.jsonl")
+    assert len(records) == 3 * len(cases) and not any(r["seed_refused"] for r in records)
+    stability = score_repeats(_inputs(root, out, cases, labels, model="random"))
+    assert not isinstance(stability, NotMeasured) and stability.k == 3
+    assert not stability.seed_refused
+    for family, s in stability.by_family.items():
+        assert s.n == 4 and s.consistency < 1.0, (family, s)
+        # Uniform picks among 2 (3) choices: each repeat scores 1/2 (1/3) on average.
+        assert 0.0 < s.expected_accuracy < 1.0, (family, s)
+
+
+def test_repeats_go_without_a_seed_the_endpoint_refuses_and_say_so(tmp_path: Path) -> None:
+    root, cases, labels = _dataset(tmp_path / "ds", n=1)
+    out = tmp_path / "run"
+    with OpenAICompatibleServer(_fake_model, refuse_fields=("seed",)) as srv, \
+            client_for(srv.base_url) as client:
+        run_model(root, client, out, describe=False, repeats=2, repeat_temperature=0.8,
+                  max_concurrency=1)  # one at a time: the refusal is met once
+        sampled = [r.body for r in srv.requests if r.body["temperature"] == 0.8]
+    # The first repeat is refused once and re-sent; no later one carries the seed.
+    assert ["seed" in b for b in sampled] == [True] + [False] * 4
+    records = read_jsonl(out / "repeats.jsonl")
+    assert len(records) == 4 and all(r["seed_refused"] and r["status"] == "success"
+                                     for r in records)
+    stability = score_repeats(_inputs(root, out, cases, labels))
+    assert not isinstance(stability, NotMeasured) and stability.seed_refused
+    assert REPEATS.section is not None
+    html = render_table(REPEATS.section.build([_cell("m", {REPEATS.name: stability})]))
+    assert "m (seed refused)" in html
+
 @pytest.mark.slow
 def test_local_models_answer_every_template_and_the_report_shows_spread_and_tau(
         tmp_path: Path) -> None:
@@ -277,8 +318,8 @@ def test_local_models_answer_every_template_and_the_report_shows_spread_and_tau(
                   STRUCTURED.name: score_structured(inputs)}
         assert not any(isinstance(v, NotMeasured) for v in scores.values())
         repeats = scores[REPEATS.name]
-        # The random model ignores the temperature: the same request, the same reply.
-        assert repeats.overall.consistency == 1.0  # type: ignore[union-attr]
+        # Each repeat sends its own seed, and the random model samples by it above 0.
+        assert repeats.overall.consistency < 1.0  # type: ignore[union-attr]
         cells.append(_cell(f"random{seed}", scores))
     assert TEMPLATES.pool is not None and TEMPLATES.section is not None
     pooled = TEMPLATES.pool(cells[:1])
