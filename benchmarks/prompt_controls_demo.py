@@ -9,13 +9,15 @@ serves it (:func:`eval_assets.model_runs.client.open_model`; ``random:<seed>`` i
 level with that seed, ``blind-smollm2`` SmolLM2-135M from the question text alone) and asked
 every case once, then the three prompt controls on up to ``--cases`` cases per family (dimOS's
 and the spatial ones): the paraphrase and format templates, ``--repeats`` samples at temperature
-0.7, and the JSON schema (an enum of the choices; ``{"value", "unit"}`` for a number family).
+0.7 (each with its repeat index as the seed), and the JSON schema (an enum of the choices;
+``{"value", "unit"}`` for a number family).
 The runs are journalled under ``--out``, so a second invocation asks nothing again.
 
 Printed: per model the templates' score over all families and over the spatial ones
 (record / paraphrase / format, min-max), per spatial family and model the same, the Kendall
 tau-b between the template leaderboards (all families; spatial families), and per family the
-parse failures with and without the schema. The report's three sections are written to
+parse failures with and without the schema, and per model and family the repeats' consistency,
+expected and majority-vote accuracy. The report's three sections are written to
 ``--out/prompt_controls.html``.
 """
 
@@ -41,6 +43,7 @@ from eval_assets.scoring.prompt_controls import (
     REPEATS,
     STRUCTURED,
     TEMPLATES,
+    RepeatReport,
     StructuredReport,
     TemplateReport,
 )
@@ -90,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     cells: list[CellScores] = []
     templates: dict[str, TemplateReport] = {}
     structured: dict[str, StructuredReport] = {}
+    repeats: dict[str, RepeatReport] = {}
     for name in names:
         spec = _spec(name)
         out = args.out / spec.name
@@ -108,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
             if not isinstance(outcome, NotMeasured):
                 scores[metric.name] = outcome.model_dump(mode="json")
         t, st = scores.get(TEMPLATES.name), scores.get(STRUCTURED.name)
+        if (rp := scores.get(REPEATS.name)) is not None:
+            repeats[spec.name] = RepeatReport.model_validate(rp)
         if t is not None:
             templates[spec.name] = TemplateReport.model_validate(t)
         if st is not None:
@@ -137,6 +143,13 @@ def main(argv: list[str] | None = None) -> int:
                           for a, b, tau, _ in tau_pairs(accuracies))
         print(f"\nKendall tau-b between template leaderboards ({title}, {len(accuracies)} "
               f"models): {pairs}")
+    print(f"\nStability under sampling ({args.repeats} repeats at temperature 0.7, seed = repeat "
+          "index): consistency / expected accuracy / majority-vote accuracy (%)")
+    for model, rp_report in repeats.items():
+        print(f"{model}{' (seed refused)' if rp_report.seed_refused else ''}")
+        for fam, rs in [("all families", rp_report.overall), *sorted(rp_report.by_family.items())]:
+            print(f"  {fam:<28} n={rs.n:<4} {_pct(rs.consistency)} / "
+                  f"{_pct(rs.expected_accuracy)} / {_pct(rs.majority_accuracy)}")
     print("\nStructured answers: parse failures free text -> schema (%), per family")
     for model, st_report in structured.items():
         print(model)
