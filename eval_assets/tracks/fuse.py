@@ -237,7 +237,7 @@ def _extent(track: _Growing
             _round(view_spread_deg(track.sightings, track.center)), 0.0, None)
 
 
-def box_ranges(origin: np.ndarray, directions: np.ndarray, center: Sequence[float],
+def box_ranges(origin: np.ndarray, directions: np.ndarray, center: Sequence[float] | np.ndarray,
                extent: Sequence[float], yaw: float) -> np.ndarray:
     """Distance along each unit ``directions`` row from ``origin`` (world) to where it enters
     the box (``center``, oriented ``extent`` turned ``yaw`` about world z); NaN where it misses
@@ -254,8 +254,8 @@ def box_ranges(origin: np.ndarray, directions: np.ndarray, center: Sequence[floa
     return np.where((enter <= leave) & (enter > 0), enter, np.nan)
 
 
-def visible_surface_range(s: Sighting, center: Sequence[float], extent: Sequence[float],
-                          yaw: float) -> float:
+def visible_surface_range(s: Sighting, center: Sequence[float] | np.ndarray,
+                          extent: Sequence[float], yaw: float) -> float:
     """The sighting's median range to the object's visible surface: the LiDAR's median
     (``surface_range_m``) moved by how far the fused box's visible surface, over the mask's
     outline, lies from the box where the LiDAR's points crossed it.
