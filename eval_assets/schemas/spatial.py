@@ -170,7 +170,9 @@ class ObjectTrack(BaseModel):
     points: int = Field(ge=0, description="LiDAR points fused into it")
     ranges_m: dict[int, float] = Field(
         default_factory=dict,
-        description="median camera-to-surface LiDAR range (metres) per frame index")
+        description="median camera-to-visible-surface range (metres) per frame index: the "
+                    "LiDAR's median in the mask, corrected by the fused box for the rows its "
+                    "rings crossed (tracks.fuse.visible_surface_range)")
     whole_frames: list[int] = Field(
         default_factory=list,
         description="frames where the object was seen whole: its mask cut neither by the image "

@@ -73,6 +73,10 @@ class Sighting:
     outline_px: tuple[float, float, float, float] | None = None
     world_from_camera: np.ndarray | None = None
     K: np.ndarray | None = None
+    # The camera-frame points whose median range is ``surface_range_m`` (those above the floor
+    # band): where the LiDAR's rings crossed the object, which the fused box's visible-surface
+    # correction (tracks.fuse.visible_surface_range) compares with the mask's whole outline.
+    range_points_cam: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -387,4 +391,5 @@ def lift_detection(frame_index: int, name: str, mask: np.ndarray, u: np.ndarray,
                     points_world=pts @ rot.T + shift, center_world=rot @ center_cam + shift,
                     size_m=size, surface_range_m=median, whole=whole, camera_world=shift.copy(),
                     outline_px=tuple(float(x) for x in outline),  # type: ignore[arg-type]
-                    world_from_camera=np.array(world_from_camera, dtype=np.float64), K=K)
+                    world_from_camera=np.array(world_from_camera, dtype=np.float64), K=K,
+                    range_points_cam=np.array(xyz[inside][above], dtype=np.float64))

@@ -354,3 +354,49 @@ def test_outline_overhang_says_when_the_camera_sees_more_than_the_fitted_box() -
     # Only whole sightings with a camera count.
     cut = replace(_seen_box(0.5), whole=False)
     assert outline_overhang([cut, replace(_seen_box(0.5), K=None)], *fitted) is None
+
+
+def _flat_box_view() -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[float, float, float, float],
+                              float]:
+    """A camera 0.6 m above the floor looking along world x at a 60 x 60 x 10 cm box whose near
+    face is 1.7 m away: ``(world_from_camera, K, the box's surface points, its outline in pixel
+    edges, the median range over its visible pixels)``, the last by intersecting each pixel's
+    ray with the box's top and near faces directly (not with the code under test)."""
+    pose = np.eye(4)
+    pose[:3, :3] = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+    pose[:3, 3] = [0.0, 0.0, 0.6]
+    K = np.array([[500.0, 0.0, 320.0], [0.0, 500.0, 240.0], [0.0, 0.0, 1.0]])
+    us, vs = np.meshgrid(np.arange(640.0), np.arange(480.0))
+    d = np.column_stack([us.ravel(), vs.ravel(), np.ones(us.size)]) @ np.linalg.inv(K).T
+    d = d / np.linalg.norm(d, axis=1, keepdims=True) @ pose[:3, :3].T  # world directions
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_top = (0.1 - 0.6) / d[:, 2]
+        t_front = 1.7 / d[:, 0]
+        top, front = pose[:3, 3] + t_top[:, None] * d, pose[:3, 3] + t_front[:, None] * d
+    on_top = (t_top > 0) & (top[:, 0] >= 1.7) & (top[:, 0] <= 2.3) & (np.abs(top[:, 1]) <= 0.3)
+    on_front = ((t_front > 0) & (front[:, 2] >= 0.0) & (front[:, 2] <= 0.1)
+                & (np.abs(front[:, 1]) <= 0.3))
+    ranges = np.where(on_top, t_top, np.where(on_front, t_front, np.nan))
+    seen = np.isfinite(ranges)
+    u, v = us.ravel()[seen], vs.ravel()[seen]
+    outline = (u.min() - 0.5, v.min() - 0.5, u.max() + 0.5, v.max() + 0.5)
+    g = np.arange(-0.3, 0.301, 0.02)
+    surface = np.array([[x, y, 0.1] for x in np.arange(1.7, 2.301, 0.02) for y in g]
+                       + [[1.7, y, z] for y in g for z in (0.0, 0.025, 0.05, 0.075)])
+    return pose, K, surface, outline, float(np.nanmedian(ranges))
+
+
+def test_the_range_is_the_median_over_the_visible_surface_not_over_the_rings_rows() -> None:
+    """One LiDAR ring crossing a flat box's top near its far edge (a tray seen at 2 m,
+    simulated seed 901) measures that edge's range; the camera sees the whole top, nearer."""
+    pose, K, surface, outline, truth = _flat_box_view()
+    ring = np.array([[2.2, y, 0.1] for y in np.arange(-0.28, 0.29, 0.04)])
+    ring_cam = (ring - pose[:3, 3]) @ pose[:3, :3]
+    ring_median = float(np.median(np.linalg.norm(ring_cam, axis=1)))
+    assert ring_median > 1.05 * truth  # the rings' median alone misses by more than 5 %
+    sightings = [Sighting(f, "tray", 4000, surface, np.array([2.0, 0.0, 0.05]), (0.6, 0.1),
+                          ring_median, camera_world=pose[:3, 3].copy(), outline_px=outline,
+                          world_from_camera=pose, K=K, range_points_cam=ring_cam)
+                 for f in (0, 1)]
+    (track,) = fuse_sightings(sightings)
+    assert track.ranges_m[1] == pytest.approx(truth, rel=0.01)

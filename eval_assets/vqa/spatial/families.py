@@ -7,9 +7,10 @@ and at most :data:`~eval_assets.vqa.spatial.evidence.MAX_CASES_PER_FAMILY` cases
 - ``object_size_cm``: the track's longest oriented extent, in whole centimetres.
 - ``pair_distance_m``: distance between two tracks' centres, shown in a frame seeing both
   (else in each one's best frame).
-- ``camera_distance_m``: the median LiDAR range from the camera to the object's visible SURFACE
+- ``camera_distance_m``: the median range from the camera to the object's visible SURFACE
   in that frame (``evidence.distance = "surface"``, ``statistic = "median"``; the synthesizer's
-  ``surface_distance_m``), and the question asks for that median.
+  ``surface_distance_m``; the LiDAR's median corrected for the rows its rings crossed), and the
+  question asks for that median.
 - ``appearance_order``: the order in which three (or two) objects were first seen.
 - ``object_count_across_frames``: distinct tracks of one name across the frames shown (all of
   the name's objects, or fewer of them).
@@ -159,8 +160,10 @@ def camera_distance_m(index: TrackIndex) -> Iterator[Item]:
     """Camera to an askable object's visible surface in the frame that shows it best: the
     median range over that surface, and the question says so.
 
-    The gold is the median LiDAR range inside the object's mask, as the synthesizer's truth
-    (``surface_distance_m``: the median over the visible pixels) measures it. The question
+    The gold is the median range over the object's visible surface, as the synthesizer's and
+    the simulator's truth (``surface_distance_m``: the median over the visible pixels) measure
+    it: the LiDAR's median inside the mask, corrected by the track's fused box for the rows the
+    rings happened to cross (:func:`~eval_assets.tracks.fuse.visible_surface_range`). The question
     used to ask for "the nearest visible surface", a minimum, which lies nearer than that median
     (3.4 % at the median case and 12 % on a box seen across a corner, when this was found): a
     model answering it well would have been marked down. A median over the visible part is
