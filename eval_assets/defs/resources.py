@@ -29,7 +29,7 @@ from eval_assets.model_runs.client import ClientSettings, OpenAIVLMClient, open_
 from eval_assets.perception import PerceptionConfig
 from eval_assets.perception.protocols import Detector, Segmenter
 from eval_assets.schemas.endpoint import Endpoint
-from eval_assets.schemas.predictions import ModelSpec
+from eval_assets.schemas.predictions import ModelSpec, PromptControls
 from eval_assets.vqa.authors import DEFAULT_VOCABULARY, AuthorConfig, QuestionAuthor, build_author
 
 
@@ -190,7 +190,8 @@ class VLMClientResource(ConfigurableResource):
     paraphrase and the format template: lettered choices, or a number on an ``Answer:`` line),
     ``repeats`` k (at ``repeat_temperature``; 1: off), ``structured`` one (a JSON schema of the
     choices, or of a number with its unit; asked only where the preflight found structured
-    output enforced).
+    output enforced). A models-file entry that sets a prompt control overrides the value here for
+    its model (:meth:`ModelSpec.prompt_controls`).
     """
 
     base_url: str = ""
@@ -252,6 +253,14 @@ class VLMClientResource(ConfigurableResource):
     def client(self) -> OpenAIVLMClient:
         """A client for the fixed endpoint (close it when done)."""
         return OpenAIVLMClient(self.settings())
+
+    def prompt_controls(self) -> PromptControls:
+        """This resource's prompt controls: those of every model whose entry does not set its
+        own (:meth:`ModelSpec.prompt_controls`)."""
+        return PromptControls(
+            templates=self.templates, repeats=self.repeats,
+            repeat_temperature=self.repeat_temperature, structured=self.structured,
+            prompt_control_cases=self.prompt_control_cases)
 
     def model_spec(self, name: str) -> ModelSpec:
         """The declared model called ``name`` (the models file is read in one place)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -366,6 +366,24 @@ class RunSummary(BaseModel):
         description="The spatial cases' layouts; absent for a dataset without spatial cases.")
 
 
+def _unset(value: object) -> bool:
+    return value is None
+
+
+class PromptControls(NamedTuple):
+    """The prompt-control switches of one run (``run_model``'s keywords of the same names)."""
+
+    templates: bool
+    repeats: int
+    repeat_temperature: float
+    structured: bool
+    prompt_control_cases: int
+
+
+PROMPT_CONTROL_FIELDS = tuple(PromptControls._fields)
+"""The entry fields that set a prompt control (ModelSpec's fields of the same names)."""
+
+
 class ModelSpec(BaseModel):
     """One entry of ``data/models.yaml``: a model under test (its name) and its endpoint.
 
@@ -384,6 +402,21 @@ class ModelSpec(BaseModel):
     budget_usd: float | None = Field(
         None, ge=0, description="most one run of this model may spend (needs price)")
     batch: bool = Field(False, description="nightly runs go through the Batch API (half price)")
+    # The prompt controls (validity.md). None: not set by the entry, so the Dagster `vlm`
+    # resource's value is used (PromptControls.over). An unset field is left out of the dump, so
+    # an entry without them hashes exactly as before they existed (its data version, and so its
+    # cells, stay as they were: eval_assets.defs.assets.sources.model_versions).
+    templates: bool | None = Field(
+        None, exclude_if=_unset, description="also ask the paraphrase and format templates")
+    repeats: int | None = Field(
+        None, ge=1, exclude_if=_unset, description="ask each selected case k times (1: off)")
+    repeat_temperature: float | None = Field(
+        None, gt=0, exclude_if=_unset, description="the temperature of the repeats")
+    structured: bool | None = Field(
+        None, exclude_if=_unset, description="also ask with a JSON schema of the answer")
+    prompt_control_cases: int | None = Field(
+        None, ge=1, exclude_if=_unset,
+        description="cases per family and recording the prompt controls ask")
 
     @model_validator(mode="before")
     @classmethod
@@ -394,6 +427,13 @@ class ModelSpec(BaseModel):
     def api_model(self) -> str:
         """The ``model`` field of each request: ``model``, else the served model's id, else name."""
         return self.endpoint.api_model or self.name
+
+    def prompt_controls(self, defaults: PromptControls) -> PromptControls:
+        """The prompt controls this model is asked with: the entry's where it sets them, else
+        ``defaults`` (the ``vlm`` resource's)."""
+        return PromptControls(**{
+            name: default if (own := getattr(self, name)) is None else own
+            for name, default in defaults._asdict().items()})
 
 
 class ModelsFileError(InputError, ValueError):
@@ -433,8 +473,9 @@ def load_model_specs(path: Path) -> list[ModelSpec]:
         except ValidationError as exc:
             problems = "; ".join(_problem(err) for err in exc.errors()[:3])
             raise ModelsFileError(f"{path}: models[{i}] is invalid: {problems}. Fix that entry "
-                                  f"(fields: name and the endpoint's: "
-                                  f"{', '.join(Endpoint.model_fields)}).") from exc
+                                  f"(fields: name, price, budget_usd, batch, the prompt "
+                                  f"controls {', '.join(PROMPT_CONTROL_FIELDS)} and the "
+                                  f"endpoint's: {', '.join(Endpoint.model_fields)}).") from exc
     names = [s.name for s in specs]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

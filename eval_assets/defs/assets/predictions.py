@@ -60,6 +60,9 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
     out_dir = layout.predictions_dir(recording, model)
     night = context.run.tags.get(NIGHT_TAG)
     spec = vlm.model_spec(model)
+    # The entry's own prompt controls win over the resource's: they are part of its observed
+    # data version (model_config), so setting one in the models file re-runs this model's cells.
+    c = spec.prompt_controls(vlm.prompt_controls())
     with vlm.open(model, requery=night) as client:
         # A nightly run of a batch model goes through the Batch API; one that ends before the
         # batch does leaves it in flight for the next tick to collect.
@@ -71,11 +74,10 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
                            rotations=vlm.rotations, flips=vlm.flips,
                            time_flips=vlm.time_flips, repeat_frames=vlm.repeat_frames,
                            time_control_share=vlm.time_control_share,
-                           templates=vlm.templates, repeats=vlm.repeats,
-                           repeat_temperature=vlm.repeat_temperature,
-                           structured=vlm.structured,
-                           prompt_control_cases=vlm.prompt_control_cases, price=spec.price,
-                           budget_usd=spec.budget_usd)
+                           templates=c.templates, repeats=c.repeats,
+                           repeat_temperature=c.repeat_temperature, structured=c.structured,
+                           prompt_control_cases=c.prompt_control_cases,
+                           price=spec.price, budget_usd=spec.budget_usd)
     answers = result.summary.answers
     where = f"{model} on {recording}"
     if result.batch_in_flight is not None:

@@ -115,3 +115,36 @@ def test_spatial_cases_are_answered_through_the_same_core(tmp_path: Path) -> Non
     answers = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
     assert sum(1 for a in answers if a.get("spatial")) == 6
     assert all(CANARY not in p.read_text() for p in out.iterdir())
+
+
+def test_a_models_file_entry_switches_the_prompt_controls_on_for_its_model(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entry's `templates: true` / `repeats: 2` win over the resource's defaults (off)."""
+    from eval_assets.defs.partitions import declared_models
+    from eval_assets_tests.model_runs.test_prompt_controls import _dataset
+
+    root = tmp_path / "storage"
+    layout = StorageLayout(root)
+    _dataset(layout.dataset_dir("rec1"), n=2)
+    models = tmp_path / "models.yaml"
+    models.write_text("models:\n  - name: random\n    serve: random\n    seed: 0\n"
+                      "    templates: true\n    repeats: 2\n")
+    monkeypatch.setenv("EVAL_ASSETS_MODELS", str(models))
+    # declared_models is read once per process: read this file, then the default one again.
+    declared_models.cache_clear()
+    try:
+        instance = DagsterInstance.ephemeral()
+        instance.add_dynamic_partitions("recordings", ["rec1"])
+        resources = {"storage": ProjectStorage(storage_root=str(root)),
+                     "vlm": VLMClientResource(max_concurrency=2, rotations=False, flips=False)}
+        key = MultiPartitionKey({"recording": "rec1", "model": "random"})
+        assert materialize([predictions], partition_key=key, instance=instance,
+                           resources=resources).success
+    finally:
+        monkeypatch.delenv("EVAL_ASSETS_MODELS")
+        declared_models.cache_clear()
+    out = layout.predictions_dir("rec1", "random")
+    # 2 presence + 2 direction cases, each asked in the two other templates and twice more.
+    assert len((out / "templates.jsonl").read_text().splitlines()) == 2 * 4
+    assert len((out / "repeats.jsonl").read_text().splitlines()) == 2 * 4
+    assert not (out / "structured.jsonl").exists()
