@@ -313,3 +313,48 @@ def test_no_published_number_comes_from_answers_to_the_replaced_recording(
     cell = CellScores.model_validate_json(layout.results_file("rec", "random").read_text())
     assert cell.inputs is not None
     assert cell.inputs.overrides_sha256 is not None  # scored with the override file in force
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_templates_switched_on_in_the_models_file_reach_the_report(
+        tmp_path: Path, sample_db: Path) -> None:
+    """Issue 30's check: a run with templates on shows min–max per model and Kendall τ.
+
+    Two seeds of the random model, each with `templates: true` in its entry (the vlm resource
+    keeps them off). A subprocess, since the model partitions are built from the models file
+    when eval_assets.defs is imported, and this process has imported the default one.
+    """
+    models = tmp_path / "models.yaml"
+    models.write_text("models:\n" + "".join(
+        f"  - name: {name}\n    serve: random\n    seed: {seed}\n    templates: true\n"
+        "    prompt_control_cases: 5\n" for name, seed in (("random", 0), ("random-1", 1))))
+    (tmp_path / "judge.yaml").write_text(JUDGE)
+    env = {**os.environ, "EVAL_ASSETS_MODELS": str(models),
+           "EVAL_ASSETS_JUDGE": str(tmp_path / "judge.yaml"),
+           "EVAL_ASSETS_EXECUTOR": "in_process"}
+    done = subprocess.run(
+        [sys.executable, "-c", "from eval_assets.cli import main; main()", "run",
+         str(sample_db), "--model", "random", "--model", "random-1",
+         "--storage-root", str(tmp_path / "store")],
+        capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stderr
+    layout = StorageLayout((tmp_path / "store").resolve())
+    for model in ("random", "random-1"):
+        assert (layout.predictions_dir("sample", model) / "templates.jsonl").is_file()
+    html = layout.report_file().read_text(encoding="utf-8")
+    section = html.split('<section id="prompt-templates">', 1)[1].split("</section>", 1)[0]
+    assert "Not measured" not in section
+    assert '<th class="num">Min</th><th class="num">Max</th>' in section
+    # Each model's all-families row: record, paraphrase, format, min, max (percentages).
+    for model in ("random", "random-1"):
+        row = re.search(rf'<span class="model">{re.escape(model)}</span></td><td><b>all '
+                        r'families</b>(.*?)</tr>', section)
+        assert row is not None, model
+        record, paraphrase, fmt, low, high = (
+            float(p) for p in re.findall(r">(\d+\.\d)%<", row.group(1))[:5])
+        assert (low, high) == (min(record, paraphrase, fmt), max(record, paraphrase, fmt))
+    # The τ lines over both models; with two models τ-b is ±1, or n/a where one template ties
+    # them (seeded draws: here at least one pair ranks them).
+    assert "Kendall" in section and "record vs paraphrase" in section
+    assert re.search(r"vs \w+ -?1\.00 \(2 models\)", section), section
