@@ -303,9 +303,9 @@ def _templates_table(cells: Sequence[CellScores]) -> ReportTable:
     return ReportTable(
         anchor="prompt-templates", title="Sensitivity to the prompt (templates)",
         lead=TEMPLATES_LEAD, rows=rows, notes=_tau_notes(by_model) if by_model else (),
-        empty="Not measured: no run asked the other templates (the vlm resource's templates "
-              "switch is off by default, or the run had a budget or went through the Batch "
-              "API).",
+        empty="Not measured: no run asked the other templates (off by default: set "
+              "'templates: true' on a model's entry in the models file, or in the vlm "
+              "resource; or the run had a budget or went through the Batch API).",
         headers=(("Model", False), ("Family", False), ("Scored by", False), ("Cases", True),
                  *((t.capitalize(), True) for t in TEMPLATE_NAMES), ("Min", True),
                  ("Max", True), ("Spread", True)))
@@ -435,7 +435,8 @@ def _repeats_table(cells: Sequence[CellScores]) -> ReportTable:
     return ReportTable(
         anchor="sampling-stability", title="Stability under sampling (repeats)",
         lead=REPEATS_LEAD, rows=tuple(rows),
-        empty="Not measured: no run asked repeats (the vlm resource's repeats is 1 by default).",
+        empty="Not measured: no run asked repeats (1 by default: set 'repeats: k' on a "
+              "model's entry in the models file, or in the vlm resource).",
         headers=(("Model", False), ("Family", False), ("Scored by", False), ("Cases", True),
                  ("k", True), ("Consistency", True), ("Expected accuracy", True),
                  ("Majority-vote accuracy", True)))
@@ -528,9 +529,9 @@ def _structured_table(cells: Sequence[CellScores]) -> ReportTable:
     return ReportTable(
         anchor="structured-answers", title="Answers a parser cannot misread (JSON schema)",
         lead=STRUCTURED_LEAD, rows=rows,
-        empty="Not measured: no run asked with a JSON schema (the vlm resource's structured "
-              "switch is off by default, or no endpoint's preflight found structured output "
-              "enforced).",
+        empty="Not measured: no run asked with a JSON schema (off by default: set "
+              "'structured: true' on a model's entry in the models file, or in the vlm "
+              "resource; or no endpoint's preflight found structured output enforced).",
         headers=(("Model", False), ("Family", False), ("Scored by", False), ("Cases", True),
                  ("Parse failures, free text", True), ("Parse failures, schema", True),
                  ("Schema calls failed", True), ("Score, free text", True),
