@@ -270,7 +270,7 @@ def _tau_line(title: str, by_model: dict[str, list[TemplateRow]]) -> Note:
                               f"leaderboards, {title}): ", "b")]
     for i, (a, b, tau, n) in enumerate(tau_pairs(accuracies)):
         parts += [Text("; " if i else ""), Text(f"{a} vs {b} "), Num(tau),
-                  Text(f" ({n} models)")]
+                  Text(f" ({n} model{'' if n == 1 else 's'})")]
     return Note("summary", tuple(parts))
 
 
