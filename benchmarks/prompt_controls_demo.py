@@ -2,6 +2,7 @@
 
     python benchmarks/prompt_controls_demo.py DATASET [--out DIR] [--cases 20] [--repeats 3]
         [--model random:0 --model random:1 --model random:2 --model blind-smollm2]
+    python benchmarks/prompt_controls_demo.py --smoke   # 8 sample frames, 2 cases, 2 random seeds
 
 ``DATASET`` is a folder made by ``eval-assets vqa generate`` (e.g. from the bundled
 ``data/recordings/sample.db``, the demo's recording). Each model is served offline as the demo
@@ -79,15 +80,45 @@ def _line(label: str, rows: list[TemplateRow]) -> str:
         + f"  min-max={_pct(s.min_accuracy)}-{_pct(s.max_accuracy)} spread={_pct(spread)}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the models with the prompt controls on, score them, print the figures."""
+def _smoke_dataset(folder: Path) -> Path:
+    """The dataset of the bundled sample's first 8 frames (the smoke run's), made once."""
+    from eval_assets.perception import PerceptionConfig
+    from eval_assets.vqa.authors import AuthorConfig
+    from eval_assets.vqa.generate import generate_from_recording
+
+    if not folder.is_dir():
+        sample = Path(__file__).resolve().parent.parent / "data" / "recordings" / "sample.db"
+        config = PerceptionConfig()
+        generate_from_recording(sample, folder, (0, 8), AuthorConfig(), config.build_detector(),
+                                config.build_segmenter())
+    return folder
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The command line, with ``--smoke``'s dataset made and its small settings filled in."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("dataset", type=Path)
+    parser.add_argument("dataset", type=Path, nargs="?")
+    parser.add_argument("--smoke", action="store_true",
+                        help="generate a dataset from 8 frames of the bundled sample under --out "
+                        "and ask 2 cases per family of two random seeds, 2 repeats")
     parser.add_argument("--out", type=Path, default=Path(".eval_assets/prompt_controls_demo"))
     parser.add_argument("--cases", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--model", action="append", dest="models")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.dataset = _smoke_dataset(args.out / "dataset")
+        args.cases, args.repeats = 2, 2
+        args.models = args.models or ["random:0", "random:1"]
+    elif args.dataset is None:
+        parser.error("DATASET is required (a folder made by `eval-assets vqa generate`), "
+                     "or pass --smoke")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the models with the prompt controls on, score them, print the figures."""
+    args = _arguments(argv)
     names = args.models or ["random:0", "random:1", "random:2", "blind-smollm2"]
     data = load_private_dataset(args.dataset)
     cells: list[CellScores] = []
