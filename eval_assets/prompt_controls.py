@@ -274,17 +274,23 @@ def answer_schema(choices: Sequence[str]) -> dict[str, Any]:
                    "required": ["answer"], "additionalProperties": False}}}
 
 
-def read_structured(text: str | None, choices: Sequence[str]) -> str | None:
-    """The choice of a structured reply: its ``answer`` field when the text is that JSON object
-    and the field names a choice (read as the free-text matcher reads one); None otherwise (a
-    parse failure: the schema was not honoured)."""
+def _json_object(text: str | None) -> Mapping[str, Any] | None:
+    """``text`` read as a JSON object; None for no reply, invalid JSON or another JSON value."""
     if text is None:
         return None
     try:
         value = json.loads(text)
     except json.JSONDecodeError:
         return None
-    if not isinstance(value, Mapping) or not isinstance(value.get("answer"), str):
+    return value if isinstance(value, Mapping) else None
+
+
+def read_structured(text: str | None, choices: Sequence[str]) -> str | None:
+    """The choice of a structured reply: its ``answer`` field when the text is that JSON object
+    and the field names a choice (read as the free-text matcher reads one); None otherwise (a
+    parse failure: the schema was not honoured)."""
+    value = _json_object(text)
+    if value is None or not isinstance(value.get("answer"), str):
         return None
     return match_choice(value["answer"], choices).choice
 
@@ -307,13 +313,8 @@ def read_structured_number(text: str | None, unit: str | None) -> float | None:
     """The number of a structured reply to :func:`number_schema`: its finite ``value`` when the
     text is that JSON object and its ``unit`` is the one asked (a count: none); None otherwise
     (a parse failure: the schema was not honoured)."""
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(value, Mapping):
+    value = _json_object(text)
+    if value is None:
         return None
     number = value.get("value")
     if isinstance(number, bool) or not isinstance(number, int | float):
