@@ -15,6 +15,21 @@ os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def _start_rank(item: pytest.Item) -> int:
+    """End-to-end tests first, then the other slow ones, then everything else."""
+    if item.get_closest_marker("slow") is None:
+        return 2
+    return 0 if "/e2e/" in item.nodeid else 1
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest first: under pytest-xdist (scripts/run_tests.sh) a worker takes tests in this
+    order, so the few minutes-long end-to-end tests start at once and the many short ones fill
+    the other workers around them, instead of one long test starting last and running alone.
+    The sort is stable: within a rank, collection order."""
+    items.sort(key=_start_rank)
+
+
 @pytest.fixture(scope="session")
 def sample_db() -> Path:
     """The committed sample recording."""

@@ -11,6 +11,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 DAGSTER_DISABLE_TELEMETRY=1
+# Tests run on every usable core, at most 4 (pytest-xdist): most of the suite's time is spent
+# waiting on subprocesses, servers and daemon ticks, so two workers on two cores halve the fast
+# lane (235 s -> 120 s). Work stealing: a worker that runs out takes queued tests from the other,
+# so none waits behind a minutes-long end-to-end test (plain `load` hands each worker a quarter
+# of the suite up front, and one worker ran every slow test). EVAL_ASSETS_TEST_WORKERS=0 runs
+# them in one process (e.g. for pdb).
+WORKERS=${EVAL_ASSETS_TEST_WORKERS:-$(.venv/bin/python -c 'import os; print(min(4, len(os.sched_getaffinity(0))))')}
+PARALLEL=(-n "$WORKERS" --dist worksteal)
 FAST=0
 if [ "${1:-}" = "--fast" ]; then
     FAST=1
@@ -26,7 +34,7 @@ if [ "$FAST" -eq 1 ]; then
     checks
     # The slowest tests are printed here too: the fast lane is held to 3 minutes, and one test
     # (statsmodels' gc.collect() in the Holm check) once took 40 % of it unnoticed.
-    exec .venv/bin/pytest -m "not slow and not reference" --durations=15 "$@"
+    exec .venv/bin/pytest "${PARALLEL[@]}" -m "not slow and not reference" --durations=15 "$@"
 fi
 
 # The report's case filter is tested in a real headless browser; the demo does not need one.
@@ -53,4 +61,4 @@ export EVAL_ASSETS_DIMOS_PYTHON EVAL_ASSETS_LITELLM_PYTHON EVAL_ASSETS_REQUIRE_R
 checks
 .venv/bin/dagster definitions validate -w workspace.yaml
 # The slowest tests are printed at the end: the whole suite is held to 15 minutes.
-exec .venv/bin/pytest --durations=25 "$@"
+exec .venv/bin/pytest "${PARALLEL[@]}" --durations=25 "$@"
