@@ -3,6 +3,8 @@
     python benchmarks/evidence_quality.py [--seeds 1101,1102,1103] [--frames N] [--no-sample]
     python benchmarks/evidence_quality.py --smoke   # one short recording: does it still run?
     python benchmarks/evidence_quality.py --seeds '' --no-sample --sim-seeds 2201 --frames 40
+    python benchmarks/evidence_quality.py --seeds '' --no-sample --sim-seeds 911,912 --frames 60 \
+        --evidence truth
 
 For the bundled sample and each scene seed (seeds no test uses; a ``sample``-profile recording of
 one lap unless ``--frames N``, as ``eval-assets recording synthesize R.db --scene-seed S``), the
@@ -14,6 +16,9 @@ errors, and per family the wrong-gold rate over the checked cases with the wrong
 simulate R.db --seed S --frames N``, 120 frames unless ``--frames N``): a world the default colour
 detector was not written for, so its figures show whether the detector abstains where it cannot
 name or measure an object rather than making confident wrong gold.
+``--evidence truth`` takes the simulated seeds' boxes and masks from their truth files (the
+``truth`` detector and segmenter, asked about the simulator's catalogue): what wrong gold is left
+is the chain's own (LiDAR ranging, the families' rules), not the detector's.
 """
 
 from __future__ import annotations
@@ -41,16 +46,26 @@ from eval_assets.synth.stream import synthesize_recording
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "recordings"
 
 
-def measure(recordings: Path, key: str, root: Path) -> EvidenceQuality:
-    """Materialize ``key``'s chain and its evidence quality under ``root``; the record."""
+def measure(recordings: Path, key: str, root: Path,
+            vocabulary: list[str] | None = None) -> EvidenceQuality:
+    """Materialize ``key``'s chain and its evidence quality under ``root``; the record.
+
+    With ``vocabulary`` the evidence is the truth files' (``truth`` detector and segmenter) and
+    both the detector and the question author use that vocabulary; without it, the defaults.
+    """
     instance = DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("recordings", [key])
     storage = ProjectStorage(recordings_dir=str(recordings), storage_root=str(root))
+    perception, author = PerceptionResource(), QuestionAuthorResource()
+    if vocabulary is not None:
+        perception = PerceptionResource(detector="truth", segmenter="truth",
+                                        vocabulary=vocabulary)
+        author = QuestionAuthorResource(vocabulary=vocabulary)
     result = materialize(
         [rectified_frames, pointcloud_frames, detections_masks, object_tracks,
          question_proposals, vqa_dataset, evidence_quality], partition_key=key,
-        instance=instance, resources={"storage": storage, "perception": PerceptionResource(),
-                                      "question_author": QuestionAuthorResource()})
+        instance=instance, resources={"storage": storage, "perception": perception,
+                                      "question_author": author})
     if not result.success:
         raise RuntimeError(f"materializing {key} failed")
     record = read_evidence_quality(StorageLayout(root).evidence_quality_dir(key))
@@ -99,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sim-seeds", default="",
                         help="comma-separated seeds of simulated (PyBullet) recordings to add")
     parser.add_argument("--no-sample", action="store_true")
+    parser.add_argument("--evidence", choices=("default", "truth"), default="default",
+                        help="simulated seeds' evidence: the default detector, or the truth "
+                             "files (boxes and masks from the simulator)")
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args(argv)
     seeds = [1101] if args.smoke else [int(s) for s in args.seeds.split(",") if s]
@@ -125,8 +143,13 @@ def main(argv: list[str] | None = None) -> int:
             simulate_recording(recordings / f"sim{seed}.db",
                                SimConfig(seed=seed, frames=frames or 120))
             keys.append(f"sim{seed}")
+        catalog: list[str] | None = None
+        if args.evidence == "truth" and sim_seeds:
+            from eval_assets.sim.catalog import CATALOG
+            catalog = list(CATALOG)
         for key in keys:
-            record = measure(recordings, key, work / "store")
+            record = measure(recordings, key, work / "store",
+                             catalog if key.startswith("sim") else None)
             show(record)
             if key != "sample":
                 for f in record.families:

@@ -83,6 +83,10 @@ REJECTION_REASONS: tuple[str, ...] = (
     "quartiles_cross_boundary",  # [q1, q3] of the range crosses a distance bucket boundary
     "area_margin_too_small",  # largest mask has less than 1.2x the runner-up's pixels
     "range_intervals_overlap",  # closest reference's [q1, q3] overlaps another's
+    # Floor seen beyond the object (LiDAR and camera see from different places) is in the mask,
+    # and dimOS's rule without those points would not give the same answer
+    # (eval_assets.vqa.background; object_distance, closest_object).
+    "background_in_mask",
     # The detector saw a region it could not name that may be this object: "no", a count or
     # "the visible X" would rest on its silence (eval_assets.vqa.families.unsure_rejection).
     "unsure_detection",

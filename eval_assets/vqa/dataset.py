@@ -65,6 +65,7 @@ from eval_assets.schemas.vqa import (
     dumps_document,
     dumps_line,
 )
+from eval_assets.vqa.background import BackgroundSplit
 from eval_assets.vqa.balance import answer_balance
 from eval_assets.vqa.bias import (
     AUDIT_BIAS_CASES,
@@ -116,6 +117,9 @@ class FrameInputs:
     detections: FrameDetections | None
     masks: Sequence[np.ndarray] = ()
     ranges: Sequence[RangeStats | None] = ()
+    # Per mask, its points split into floor seen beyond the object and the rest; empty where
+    # the frame has no camera pose (no tracks) to find the floor by.
+    backgrounds: Sequence[BackgroundSplit] = ()
 
 
 @dataclass
@@ -171,8 +175,15 @@ def frame_evidence(inputs: FrameInputs) -> FrameEvidence:
         unsure = frozenset(normalize_name(n) for n in dets.unsure_names)
         for i, d in enumerate(dets.detections):
             stats = inputs.ranges[i] if i < len(inputs.ranges) and lidar_ok else None
-            rng = (None if stats is None else
-                   RangeEvidence(stats.count, stats.median, stats.q1, stats.q3, stats.min))
+            split = inputs.backgrounds[i] if i < len(inputs.backgrounds) else None
+            rng = None
+            if stats is not None:
+                rest = split.rest if split is not None and split.background else None
+                rng = RangeEvidence(
+                    stats.count, stats.median, stats.q1, stats.q3, stats.min,
+                    background=split.background if split is not None else 0,
+                    without_background=None if rest is None else RangeEvidence(
+                        rest.count, rest.median, rest.q1, rest.q3, rest.min))
             by_name.setdefault(normalize_name(d.name), []).append(
                 DetectionEvidence(d.box_xyxy, d.score, d.mask_area, rng))
     return FrameEvidence(

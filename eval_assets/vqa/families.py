@@ -89,13 +89,21 @@ def case_id_base(frame_index: int, names: Sequence[str], family: str) -> str:
 
 @dataclass(frozen=True)
 class RangeEvidence:
-    """Range statistics (metres) of the projected LiDAR points inside one mask."""
+    """Range statistics (metres) of the projected LiDAR points inside one mask.
+
+    ``background`` counts the mask's points that are floor seen beyond the object (LiDAR and
+    camera see from different places: see :mod:`eval_assets.vqa.background`), and
+    ``without_background`` holds the statistics of the other points (None when none is left).
+    Both stay at their defaults where the frame has no camera pose to find the floor by.
+    """
 
     count: int
     median: float
     q1: float
     q3: float
     min: float
+    background: int = 0
+    without_background: RangeEvidence | None = None
 
     def summary(self) -> dict[str, float | int]:
         """A JSON-able summary for labels and the audit."""
@@ -422,6 +430,10 @@ class ObjectDistance:
 
     Rejects when the first-to-third quartile interval crosses a boundary, i.e. when q1 and q3
     fall in different buckets (q3 exactly on a boundary counts as crossing into the upper one).
+    Every answer is dimOS's; on top of its rule, a mask with floor seen beyond the object
+    (``background``) is answered only when the same rule on the other points gives the same
+    bucket (``background_in_mask`` otherwise): simulated seeds 911-913, 931-933, 941, 942 with
+    the truth evidence, 6 of 579 answers wrong before (tables, a ball, a tray), 0 of 558 after.
     """
 
     name: str = "object_distance"
@@ -441,21 +453,65 @@ class ObjectDistance:
             return det
         rng = det.range
         assert rng is not None  # _ranged guarantees it
-        lo = bucket_index(Fraction(rng.q1), DISTANCE_BOUNDARIES_M)
-        hi = bucket_index(Fraction(rng.q3), DISTANCE_BOUNDARIES_M)
-        if lo != hi:
+        index = _distance_bucket(rng)
+        if index is None:
             return Rejected("quartiles_cross_boundary",
                             f"range of {obj!r} has q1={rng.q1:.3f} m and q3={rng.q3:.3f} m, "
                             "on both sides of a bucket boundary")
-        index = bucket_index(Fraction(rng.median), DISTANCE_BOUNDARIES_M)
+        if rng.background:
+            rest = rng.without_background
+            alone = _distance_bucket(rest) if rest is not None and _enough(rest) else None
+            if alone != index:
+                without = (f"it answers {DISTANCE_CHOICES[alone]!r}" if alone is not None
+                           else _unanswered(rest))
+                return Rejected("background_in_mask", _background_detail(
+                    obj, rng, f"dimOS's rule answers {DISTANCE_CHOICES[index]!r}, without "
+                              f"them {without}"))
         return Answered(_question(self.name).format(name=obj), DISTANCE_CHOICES,
                         DISTANCE_CHOICES[index], {"range_m": rng.summary()})
+
+
+def _distance_bucket(rng: RangeEvidence) -> int | None:
+    """dimOS's distance bucket of ``rng``'s median; None when q1 and q3 fall in different
+    buckets (q3 exactly on a boundary counts as crossing into the upper one)."""
+    lo = bucket_index(Fraction(rng.q1), DISTANCE_BOUNDARIES_M)
+    hi = bucket_index(Fraction(rng.q3), DISTANCE_BOUNDARIES_M)
+    return bucket_index(Fraction(rng.median), DISTANCE_BOUNDARIES_M) if lo == hi else None
+
+
+def _enough(rng: RangeEvidence | None) -> bool:
+    """Whether ``rng`` has the MIN_RANGE_POINTS points dimOS's rules need."""
+    return rng is not None and rng.count >= MIN_RANGE_POINTS
+
+
+def _unanswered(rest: RangeEvidence | None) -> str:
+    """Why dimOS's rule would not answer from ``rest`` (the points besides the background)."""
+    if not _enough(rest):
+        return (f"{rest.count if rest is not None else 0} points are left where at least "
+                f"{MIN_RANGE_POINTS} are needed")
+    assert rest is not None
+    return (f"q1={rest.q1:.3f} m and q3={rest.q3:.3f} m fall on both sides of a bucket "
+            "boundary")
+
+
+def _background_detail(obj: str, rng: RangeEvidence, outcome: str) -> str:
+    """The ``background_in_mask`` detail: the figures with and without the floor beyond."""
+    rest = rng.without_background
+    rest_text = ("none left" if rest is None else
+                 f"q1={rest.q1:.3f}, median={rest.median:.3f}, q3={rest.q3:.3f} m")
+    return (f"{rng.background} of the {rng.count} LiDAR points in the mask of {obj!r} are floor "
+            f"seen beyond it (median {rng.median:.3f} m, q1={rng.q1:.3f}, q3={rng.q3:.3f} m; the "
+            f"others: {rest_text}); {outcome}: the answer rests on the floor, not the object")
 
 
 @dataclass(frozen=True)
 class ClosestObject:
     """Each reference has one detection with range evidence; the closest (smallest median)
-    reference's [q1, q3] interval must overlap no other reference's (touching counts as overlap)."""
+    reference's [q1, q3] interval must overlap no other reference's (touching counts as overlap).
+
+    As :class:`ObjectDistance`, where a reference's mask takes in floor seen beyond it the
+    answer must also come, without overlap, from the points besides that floor
+    (``background_in_mask`` otherwise)."""
 
     name: str = "closest_object"
     min_names: int = MIN_REFERENCES
@@ -475,16 +531,47 @@ class ClosestObject:
                 return det
             assert det.range is not None
             ranges[obj] = det.range
-        closest = min(names, key=lambda n: ranges[n].median)
-        c = ranges[closest]
+        closest, overlap = _closest(names, ranges)
+        if overlap is not None:
+            c, o = ranges[closest], ranges[overlap]
+            return Rejected("range_intervals_overlap",
+                            f"{closest!r} [{c.q1:.3f}, {c.q3:.3f}] m overlaps {overlap!r} "
+                            f"[{o.q1:.3f}, {o.q3:.3f}] m")
+        # The same answer must come without the floor seen beyond any of the references.
+        behind = [n for n in names if ranges[n].background]
+        if behind:
+            rests = {n: ranges[n].without_background if n in behind else ranges[n]
+                     for n in names}
+            short = [n for n in behind if not _enough(rests[n])]
+            if short:
+                why = f"without it {short} keep fewer than {MIN_RANGE_POINTS} points"
+            else:
+                alone, alone_overlap = _closest(names, {n: r for n, r in rests.items()
+                                                        if r is not None})
+                why = ("" if (alone, alone_overlap) == (closest, None) else
+                       f"without it the closest would be {alone!r}" + (
+                           f", overlapping {alone_overlap!r}" if alone_overlap else ""))
+            if why:
+                counts = ", ".join(f"{n!r} {ranges[n].background} of {ranges[n].count}"
+                                   for n in behind)
+                return Rejected("background_in_mask",
+                                f"LiDAR points in the masks are floor seen beyond the object "
+                                f"({counts} points); dimOS's rule answers {closest!r}, but "
+                                f"{why}: the answer rests on the floor, not the objects")
         evidence = {"range_m": {n: ranges[n].summary() for n in names}}
-        for other in names:
-            o = ranges[other]
-            if other != closest and o.q1 <= c.q3 and c.q1 <= o.q3:
-                return Rejected("range_intervals_overlap",
-                                f"{closest!r} [{c.q1:.3f}, {c.q3:.3f}] m overlaps {other!r} "
-                                f"[{o.q1:.3f}, {o.q3:.3f}] m")
         return Answered(_question(self.name), tuple(names), closest, evidence)
+
+
+def _closest(names: Sequence[str], ranges: Mapping[str, RangeEvidence]) -> tuple[str, str | None]:
+    """dimOS's closest reference (smallest median, the first on a tie) and the first other
+    reference whose [q1, q3] interval overlaps its own (touching counts), or None."""
+    closest = min(names, key=lambda n: ranges[n].median)
+    c = ranges[closest]
+    for other in names:
+        o = ranges[other]
+        if other != closest and o.q1 <= c.q3 and c.q1 <= o.q3:
+            return closest, other
+    return closest, None
 
 
 def _question(name: str) -> str:

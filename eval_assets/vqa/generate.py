@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -36,14 +36,14 @@ from eval_assets.frames import (
 )
 from eval_assets.frames.pointclouds import MAX_LIDAR_DT
 from eval_assets.frames.selection import selection_from
-from eval_assets.geometry.ranging import RangeStats, range_statistics
+from eval_assets.geometry.ranging import RangeStats, camera_points, range_statistics
 from eval_assets.hashing import file_sha256
 from eval_assets.layout import selection_file_for
 from eval_assets.perception.evidence_io import build_detections, load_mask, read_detections
 from eval_assets.perception.protocols import Detector, Segmenter
 from eval_assets.recording import Recording
 from eval_assets.schemas.perception import FrameDetections
-from eval_assets.schemas.spatial import ObjectTracks
+from eval_assets.schemas.spatial import FrameCamera, ObjectTracks
 from eval_assets.schemas.vqa import (
     GenerationAudit,
     Proposal,
@@ -51,7 +51,9 @@ from eval_assets.schemas.vqa import (
     SourceRecording,
 )
 from eval_assets.tracks import build_tracks
+from eval_assets.tracks.lift import FLOOR_BAND_M, RANGE_GATE_M, visible_points
 from eval_assets.vqa.authors import AuthorConfig, build_author
+from eval_assets.vqa.background import BackgroundSplit, background_splits
 from eval_assets.vqa.bias import BiasConfig
 from eval_assets.vqa.dataset import (
     DatasetSummary,
@@ -85,6 +87,9 @@ def rules_config() -> dict[str, Any]:
     """The evidence thresholds in force, recorded in the audit so a dataset explains itself."""
     return {
         "min_range_points": MIN_RANGE_POINTS,
+        # object_distance / closest_object: floor seen beyond the object (vqa.background).
+        "background_floor_band_m": FLOOR_BAND_M,
+        "background_gate_m": RANGE_GATE_M,
         "area_margin": float(AREA_MARGIN),
         "distance_boundaries_m": [float(b) for b in DISTANCE_BOUNDARIES_M],
         "coverage_schemes_percent": {k: list(v) for k, v in COVERAGE_SCHEMES.items()},
@@ -165,12 +170,15 @@ def frame_selection(recording: Path, image_index: int | None = None, start: int 
 
 
 def iter_frame_inputs(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
-                      frame_indices: Sequence[int] | None = None) -> Iterator[FrameInputs]:
+                      frame_indices: Sequence[int] | None = None,
+                      cameras: Mapping[int, FrameCamera] | None = None) -> Iterator[FrameInputs]:
     """Each selected frame's stored evidence, with LiDAR range statistics per detection mask.
 
     Frames are loaded one at a time (masks are large). ``frame_indices`` defaults to every
     rectified frame. A frame absent from the point-cloud or detections tables is kept with no
-    evidence of that kind (its proposals are then rejected).
+    evidence of that kind (its proposals are then rejected). Where ``cameras`` (the object
+    tracks' camera poses) has the frame, each mask's points are also split into floor seen
+    beyond the object and the rest (:mod:`eval_assets.vqa.background`).
     """
     frames = {f.frame_index: f for f in read_rectified_frames(frames_dir)}
     clouds = {c.frame_index: c for c in read_pointcloud_frames(clouds_dir)}
@@ -185,15 +193,24 @@ def iter_frame_inputs(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
         frame, cloud, dets = frames[index], clouds.get(index), detections.get(index)
         masks = [load_mask(detections_dir, d) for d in dets.detections] if dets else []
         ranges: list[RangeStats | None] = [None] * len(masks)
+        backgrounds: list[BackgroundSplit] = []
         if cloud is not None and cloud.status == "ok" and masks:
-            ranges = range_statistics(
-                load_points(clouds_dir, cloud),
-                np.asarray(cloud.camera_from_cloud, dtype=np.float64).reshape(4, 4),
-                np.asarray(frame.K_rect, dtype=np.float64).reshape(3, 3),
-                frame.width, frame.height, np.stack(masks),
-            )
+            points = load_points(clouds_dir, cloud)
+            camera_from_cloud = np.asarray(cloud.camera_from_cloud,
+                                           dtype=np.float64).reshape(4, 4)
+            K = np.asarray(frame.K_rect, dtype=np.float64).reshape(3, 3)
+            ranges = range_statistics(points, camera_from_cloud, K, frame.width, frame.height,
+                                      np.stack(masks))
+            camera = cameras.get(index) if cameras is not None else None
+            if camera is not None:
+                u, v, xyz = visible_points(camera_points(points, camera_from_cloud), K,
+                                           frame.width, frame.height)
+                backgrounds = background_splits(
+                    u, v, xyz, masks, K,
+                    np.asarray(camera.world_from_camera, dtype=np.float64).reshape(4, 4))
         yield FrameInputs(frame=frame, image_file=Path(frames_dir) / frame.image_path,
-                          cloud=cloud, detections=dets, masks=masks, ranges=ranges)
+                          cloud=cloud, detections=dets, masks=masks, ranges=ranges,
+                          backgrounds=backgrounds)
 
 
 def _with_proposals(frames: Iterator[FrameInputs], proposals: Iterable[Proposal]
@@ -247,7 +264,8 @@ def build_dataset(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
     if isinstance(proposals, Sequence):
         proposals = sorted(proposals, key=lambda p: p.frame_index)
     results = (answer_frame(inputs, frame_proposals) for inputs, frame_proposals in _with_proposals(
-        iter_frame_inputs(frames_dir, clouds_dir, detections_dir, frame_indices), proposals))
+        iter_frame_inputs(frames_dir, clouds_dir, detections_dir, frame_indices,
+                          tracks.cameras if tracks is not None else None), proposals))
     offered = set(config.get("author", {}).get("families", family_names("dimos")))
     needs_lidar = {s.name for s in declared_families("dimos") if "lidar" in s.needs}
     bias = bias or BiasConfig()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 
 from eval_assets.metrics.vqa import match_choice
@@ -9,6 +11,7 @@ from eval_assets.vqa.families import (
     COUNT_CHOICES,
     COVERAGE_SCHEMES,
     DIRECTION_CHOICES,
+    DISTANCE_BOUNDARIES_M,
     DISTANCE_CHOICES,
     FAMILIES,
     MIN_MASK_PIXELS,
@@ -19,6 +22,7 @@ from eval_assets.vqa.families import (
     FrameEvidence,
     RangeEvidence,
     Rejected,
+    bucket_index,
     case_id_base,
     coverage_choices,
     decide,
@@ -230,6 +234,51 @@ def test_distance_other_rejections() -> None:
     rejected(decide("object_distance", ["a"], image_only), "image_only_frame")
 
 
+def behind(q1: float, median: float, q3: float, count: int, background: int,
+           rest: RangeEvidence | None) -> RangeEvidence:
+    """Range evidence whose mask holds ``background`` points of floor seen beyond the object."""
+    return RangeEvidence(count=count, median=median, q1=q1, q3=q3, min=q1 - 0.05,
+                         background=background, without_background=rest)
+
+
+def test_distance_half_table_top_half_floor_beyond() -> None:
+    """Points half on a table top at ~1.8 m, half on the floor beyond at ~3.2 m: dimOS's own
+    quartile rule refuses; with the floor a larger share (its q1 on the floor too), dimOS's
+    median says "3 meters or more" and the floor-free points "1 to under 2": refused, with the
+    figures."""
+    half = behind(1.8, 2.5, 3.2, count=20, background=10, rest=rng(1.78, 1.8, 1.82, count=10))
+    rejected(decide("object_distance", ["table"], frame({"table": [det(rng=half)]})),
+             "quartiles_cross_boundary")
+    most = behind(3.1, 3.2, 3.3, count=20, background=15, rest=rng(1.78, 1.8, 1.82, count=5))
+    r = rejected(decide("object_distance", ["table"], frame({"table": [det(rng=most)]})),
+                 "background_in_mask")
+    assert r.detail.startswith("15 of the 20 LiDAR points in the mask of 'table' are floor seen "
+                               "beyond it (median 3.200 m, q1=3.100, q3=3.300 m; the others: "
+                               "q1=1.780, median=1.800, q3=1.820 m)")
+    assert "answers '3 meters or more', without them it answers '1 to under 2 meters'" in r.detail
+
+
+@pytest.mark.parametrize(("rest", "why"), [
+    (None, "0 points are left"),
+    (rng(1.7, 1.8, 1.9, count=4), "4 points are left"),
+    (rng(1.8, 2.5, 3.2, count=8), "q1=1.800 m and q3=3.200 m fall on both sides"),
+])
+def test_distance_refused_when_the_floor_free_points_give_no_answer(
+        rest: RangeEvidence | None, why: str) -> None:
+    ev = frame({"ball": [det(rng=behind(2.6, 2.62, 2.63, count=12, background=12, rest=rest))]})
+    assert why in rejected(decide("object_distance", ["ball"], ev), "background_in_mask").detail
+
+
+def test_distance_clean_or_unchanged_by_the_floor_is_dimos_answer() -> None:
+    clean = rng(1.7, 1.8, 1.9)
+    same = behind(3.4, 3.6, 4.4, count=20, background=5, rest=rng(3.4, 3.5, 3.6, count=15))
+    for evidence in (clean, same):
+        a = answered(decide("object_distance", ["t"], frame({"t": [det(rng=evidence)]})))
+        assert a.answer == DISTANCE_CHOICES[bucket_index(Fraction(evidence.median),
+                                                         DISTANCE_BOUNDARIES_M)]
+        assert a.evidence == {"range_m": evidence.summary()}
+
+
 # --- closest_object: interval non-overlap -----------------------------------------------------
 
 def test_closest_separated_intervals() -> None:
@@ -258,6 +307,32 @@ def test_closest_every_reference_needs_range_evidence() -> None:
     rejected(decide("closest_object", ["a", "c"], ev), "no_detection")
     rejected(decide("closest_object", ["a", "d"], ev), "multiple_detections")
     rejected(decide("closest_object", ["a", "e"], ev), "name_not_queried")
+
+
+def test_closest_guard_against_floor_beyond_a_reference() -> None:
+    """A table whose median is the floor 14 m beyond it looks farther than a bear at 5 m; the
+    table's floor-free points put it at 4.5 m: refused. Floor that changes nothing is kept."""
+    bear = rng(4.99, 5.01, 5.03)
+    table = behind(5.07, 14.03, 14.04, count=60, background=46,
+                   rest=rng(4.4, 4.5, 4.6, count=14))
+    r = rejected(decide("closest_object", ["bear", "table"],
+                        frame({"bear": [det(rng=bear)], "table": [det(rng=table)]})),
+                 "background_in_mask")
+    assert "'table' 46 of 60 points" in r.detail and "the closest would be 'table'" in r.detail
+    overlapping = behind(5.07, 14.03, 14.04, count=60, background=46,
+                         rest=rng(4.9, 5.2, 5.3, count=14))
+    r = rejected(decide("closest_object", ["bear", "table"],
+                        frame({"bear": [det(rng=bear)], "table": [det(rng=overlapping)]})),
+                 "background_in_mask")
+    assert "overlapping 'table'" in r.detail
+    short = behind(5.07, 14.03, 14.04, count=60, background=58, rest=rng(4.4, 4.5, 4.6, 2))
+    assert "keep fewer than 5 points" in rejected(decide(
+        "closest_object", ["bear", "table"],
+        frame({"bear": [det(rng=bear)], "table": [det(rng=short)]})), "background_in_mask").detail
+    unchanged = behind(7.0, 8.0, 9.0, count=60, background=10, rest=rng(6.8, 7.5, 8.0, 50))
+    a = answered(decide("closest_object", ["bear", "table"],
+                        frame({"bear": [det(rng=bear)], "table": [det(rng=unchanged)]})))
+    assert a.answer == "bear"
 
 
 # --- shape checks, ids and choice matching ----------------------------------------------------
