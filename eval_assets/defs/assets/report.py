@@ -14,7 +14,7 @@ from dagster import (
 )
 
 from eval_assets.defs import keys
-from eval_assets.defs.automation_conditions import OWNERS, SETTLED
+from eval_assets.defs.automation_conditions import OWNERS, REPORT_SETTLED, SETTLED
 from eval_assets.defs.partitions import model_partitions, recordings_partitions
 from eval_assets.defs.resources import ProjectStorage, ScoringResource
 from eval_assets.scoring.collect import load_results
@@ -82,7 +82,8 @@ def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> Mate
 _EVERY = AllPartitionMapping()
 
 
-@asset(key=keys.REPORT, group_name=GROUP, code_version="11", automation_condition=SETTLED,
+@asset(key=keys.REPORT, group_name=GROUP, code_version="11",
+       automation_condition=REPORT_SETTLED,
        deps=[keys.LEADERBOARD,
              *(AssetDep(k, partition_mapping=_EVERY) for k in (
                  # It reads every cell's results too: so it waits for whatever the
