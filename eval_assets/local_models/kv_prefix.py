@@ -101,7 +101,8 @@ def choose(scores: list[float], sampler: Sampler | None) -> int:
 DRAFT_TOKENS = 3
 """Tokens proposed per verifying pass by :func:`lookup_draft`. On CPU a pass over 4 tokens costs
 about 1.3 passes over one (every weight is read once either way; wider passes turn compute-bound):
-on the demo's 25 free-text prompts 3 gave 0.79 of generate()'s CPU, 6 about 0.83."""
+on the demo's 25 free-text prompts 3 gave 0.79 of generate()'s CPU side by side; 6 gave about
+0.83 (separate runs on a loaded machine)."""
 
 
 def lookup_draft(context: list[int], sources: list[list[int]], limit: int,
