@@ -5,6 +5,7 @@ Every rule is a pure function of plain evidence records (detections with boxes, 
 LiDAR range statistics), so it can be tested without perception or files. A rule either answers
 (:class:`Answered`) or rejects with a reason code from ``schemas.vqa.REJECTION_REASONS``
 (:class:`Rejected`). Labels therefore come from sensors and geometry, never from a language model.
+The records are declared in :mod:`eval_assets.vqa.frame_evidence` and importable from here.
 
 Comparisons at bucket and third boundaries use exact rational arithmetic, so a value that lies
 exactly on a boundary is decided by the rule ("number of boundaries <= value"), not by rounding.
@@ -14,12 +15,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from itertools import pairwise
 from typing import Any, Protocol
 
 from eval_assets.family_spec import FamilySpec, family, family_names, register
+from eval_assets.vqa.frame_evidence import (
+    Answered,
+    Decision,
+    DetectionEvidence,
+    FrameEvidence,
+    RangeEvidence,
+    Rejected,
+    rounded,
+)
 
 MIN_RANGE_POINTS = 5
 MIN_MASK_PIXELS = 50
@@ -81,99 +91,6 @@ def slug(names: Sequence[str]) -> str:
 def case_id_base(frame_index: int, names: Sequence[str], family: str) -> str:
     """``frame-{index:06d}-{slug}-{family}`` before the ``-2``/``-3`` suffix for repeats."""
     return f"frame-{frame_index:06d}-{slug(names)}-{family}"
-
-
-# ----------------------------------------------------------------------------------------------
-# Evidence records
-
-
-@dataclass(frozen=True)
-class RangeEvidence:
-    """Range statistics (metres) of the projected LiDAR points inside one mask.
-
-    ``background`` counts the mask's points that are floor seen beyond the object (LiDAR and
-    camera see from different places: see :mod:`eval_assets.vqa.background`), and
-    ``without_background`` holds the statistics of the other points (None when none is left).
-    Both stay at their defaults where the frame has no camera pose to find the floor by.
-    """
-
-    count: int
-    median: float
-    q1: float
-    q3: float
-    min: float
-    background: int = 0
-    without_background: RangeEvidence | None = None
-
-    def summary(self) -> dict[str, float | int]:
-        """A JSON-able summary for labels and the audit."""
-        return {"count": self.count, "median": _r(self.median), "q1": _r(self.q1),
-                "q3": _r(self.q3), "min": _r(self.min)}
-
-
-@dataclass(frozen=True)
-class DetectionEvidence:
-    """One detection: its box in rectified pixels, its mask area and the range in its mask.
-
-    ``mask_area`` is None when no mask was produced; ``range`` is None when the frame has no
-    usable LiDAR or no point fell inside the mask.
-    """
-
-    box_xyxy: tuple[float, float, float, float]
-    score: float = 1.0
-    mask_area: int | None = None
-    range: RangeEvidence | None = None
-
-
-@dataclass(frozen=True)
-class FrameEvidence:
-    """Everything the rules may use about one frame.
-
-    ``detections`` maps normalised names to that name's detections; ``queried`` holds every
-    normalised name the detector was asked about (a name never asked about cannot be "absent").
-    ``lidar_ok`` is False for image-only frames (LiDAR unmatched or TF unresolved).
-    ``unsure`` holds the normalised names for which the detector saw a region it could not name
-    with confidence: such a name may be present even where it has no detection.
-    """
-
-    frame_index: int
-    width: int
-    height: int
-    queried: frozenset[str]
-    detections: Mapping[str, tuple[DetectionEvidence, ...]] = field(default_factory=dict)
-    lidar_ok: bool = True
-    lidar_reason: str | None = None
-    unsure: frozenset[str] = frozenset()
-
-    def of(self, name: str) -> tuple[DetectionEvidence, ...]:
-        """Detections of a normalised name (empty when none)."""
-        return tuple(self.detections.get(name, ()))
-
-
-@dataclass(frozen=True)
-class Answered:
-    """A proposal the evidence answers."""
-
-    question: str
-    choices: tuple[str, ...]
-    answer: str
-    evidence: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Rejected:
-    """A proposal the evidence cannot answer, with a reason code and a human-readable detail."""
-
-    reason: str
-    detail: str
-
-
-Decision = Answered | Rejected
-
-
-def _r(x: float | Fraction) -> float:
-    """Round for the evidence summary only (decisions use the unrounded values)."""
-    return round(float(x), 6)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -326,8 +243,8 @@ class HorizontalDirection:
         index = bucket_index(thrice, (ev.width, 2 * ev.width))
         return Answered(_question(self.name).format(name=obj), DIRECTION_CHOICES,
                         DIRECTION_CHOICES[index],
-                        {"box_xyxy": [_r(v) for v in det.box_xyxy],
-                         "center_x": _r((x0 + x1) / 2), "image_width": ev.width})
+                        {"box_xyxy": [rounded(v) for v in det.box_xyxy],
+                         "center_x": rounded((x0 + x1) / 2), "image_width": ev.width})
 
 
 @dataclass(frozen=True)
@@ -388,8 +305,8 @@ class ImageCoverage:
         return Answered(_question(self.name).format(name=obj), choices,
                         choices[bucket_index(percent, bounds)],
                         {"mask_pixels": area, "image_pixels": ev.width * ev.height,
-                         "percent": _r(percent), "scheme": scheme,
-                         "boundary_margin": _r(min(abs(percent - b) for b in bounds))})
+                         "percent": rounded(percent), "scheme": scheme,
+                         "boundary_margin": rounded(min(abs(percent - b) for b in bounds))})
 
 
 @dataclass(frozen=True)
@@ -416,7 +333,7 @@ class LargestVisibleArea:
         ranked = sorted(names, key=lambda n: -areas[n])
         winner, runner = ranked[0], ranked[1]
         evidence = {"mask_pixels": {n: areas[n] for n in names},
-                    "ratio": _r(areas[winner] / areas[runner])}
+                    "ratio": rounded(areas[winner] / areas[runner])}
         if Fraction(areas[winner]) < AREA_MARGIN * areas[runner]:
             return Rejected("area_margin_too_small",
                             f"{winner!r} has {areas[winner]} mask pixels, {runner!r} has "
