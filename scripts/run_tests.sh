@@ -11,13 +11,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 DAGSTER_DISABLE_TELEMETRY=1
-# Tests run on every usable core, at most 4 (pytest-xdist): most of the suite's time is spent
-# waiting on subprocesses, servers and daemon ticks, so two workers on two cores halve the fast
-# lane (235 s -> 120 s). Work stealing: a worker that runs out takes queued tests from the other,
-# so none waits behind a minutes-long end-to-end test (plain `load` hands each worker a quarter
-# of the suite up front, and one worker ran every slow test). EVAL_ASSETS_TEST_WORKERS=0 runs
-# them in one process (e.g. for pdb).
-WORKERS=${EVAL_ASSETS_TEST_WORKERS:-$(.venv/bin/python -c 'import os; print(min(4, len(os.sched_getaffinity(0))))')}
+# Tests run in one worker per usable core plus one, at most 4 (pytest-xdist): two workers on two
+# cores halve the fast lane (235 s -> 120 s), and the whole suite (1,661 s -> 949 s) still left a
+# core idle a fifth of the time (1,513 s of CPU in 961 s) while a test waits on a rate limit, a
+# daemon tick or a server: the extra worker fills those waits. Work stealing: a worker that runs
+# out takes queued tests from another, so none waits behind a minutes-long end-to-end test (plain
+# `load` hands each worker a quarter of the suite up front: one worker ran every slow test).
+# EVAL_ASSETS_TEST_WORKERS=0 runs them in one process (e.g. for pdb).
+WORKERS=${EVAL_ASSETS_TEST_WORKERS:-$(.venv/bin/python -c 'import os; print(min(4, len(os.sched_getaffinity(0)) + 1))')}
 PARALLEL=(-n "$WORKERS" --dist worksteal)
 FAST=0
 if [ "${1:-}" = "--fast" ]; then
