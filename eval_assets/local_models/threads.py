@@ -4,8 +4,8 @@ torch's default is one intra-op thread per core. On a machine with other work ru
 threads wait for each other at every operation (a spin-and-barrier pool): at a load of 7 on 2
 cores one 60-token SmolLM2 forward pass took 0.95 s with 1 thread and 4.8-11 s with torch's 2.
 So the count is chosen from the cores this process may use (``os.sched_getaffinity``) less the
-current load (``os.getloadavg``, 1-minute), at least 1: a loaded machine gets 1 thread, a quiet
-one all its cores. ``EVAL_ASSETS_THREADS=N`` forces N.
+load of other work (``os.getloadavg``, 1-minute, less this process's own part), at least 1: a
+loaded machine gets 1 thread, a quiet one all its cores. ``EVAL_ASSETS_THREADS=N`` forces N.
 
 It is decided once per process, when the first local model loads (:func:`configure_torch_threads`,
 the one place that sets it), because torch's thread pool is sized once: changing it while other
@@ -64,12 +64,43 @@ def current_load() -> float | None:
         return None
 
 
+def own_load() -> float:
+    """This process's own part of the 1-minute load average, estimated (0 where unknown).
+
+    The load average counts the process asking, too: the demo loads SmolLM2 some 20 s after it
+    starts, busy on one core all along, so on a machine going idle it saw a load of 0.6 (0.28 of
+    it its own) and chose 1 thread. The estimate: its mean CPU use since it started (cores),
+    weighted as the kernel's exponential 1-minute average weighs a process that has run that
+    long, share x (1 - e^(-t/60)).
+    """
+    try:
+        with open("/proc/self/stat", encoding="ascii") as stat:
+            # Fields after the command name (which may hold spaces); starttime is field 22.
+            start_ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime", encoding="ascii") as uptime:
+            elapsed = float(uptime.read().split()[0]) - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):  # not Linux
+        return 0.0
+    if elapsed <= 0:
+        return 0.0
+    times = os.times()
+    return (times.user + times.system) / elapsed * (1 - math.exp(-elapsed / 60))
+
+
+def load_of_others(load: float | None, own: float) -> float | None:
+    """The load less this process's own part, at least 0 (None stays None)."""
+    if load is None or not math.isfinite(load):
+        return load
+    return max(0.0, load - own)
+
+
 def configure_torch_threads(torch: Any) -> int:
     """Set torch's intra-op thread count for this process once (later calls keep it); the
     count set."""
     global _chosen
     with _lock:
         if _chosen is None:
-            _chosen = choose_threads(usable_cpus(), current_load(), os.environ.get(THREADS_ENV))
+            others = load_of_others(current_load(), own_load())
+            _chosen = choose_threads(usable_cpus(), others, os.environ.get(THREADS_ENV))
             torch.set_num_threads(_chosen)
         return _chosen

@@ -8,7 +8,13 @@ import sys
 
 import pytest
 
-from eval_assets.local_models.threads import THREADS_ENV, choose_threads, usable_cpus
+from eval_assets.local_models.threads import (
+    THREADS_ENV,
+    choose_threads,
+    load_of_others,
+    own_load,
+    usable_cpus,
+)
 
 
 @pytest.mark.parametrize(("cpus", "load", "threads"), [
@@ -23,6 +29,35 @@ def test_the_environment_variable_forces_the_count() -> None:
     assert choose_threads(2, 9.0, "3") == 3
     with pytest.raises(ValueError, match=THREADS_ENV):
         choose_threads(2, 0.0, "zero")
+
+
+def test_the_process_own_load_is_not_counted_as_other_work() -> None:
+    # A machine going idle as the demo saw it when SmolLM2 loaded: 0.6, of which its own busy
+    # first 20 s are 0.28.
+    assert choose_threads(2, load_of_others(0.6, 0.28)) == 2
+    assert choose_threads(2, 0.6) == 1  # what it chose before
+    # Two CPU-bound processes beside it still leave it one thread.
+    assert choose_threads(2, load_of_others(2.3, 0.28)) == 1
+    assert load_of_others(0.1, 0.5) == 0.0
+    assert load_of_others(None, 0.5) is None
+
+
+_BUSY = """
+import time
+from eval_assets.local_models.threads import own_load
+began = time.process_time()
+while time.process_time() - began < 3:
+    pass
+print(own_load())
+"""
+
+
+def test_a_busy_process_estimates_its_own_part_of_the_load() -> None:
+    # 3 s of CPU in ~3 s of life: share ~1 x (1 - e^(-3/60)) ~ 0.05; an idle one would be ~0.
+    done = subprocess.run([sys.executable, "-c", _BUSY], capture_output=True, text=True,
+                          check=True)
+    assert 0.01 < float(done.stdout) < 0.2, done.stdout
+    assert 0.0 <= own_load() < 1.0
 
 
 def test_usable_cpus_follows_the_affinity_mask() -> None:
