@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -31,11 +32,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def sample_db() -> Path:
-    """The committed sample recording."""
+def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The committed sample recording, copied (with its scene and truth files) into a folder of
+    this session's: under pytest-xdist each worker reads its own copy. A test in another worker
+    that opens the committed file (the real dimOS loader does) made SQLite's journal appear
+    beside it, and a `vqa generate` reading it at that moment rightly refused a recording that
+    "changed while the dataset was generated"."""
     hint = "regenerate it with `eval-assets recording synthesize`"
     assert SAMPLE_DB.is_file(), f"{SAMPLE_DB} is missing: {hint}"
-    return SAMPLE_DB
+    folder = tmp_path_factory.mktemp("recordings")
+    for path in SAMPLE_DIR.glob(f"{SAMPLE_DB.stem}.*"):
+        shutil.copy2(path, folder / path.name)  # mtimes too: the file is as old as the commit
+    return folder / SAMPLE_DB.name
 
 
 @pytest.fixture(autouse=True)
