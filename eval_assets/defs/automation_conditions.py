@@ -71,11 +71,20 @@ _UPSTREAM_SETTLED = (
     _UPSTREAM_UPDATED & ~_UPSTREAM_UPDATED.newly_true()
 ).with_label("upstream updated, seen at two evaluations in a row with no run of it in progress")
 
+# A dependency queued or running in a run that has not yet written it. Dagster's
+# ``any_deps_in_progress()`` also counts a backfill that targets the dependency and whose daemon has
+# not yet recorded it as done: the backfill daemon loops every 30 s, so a backfilled recording's
+# cells waited up to 30 s after its run had ended (24 s in the end-to-end automation test). The
+# dependency's own run says whether it is still being computed; a backfill's partition whose run
+# is not created yet has not been updated either, so nothing downstream fires for it.
+_DEPS_IN_A_RUN = AutomationCondition.any_deps_match(
+    AutomationCondition.run_in_progress()).with_label("a dependency is in a run in progress")
+
 EAGER = (
     AutomationCondition.in_latest_time_window()
     & (_AT_ONCE | _UPSTREAM_SETTLED)
     & ~AutomationCondition.any_deps_missing()
-    & ~AutomationCondition.any_deps_in_progress()
+    & ~_DEPS_IN_A_RUN
     & ~AutomationCondition.in_progress()
 ).with_label("eager, including partitions missing at the first evaluation")
 """``AutomationCondition.eager()`` whose trigger survives the first evaluation, and whose upstream
@@ -84,7 +93,7 @@ updates are acted on once the tick's snapshot and the runs in flight agree."""
 RECOMPUTE = (
     EAGER
     | (AutomationCondition.code_version_changed() & ~AutomationCondition.in_progress()
-       & ~AutomationCondition.any_deps_in_progress())
+       & ~_DEPS_IN_A_RUN)
 ).with_label("missing, upstream data changed or code changed")
 
 # A dependency whose own inputs changed and that is not requested in this evaluation: it will be
@@ -139,7 +148,7 @@ class RequestedThisTick(AutomationCondition[AssetKey]):
 # old public cases would be scored against the new labels). The whole chain of a recording is
 # requested in one evaluation (EAGER's upstream-requested-now trigger, within one partitions
 # definition), so the cell's direct dependencies in it (public_cases, private_labels) say so.
-# In the ticks after, the chain's run is in progress (``any_deps_in_progress``), then its
+# In the ticks after, the chain's run is in progress (``_DEPS_IN_A_RUN``), then its
 # updates make the predictions stale (``_DEP_STALE``): the cell waits until it reads the new
 # dataset with the new answers.
 _DEP_REQUESTED_APART = AutomationCondition.any_deps_match(

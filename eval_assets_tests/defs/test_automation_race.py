@@ -302,6 +302,48 @@ def test_a_cell_waits_for_its_recording_chain_requested_in_the_same_tick(
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::dagster.BetaWarning")
+def test_a_backfilled_recordings_cells_follow_its_run_not_the_backfill_daemon(
+        instance: DagsterInstance) -> None:
+    """A backfill of alpha's chain: its cells wait while the backfill's run is in progress, and
+    are requested once the run has ended, although the backfill still reads as requested (its
+    daemon marks it done at its next iteration, up to 30 s later)."""
+    from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
+
+    from eval_assets.defs.definitions import defs
+
+    ticks = Ticks(instance)
+    assert ticks.tick() == set()
+    backfill = PartitionBackfill.from_asset_partitions(
+        backfill_id="alphachain", asset_graph=ticks.graph, partition_names=["alpha"],
+        asset_selection=PER_RECORDING, backfill_timestamp=0.0, tags={},
+        dynamic_partitions_store=instance, all_partitions=False, title=None, description=None,
+        run_config=None)
+    instance.add_backfill(backfill)
+    run = instance.create_run_for_job(
+        defs.resolve_implicit_global_asset_job_def(), asset_selection=frozenset(PER_RECORDING),
+        tags={"dagster/partition": "alpha", "dagster/backfill": backfill.backfill_id},
+        status=DagsterRunStatus.STARTED)
+    # The run has not yet written the dataset (public cases and labels): the cells wait for it.
+    written = PER_RECORDING.index(keys.PUBLIC_CASES)
+    for key in PER_RECORDING[:written]:
+        _materialize(instance, run, key)
+    for _ in range(3):
+        assert not {(a, p) for a, p in ticks.tick() if p is not None}
+    for key in PER_RECORDING[written:]:
+        _materialize(instance, run, key)
+    _end(instance, run)
+    backfills = instance.get_backfills(status=BulkActionStatus.REQUESTED)
+    assert [b.backfill_id for b in backfills] == [backfill.backfill_id]
+    requested: set[tuple[str, str | None]] = set()
+    for _ in range(2):  # an upstream update is acted on at the second tick that sees it
+        requested |= ticks.tick()
+    cells = {str(_cell("alpha", m)) for m in range(len(model_partitions.get_partition_keys()))}
+    assert {(k.path[-1], c) for k in CELL_ASSETS for c in cells} <= requested, sorted(requested)
+    assert not {p for _, p in requested if p is not None} - cells, sorted(requested)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::dagster.BetaWarning")
 def test_the_automation_sensor_evaluates_the_cells_condition_in_the_code_server() -> None:
     """The cells' condition has a class of ours (not deserializable by the daemon): the automation
     sensor evaluates it in the code server, as the daemon's sensor loop asks it to. Alpha's
