@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from eval_assets.jsonio import read_jsonl
 from eval_assets.metrics.circular import (
     CircularCase,
@@ -133,6 +131,10 @@ CIRCULAR: MetricSpec[CircularReport] = MetricSpec(
 def circular_columns(stats: CircularGroupStats | None) -> dict[str, Any]:
     """The CircularEval columns of one leaderboard row; all null (counts NA) without
     rotations."""
+    # pandas here, not at the top: this module loads with every Dagster process (the metric
+    # declarations), and pandas is a quarter of a second of each one's start.
+    import pandas as pd
+
     if stats is None:
         return {c.name: (pd.NA if c.integer else math.nan) for c in COLUMNS}
     bias = stats.bias

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
-from scipy.spatial import cKDTree
-from scipy.spatial.transform import Rotation, Slerp
 
 from eval_assets.frames.pointclouds import TF_STREAM, TF_TOLERANCE
 from eval_assets.geometry.transforms import TransformGraph, TransformUnavailable
@@ -161,6 +159,10 @@ class CameraPoses:
         first = self.graph.lookup(world, frame_id, a, tolerance=TF_TOLERANCE)
         last = self.graph.lookup(world, frame_id, b, tolerance=TF_TOLERANCE)
         w = (t - a) / (b - a)
+        # scipy here, not at the top: this module loads with every Dagster process (the dataset
+        # families import it), and scipy.spatial is a sixth of a second of each one's start.
+        from scipy.spatial.transform import Rotation, Slerp
+
         out = np.eye(4)
         out[:3, :3] = Slerp([0.0, 1.0], Rotation.from_matrix(
             np.stack([first[:3, :3], last[:3, :3]])))(w).as_matrix()
@@ -337,6 +339,8 @@ def _ring_px(u: np.ndarray, v: np.ndarray, box: tuple[int, int, int, int]) -> in
     uv = np.unique(np.column_stack([u[near], v[near]]), axis=0).astype(np.float64)
     if len(uv) < 3:
         return OCCLUDER_RING_PX
+    from scipy.spatial import cKDTree  # (not at the top: see CameraPoses.at)
+
     # k=2: the nearest neighbour other than the point itself.
     spacing = float(np.median(cKDTree(uv).query(uv, k=2)[0][:, 1]))
     return int(min(max(OCCLUDER_RING_PX, math.ceil(OCCLUDER_RING_SPACINGS * spacing)),
