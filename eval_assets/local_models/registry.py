@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+import threading
+from collections.abc import Callable, Iterable
 from importlib.metadata import PackageNotFoundError, version
 
 from eval_assets.local_models.base import LocalModel
@@ -27,6 +29,32 @@ def load_local_model(name: str, seed: int = 0) -> LocalModel:
     if factory is None:
         raise ValueError(f"unknown local model {name!r}; choose one of {sorted(LOCAL_MODELS)}")
     return factory(seed)
+
+
+# The local models that one instance per process serves (loading takes seconds): worth loading
+# ahead. The others are built at once when asked.
+SHARED_LOCAL_MODELS = frozenset({"blind-smollm2"})
+
+
+def preload(names: Iterable[str]) -> threading.Thread | None:
+    """Load the shared local models among ``names`` in a background thread, so that the first
+    request finds them loaded (a caller that comes earlier waits for this load, not a second
+    one). None when there is nothing to load. Join the thread before the process ends: a thread
+    still importing torch at interpreter exit can crash it."""
+    wanted = sorted(SHARED_LOCAL_MODELS.intersection(names))
+    if not wanted:
+        return None
+
+    def load() -> None:
+        for name in wanted:
+            try:
+                load_local_model(name)
+            except Exception:  # the real request loads it again and reports why
+                logging.getLogger(__name__).debug("preloading %s failed", name, exc_info=True)
+
+    thread = threading.Thread(target=load, name="preload-local-models", daemon=True)
+    thread.start()
+    return thread
 
 
 def local_model_identity(name: str, seed: int = 0) -> str:

@@ -364,8 +364,18 @@ def _number(prefix: ForcedPrefix, after: str, bounds: tuple[float | None, float 
     return text
 
 
-@lru_cache(maxsize=1)
+_SHARED_LOAD = threading.Lock()
+
+
 def shared_blind_smollm2() -> BlindSmolLM2:
     """One SmolLM2 per process: the model under test and the judge share it (loading takes
-    seconds; the model is stateless between requests and serialises them with its own lock)."""
+    seconds; the model is stateless between requests and serialises them with its own lock).
+    A caller that comes while another thread loads it waits for that load (a model loaded
+    ahead in the background, :func:`eval_assets.local_models.registry.preload`)."""
+    with _SHARED_LOAD:
+        return _load_shared_blind_smollm2()
+
+
+@lru_cache(maxsize=1)
+def _load_shared_blind_smollm2() -> BlindSmolLM2:
     return BlindSmolLM2()

@@ -9,8 +9,10 @@ the automation sensor does under the daemon.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +44,7 @@ from eval_assets.defs.local.plan import (
     never_materialized,
     requested,
 )
-from eval_assets.defs.partitions import RECORDINGS, model_partitions
+from eval_assets.defs.partitions import RECORDINGS, current_model_specs, model_partitions
 from eval_assets.defs.resources import JudgeResource
 from eval_assets.errors import InputError
 from eval_assets.frames.admission import admit_recording
@@ -58,6 +60,7 @@ from eval_assets.layout import (
     recording_name_clashes,
     selection_file_for,
 )
+from eval_assets.local_models.registry import preload
 from eval_assets.recording.errors import RecordingError
 from eval_assets.recording.watch import ContentHashes
 from eval_assets.scoring.inputs import load_private_dataset
@@ -198,14 +201,30 @@ def _bring_up_to_date(instance: DagsterInstance, recording: Path, layout: Storag
         cursor = conditions.evaluate().cursor
     _observe(instance, recording, layout, scope)
     launcher = Launcher(defs, instance, graph, jobs, scope, run_config, log_file, listeners)
-    cursor = _follow_conditions(conditions, cursor, launcher)
-    launcher.execute(never_materialized(instance, jobs, scope))
-    if _board_due(instance, jobs.board, launcher.executed):
-        launcher.execute(Plan(unpartitioned=set(jobs.board)))
-    if launcher.executed:
+    preloading: list[threading.Thread | None] = []
+
+    def before(plan: Plan) -> None:
+        # The served local models (SmolLM2: seconds to load) load on the idle core while the
+        # recording's chain runs, once this command is sure to compute something.
+        if not preloading and (plan.recording or plan.per_model):
+            preloading.append(preload(_served_models(scope)))
+
+    try:
+        cursor, runs_seen = _follow_conditions(conditions, cursor, launcher, before)
+        missing = never_materialized(instance, jobs, scope)
+        before(missing)
+        launcher.execute(missing)
+        if _board_due(instance, jobs.board, launcher.executed):
+            launcher.execute(Plan(unpartitioned=set(jobs.board)))
+    finally:
+        for thread in preloading:
+            if thread is not None:
+                thread.join()
+    if len(launcher.run_ids) > runs_seen:
         # One more evaluation takes in this command's own materializations. Without it the
         # next command would see them as new, and a change it brings in the same window
-        # (an edited judge config, say) would count as already handled and be skipped.
+        # (an edited judge config, say) would count as already handled and be skipped. (The
+        # conditions' last evaluations already took in every run before them: ~1-2 s saved.)
         cursor = conditions.evaluate(cursor).cursor
     write_cursor(cursor_file, cursor)
     # After the run: said of the dataset as it is now (a replaced recording orphans overrides).
@@ -263,14 +282,29 @@ def _announce_overrides(layout: StorageLayout, scope: Scope,
             on_stage(f"  {problem}")
 
 
+def _served_models(scope: Scope) -> set[str]:
+    """The local models that the scope's models and the judge start (their ``serve``)."""
+    served = {spec.endpoint.serve for spec in current_model_specs()
+              if spec.name in scope.models and spec.endpoint.served}
+    with suppress(InputError):  # a bad judge file is reported by the step that reads it
+        judge = JudgeResource().load_config().endpoint
+        if judge.served:
+            served.add(judge.serve)
+    return {name for name in served if name is not None}
+
+
 def _follow_conditions(conditions: Conditions, cursor: AssetDaemonCursor,
-                       launcher: Launcher) -> AssetDaemonCursor:
+                       launcher: Launcher, before: Callable[[Plan], None]
+                       ) -> tuple[AssetDaemonCursor, int]:
     """Evaluate and execute until two evaluations in a row ask for nothing more of this run's
     scope: an upstream update is acted on at the second evaluation that sees it
     (:data:`eval_assets.defs.automation_conditions.EAGER`), so one empty evaluation is not the
-    end."""
+    end. ``before`` is called with each plan before it runs. Returns the cursor and how many of
+    the launcher's runs its last evaluation had seen."""
     idle = 0
+    seen = len(launcher.run_ids)
     for _ in range(MAX_PASSES):
+        seen = len(launcher.run_ids)
         result = conditions.evaluate(cursor)
         cursor = result.cursor
         plan = requested(result, launcher.graph, launcher.scope)
@@ -281,10 +315,11 @@ def _follow_conditions(conditions: Conditions, cursor: AssetDaemonCursor,
             plan = Plan(recording=plan.recording)
         if not plan.empty():
             idle = 0
+            before(plan)
             launcher.execute(plan)
         elif (idle := idle + 1) == 2:
             break
-    return cursor
+    return cursor, seen
 
 
 def _board_due(instance: DagsterInstance, board: frozenset[AssetKey],
