@@ -244,7 +244,12 @@ def wait_settled(services: DagsterServices, phase: Phase, *, reports: int,
     while time.monotonic() < deadline:
         for proc in services.processes:
             assert proc.poll() is None, f"{proc.args[0]} exited:\n{daemon_log(services)}"
-        # Ticks first, runs second: a tick read as finished has its runs already created.
+        # While a run is active, only the runs are read (one query a second; five a look cost
+        # the webserver twice the CPU). Then ticks first, runs second: a tick read as finished
+        # has its runs already created.
+        if _active_runs(services, phase):
+            time.sleep(1)
+            continue
         automation = sensor_ticks(services, AUTOMATION_SENSOR)
         sensor_ticks(services, RECORDINGS_SENSOR)
         runs = [r for r in services.graphql(RUNS_BRIEF)["runsOrError"]["results"]
@@ -267,6 +272,16 @@ def wait_settled(services: DagsterServices, phase: Phase, *, reports: int,
         time.sleep(1)
     raise TimeoutError(f"phase {phase.name!r} did not settle in {timeout_s}s\n"
                        f"{daemon_log(services)}")
+
+
+def _active_runs(services: DagsterServices, phase: Phase) -> bool:
+    """Whether a run created since the phase began is queued or running; a run that ended badly
+    fails the test."""
+    runs = [r for r in services.graphql(RUNS_BRIEF)["runsOrError"]["results"]
+            if r["creationTime"] >= phase.began]
+    failed = [r for r in runs if r["status"] in ("FAILURE", "CANCELED")]
+    assert not failed, f"runs ended badly: {failed}\n{daemon_log(services)}"
+    return any(r["status"] in ACTIVE for r in runs)
 
 
 def collect(services: DagsterServices, phases: list[Phase]) -> list[Run]:
