@@ -285,9 +285,7 @@ class ForcedPrefix:
             if token in eos or len(out) >= limit:
                 break
             draft = lookup_draft(prompt + out, sources, min(DRAFT_TOKENS, limit - len(out)))
-            owner = self._owner
-            raw = owner._model(torch.tensor([[token, *draft]]), use_cache=True,
-                               **{owner._cache_arg: self._kv}).logits[0]
+            raw = self._logits([token, *draft])
             kept = 0
             for j, guess in enumerate(draft):
                 if int(torch.argmax(raw[j])) != guess:
