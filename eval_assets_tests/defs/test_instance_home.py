@@ -341,15 +341,16 @@ def test_eval_assets_ui_prepares_a_fresh_home_and_serves_webserver_and_daemon(
         assert sorted(heads) == sorted(SCHEMA_DATABASES)
         assert all(len(revisions) == 1 for revisions in heads.values()), heads
         assert f"DAGSTER_HOME={home}" in log.read_text()
-        # Ctrl-C stops both, and their code servers. Not in the very second the webserver
-        # starts serving: a Ctrl-C then (CI, load ~5) was not acted on by the webserver within
-        # 60 s while the daemon stopped in 2 s (Dagster's own start-up; no user is that quick).
-        time.sleep(3)
+        # Ctrl-C stops both, and their code servers. `dagster dev` asks each to stop and kills
+        # one that has not stopped after 60 s: in two CI runs (load ~5, beside the end-to-end
+        # tests) the daemon stopped in 2 s and the webserver was still running at 60 s (alone,
+        # and beside three CPU-bound processes, the whole test takes 12-25 s). So the bound is
+        # Dagster's: everything gone within its 60 s per process, with room for a loaded machine.
         os.killpg(ui.pid, signal.SIGINT)
         try:
-            ui.wait(timeout=60)
+            ui.wait(timeout=150)
         except subprocess.TimeoutExpired:
-            raise AssertionError(f"Ctrl-C did not stop eval-assets ui in 60 s; still running: "
+            raise AssertionError(f"Ctrl-C did not stop eval-assets ui in 150 s; still running: "
                                  f"{group_members(ui.pid)}\n{log.read_text()[-4000:]}") from None
         deadline = time.monotonic() + 30
         while group_members(ui.pid) and time.monotonic() < deadline:
