@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -283,14 +282,12 @@ def _announce_overrides(layout: StorageLayout, scope: Scope,
 
 
 def _served_models(scope: Scope) -> set[str]:
-    """The local models that the scope's models and the judge start (their ``serve``)."""
-    served = {spec.endpoint.serve for spec in current_model_specs()
-              if spec.name in scope.models and spec.endpoint.served}
-    with suppress(InputError):  # a bad judge file is reported by the step that reads it
-        judge = JudgeResource().load_config().endpoint
-        if judge.served:
-            served.add(judge.serve)
-    return {name for name in served if name is not None}
+    """The local models that the scope's models start (their ``serve``). Not the judge's: it
+    is asked only when its calibration is not cached, and loading SmolLM2 for a run of the
+    random baseline alone would cost it seconds it never needed."""
+    return {spec.endpoint.serve for spec in current_model_specs()
+            if spec.name in scope.models and spec.endpoint.serve is not None
+            and spec.endpoint.served}
 
 
 def _follow_conditions(conditions: Conditions, cursor: AssetDaemonCursor,
