@@ -252,12 +252,21 @@ def _start(stack: ExitStack, command: list[str], log: Path, env: dict[str, str]
            ) -> subprocess.Popen[bytes]:
     from eval_assets_tests.e2e.dagster_services import stop_process_group
 
-    # No stdin: under pytest-xdist the worker's stdin is its channel to the controller.
+    # No stdin: under pytest-xdist the worker's stdin is its channel to the controller. Ctrl-C
+    # as a terminal delivers it: a test suite started in the background by a non-interactive
+    # shell (`make test &`, nohup, CI wrappers) inherits SIGINT ignored, and Python keeps an
+    # ignored SIGINT ignored, so `dagster dev` never heard it (and maps SIGTERM to the same).
     proc = subprocess.Popen(command, cwd=REPO, env=env, stdin=subprocess.DEVNULL,
                             stdout=log.open("wb"), stderr=subprocess.STDOUT,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_default_interrupts)
     stack.callback(stop_process_group, proc)
     return proc
+
+
+def _default_interrupts() -> None:
+    """In the child before exec: SIGINT and SIGQUIT back to their default dispositions."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 def _signal_states(pids: list[int]) -> list[str]:
@@ -363,15 +372,11 @@ def test_eval_assets_ui_prepares_a_fresh_home_and_serves_webserver_and_daemon(
         # Ctrl-C stops both, and their code servers.
         os.killpg(ui.pid, signal.SIGINT)
         try:
-            ui.wait(timeout=90)
+            ui.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            # Seen three times in CI (load ~5, beside the end-to-end tests), never alone or
-            # beside three CPU-bound processes here: the daemon stopped in 2 s, `dagster dev`
-            # and the webserver neither logged the interrupt nor stopped, even on SIGTERM (only
-            # SIGKILL ended them), although `dagster dev` kills a service still running 60 s
-            # after Ctrl-C. Not diagnosed: recorded with each process's signal state, not hidden.
-            pytest.xfail("Ctrl-C did not stop `eval-assets ui` (dagster dev) in 90 s under load; "
-                         f"still running: {_signal_states(group_members(ui.pid))}")
+            raise AssertionError("Ctrl-C did not stop `eval-assets ui` in 60 s; still running: "
+                                 f"{_signal_states(group_members(ui.pid))}\n"
+                                 f"{log.read_text()[-4000:]}") from None
         deadline = time.monotonic() + 30
         while group_members(ui.pid) and time.monotonic() < deadline:
             time.sleep(0.5)

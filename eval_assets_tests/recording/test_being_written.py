@@ -42,8 +42,12 @@ def _recording(path: Path, mode: str) -> Path:
 
 
 def _age(path: Path) -> None:
+    """The recording and any journal or WAL beside it last written an hour ago (the file's state
+    takes the latest of them: a journal left from a writer's commit kept it "4 s ago")."""
     old = time.time() - 3600
-    os.utime(path, (old, old))
+    for file in (path, path.with_name(path.name + "-journal"), path.with_name(path.name + "-wal")):
+        if file.exists():
+            os.utime(file, (old, old))
 
 
 @contextmanager
