@@ -24,7 +24,6 @@ from dagster import (
     AssetCheckKey,
     AssetObservation,
     AssetSelection,
-    AutomationConditionSensorDefinition,
     BetaWarning,
     DefaultScheduleStatus,
     DefaultSensorStatus,
@@ -50,6 +49,7 @@ from eval_assets.defs.assets.sources import (
     recording_version,
 )
 from eval_assets.defs.automation_conditions import NIGHT_TAG
+from eval_assets.defs.automation_inputs import SkippingAutomationSensor
 from eval_assets.defs.jobs import model_benchmark_job
 from eval_assets.defs.partitions import (
     MODEL_DIM,
@@ -71,7 +71,7 @@ from eval_assets.recording import RecordingError
 from eval_assets.recording.watch import ContentHashes, FileState, file_state, quiet_seconds
 from eval_assets.schemas.predictions import ModelsFileError
 
-automation_sensor = quietly(BetaWarning, lambda: AutomationConditionSensorDefinition(
+automation_sensor = quietly(BetaWarning, lambda: SkippingAutomationSensor(
     "eval_assets_automation",
     target=AssetSelection.all(),
     default_status=DefaultSensorStatus.RUNNING,

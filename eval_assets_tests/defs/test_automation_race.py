@@ -346,9 +346,10 @@ def test_a_backfilled_recordings_cells_follow_its_run_not_the_backfill_daemon(
 @pytest.mark.filterwarnings("ignore::dagster.BetaWarning")
 def test_the_automation_sensor_evaluates_the_cells_condition_in_the_code_server() -> None:
     """The cells' condition has a class of ours (not deserializable by the daemon): the automation
-    sensor evaluates it in the code server, as the daemon's sensor loop asks it to. Alpha's
-    recording replaced and its label overrides edited together: at the tick that acts on both,
-    the sensor requests alpha's chain and no cell of alpha."""
+    sensor evaluates it in the code server, as the daemon's sensor loop asks it to. Once two
+    evaluations in a row have seen nothing new, it skips ticks; alpha's recording replaced and its
+    label overrides edited together: at the tick that acts on both, the sensor requests alpha's
+    chain and no cell of alpha."""
     from eval_assets.defs.automation import automation_sensor
     from eval_assets.defs.definitions import defs
 
@@ -356,14 +357,21 @@ def test_the_automation_sensor_evaluates_the_cells_condition_in_the_code_server(
     with DagsterInstance.ephemeral() as instance:
         populate(instance, RECORDINGS)
 
+        skipped = []
+
         def tick(cursor: str | None) -> tuple[set[tuple[str, str | None]], str | None]:
             data = automation_sensor.evaluate_tick(build_sensor_context(
                 instance=instance, repository_def=defs.get_repository_def(), cursor=cursor))
+            skipped.append("nothing the conditions read has changed" in (data.skip_message or ""))
             return ({(key.path[-1], request.partition_key) for request in data.run_requests or []
                      for key in request.asset_selection or []}, data.cursor)
 
         requested, cursor = tick(None)
         assert requested == set()
+        requested, kept = tick(cursor)
+        assert requested == set()
+        requested, cursor = tick(kept)
+        assert requested == set() and cursor == kept and skipped == [False, False, True]
         for key in (keys.RECORDING_FILE, keys.LABEL_OVERRIDES):
             instance.report_runless_asset_event(AssetObservation(
                 key, partition="alpha", tags={DATA_VERSION_TAG: "v2"}))
@@ -373,3 +381,4 @@ def test_the_automation_sensor_evaluates_the_cells_condition_in_the_code_server(
         assert {asset for asset, _ in requested} == {key.path[-1] for key in PER_RECORDING}, (
             requested)
         assert {partition for _, partition in requested} == {"alpha"}, requested
+        assert skipped[3:] == [False, False], "the ticks after the new versions were skipped"
