@@ -19,7 +19,8 @@ the same as at the previous two evaluations, both requested nothing, and the cur
 the one the last evaluation returned, a new evaluation would find: no newly updated, missing or
 requested partition (nothing happened since the last one, and the last one requested nothing);
 every ``since`` unchanged (its triggers and resets are such "newly" events); every ``newly_true``
-empty (its operand equal at the last two evaluations, whose inputs were equal). That is the last
+empty and every ``seen_twice`` its operand (which was equal at the last two evaluations, whose
+inputs were equal). That is the last
 evaluation's result again: no request. The tick is skipped with the cursor kept, so the next
 evaluation compares with the last one that ran, as after any quiet interval.
 """
@@ -59,10 +60,10 @@ _INPUT_LEAVES = frozenset({
     "InitialEvaluationCondition", "InLatestTimeWindowCondition", "RequestedThisTick",
 })
 # Operators whose result follows from their operands' and, for the stateful ones (since,
-# newly_true), from their state at the previous evaluation.
+# newly_true, our seen_twice), from their state at the previous evaluation.
 _OPERATORS = frozenset({
     "AndAutomationCondition", "OrAutomationCondition", "NotAutomationCondition",
-    "SinceCondition", "NewlyTrueCondition", "AnyDepsCondition", "AllDepsCondition",
+    "SinceCondition", "NewlyTrueCondition", "AnyDepsCondition", "AllDepsCondition", "SeenTwice",
 })
 _ASSET_EVENTS = (DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_OBSERVATION,
                  DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
@@ -185,7 +186,8 @@ class SkippingAutomationSensor(AutomationConditionSensorDefinition):
         super().__init__(*args, **kwargs)
         self._lock = threading.Lock()
         self._memories: dict[tuple[str, int], _Memory] = {}
-        self._pure: dict[int, str | None] = {}
+        # Per definitions object (held, so its id is not reused): why skipping is off, or None.
+        self._pure: dict[int, tuple[object, str | None]] = {}
 
     def evaluate_tick(self, context: SensorEvaluationContext) -> SensorExecutionData:
         """Skip when nothing changed; otherwise Dagster's evaluation, remembered."""
@@ -198,7 +200,9 @@ class SkippingAutomationSensor(AutomationConditionSensorDefinition):
             return super().evaluate_tick(context)
         graph = repository.asset_graph
         with self._lock:
-            why_not = self._pure.setdefault(id(repository), reads_only_automation_inputs(graph))
+            if id(repository) not in self._pure:
+                self._pure[id(repository)] = (repository, reads_only_automation_inputs(graph))
+            why_not = self._pure[id(repository)][1]
         if why_not is not None:
             return super().evaluate_tick(context)
         key = (instance.root_directory, id(repository))

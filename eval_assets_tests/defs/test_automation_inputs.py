@@ -215,3 +215,50 @@ def test_the_project_sensor_skips_unchanged_ticks() -> None:
     assert isinstance(automation_sensor, SkippingAutomationSensor)
     assert defs.get_repository_def().get_sensor_def(automation_sensor.name) is automation_sensor
     assert reads_only_automation_inputs(defs.get_repository_def().asset_graph) is None
+
+
+def test_seen_twice_is_the_operand_and_not_newly_true() -> None:
+    """``SeenTwice(X)`` (X evaluated once) fires where ``X & ~X.newly_true()`` does, tick by tick,
+    with X the project's "upstream updated since handled" (two copies of the same asset, one per
+    form, read the same upstream)."""
+    from dagster import evaluate_automation_conditions
+
+    from eval_assets.defs.automation_conditions import _UPSTREAM_UPDATED, SeenTwice
+
+    @asset(key="old_form", partitions_def=RECS, deps=[UP],
+           automation_condition=_UPSTREAM_UPDATED & ~_UPSTREAM_UPDATED.newly_true())
+    def old_form() -> None:
+        """Dagster's operators."""
+
+    @asset(key="new_form", partitions_def=RECS, deps=[UP],
+           automation_condition=SeenTwice(_UPSTREAM_UPDATED))
+    def new_form() -> None:
+        """Ours."""
+
+    defs = Definitions(assets=[up, old_form, new_form])
+    events: list[Callable[[DagsterInstance], object]] = [
+        lambda i: None,
+        lambda i: i.report_runless_asset_event(AssetMaterialization(UP, partition="a")),
+        lambda i: None,
+        lambda i: i.add_dynamic_partitions("recs", ["b"]),
+        lambda i: i.report_runless_asset_event(AssetMaterialization(UP, partition="b")),
+        lambda i: i.report_runless_asset_event(AssetMaterialization(UP, partition="a")),
+        lambda i: None,
+        lambda i: i.report_runless_asset_event(AssetMaterialization("old_form", partition="a")),
+        lambda i: None,
+        lambda i: None,
+    ]
+    fired = []
+    with DagsterInstance.ephemeral() as instance:
+        instance.add_dynamic_partitions("recs", ["a"])
+        cursor = None
+        for event in events:
+            event(instance)
+            result = quietly(BetaWarning, lambda c=cursor: evaluate_automation_conditions(
+                defs=defs, instance=instance, cursor=c))
+            cursor = result.cursor
+            old, new = (sorted(result.get_requested_partitions(AssetKey(k)))
+                        for k in ("old_form", "new_form"))
+            assert old == new, (len(fired), old, new)
+            fired.append(old)
+    assert any(fired), "neither form ever fired: the sequence tests nothing"
