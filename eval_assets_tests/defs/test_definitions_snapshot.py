@@ -143,3 +143,16 @@ def test_the_condition_text_names_dagster_blocks_and_expands_ours() -> None:
     assert condition_text(ours) == "[my rule] (eager() | ~in_progress())"
     assert condition_text(AutomationCondition.missing()) == "missing()"
     assert condition_text(None) is None
+
+
+def test_every_partitioned_asset_is_backfilled_one_partition_per_run() -> None:
+    """No backfill policy (Dagster's default: a run per partition) or one of one partition: a run
+    spanning several partitions could not be held back by the per-partition run limit. (The
+    end-to-end automation test backfills one recording.)"""
+    graph = defs.resolve_asset_graph()
+    for key in graph.get_all_asset_keys():
+        node = graph.get(key)
+        if node.partitions_def is None or not node.is_materializable:
+            continue
+        policy = node.backfill_policy
+        assert policy is None or policy.max_partitions_per_run == 1, (key, policy)
