@@ -61,5 +61,6 @@ EVAL_ASSETS_LITELLM_PYTHON=$(bash scripts/reference/litellm_venv.sh)
 export EVAL_ASSETS_DIMOS_PYTHON EVAL_ASSETS_LITELLM_PYTHON EVAL_ASSETS_REQUIRE_REFERENCE=1
 checks
 .venv/bin/dagster definitions validate -w workspace.yaml
-# The slowest tests are printed at the end: the whole suite is held to 15 minutes.
-exec .venv/bin/pytest "${PARALLEL[@]}" --durations=25 "$@"
+# The slowest tests are printed at the end: the whole suite is held to 15 minutes. On two cores
+# with three workers it is bound by CPU: the tests that used the most are printed too.
+exec .venv/bin/pytest "${PARALLEL[@]}" --durations=25 --cpu-report 15 "$@"
