@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE_DIR = REPO / "data" / "recordings"
 SAMPLE_DB = SAMPLE_DIR / "sample.db"
 
-pytest_plugins = ("eval_assets_tests.cpu_report",)  # --cpu-report N
+pytest_plugins = ("eval_assets_tests.cpu_report",)  # --cpu-report=N
 
 os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

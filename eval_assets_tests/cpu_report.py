@@ -1,4 +1,4 @@
-"""``--cpu-report N``: the N tests that used the most CPU, printed after the run.
+"""``--cpu-report=N``: the N tests that used the most CPU, printed after the run.
 
 Wall time (``--durations``) says which tests are long; on a shared 2-core machine with three
 xdist workers the suite is bound by CPU, not wall, and a test that waits (a rate-limited gateway)
@@ -8,7 +8,9 @@ a Dagster daemon and everything it started, once it has exited). One CI run meas
 found a third of the suite's CPU in the end-to-end automation test.
 
 Under pytest-xdist each worker measures its tests and sends the figure with the teardown report;
-the controller prints the table.
+the controller prints the table. Write it with ``=``: with no test path on the command line,
+``--cpu-report 15`` reads as an option and a path "15" before this plugin is loaded, and pytest
+then finds neither.
 """
 
 from __future__ import annotations

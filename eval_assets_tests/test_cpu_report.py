@@ -1,4 +1,4 @@
-"""``--cpu-report N`` ranks tests by the CPU they used, their waited subprocesses' included, and
+"""``--cpu-report=N`` ranks tests by the CPU they used, their waited subprocesses' included, and
 not by the time they waited."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def test_the_report_ranks_by_cpu_with_children_and_not_by_waiting(tmp_path: Path
     (tmp_path / "test_sample.py").write_text(TESTS)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
-         "eval_assets_tests.cpu_report", "--cpu-report", "3", "--rootdir", str(tmp_path),
+         "eval_assets_tests.cpu_report", "--cpu-report=3", "--rootdir", str(tmp_path),
          "-c", "/dev/null", str(tmp_path)],
         capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr

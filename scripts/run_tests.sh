@@ -63,4 +63,4 @@ checks
 .venv/bin/dagster definitions validate -w workspace.yaml
 # The slowest tests are printed at the end: the whole suite is held to 15 minutes. On two cores
 # with three workers it is bound by CPU: the tests that used the most are printed too.
-exec .venv/bin/pytest "${PARALLEL[@]}" --durations=25 --cpu-report 15 "$@"
+exec .venv/bin/pytest "${PARALLEL[@]}" --durations=25 --cpu-report=15 "$@"
