@@ -57,6 +57,7 @@ _UPSTREAM_UPDATED = (
     .since(_HANDLED) & ~AutomationCondition.in_progress()
 ).with_label("upstream updated since handled, not in progress")
 
+
 class SeenTwice(AutomationCondition[AssetKey]):
     """True where ``operand`` is true now and was at the previous evaluation.
 

@@ -42,6 +42,7 @@ from dagster import (
     DynamicPartitionsDefinition,
     EventRecordsFilter,
     MultiPartitionsDefinition,
+    PartitionsDefinition,
     RunsFilter,
     SensorEvaluationContext,
     TimeWindowPartitionsDefinition,
@@ -73,17 +74,19 @@ _RUNNING = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunSta
 _BACKFILLING = [BulkActionStatus.REQUESTED, BulkActionStatus.CANCELING, BulkActionStatus.FAILING]
 
 
+def _dimensions(partitions_def: PartitionsDefinition[Any] | None
+                ) -> list[PartitionsDefinition[Any] | None]:
+    """A partitions definition as its dimensions' definitions (itself if one-dimensional)."""
+    if isinstance(partitions_def, MultiPartitionsDefinition):
+        return [dimension.partitions_def for dimension in partitions_def.partitions_defs]
+    return [partitions_def]
+
+
 def _dynamic_names(graph: BaseAssetGraph) -> tuple[str, ...]:
-    names: set[str] = set()
-    for key in graph.get_all_asset_keys():
-        partitions_def = graph.get(key).partitions_def
-        parts = (partitions_def.partitions_defs
-                 if isinstance(partitions_def, MultiPartitionsDefinition) else [partitions_def])
-        for part in parts:
-            definition = getattr(part, "partitions_def", part)
-            if isinstance(definition, DynamicPartitionsDefinition) and definition.name:
-                names.add(definition.name)
-    return tuple(sorted(names))
+    return tuple(sorted({
+        part.name for key in graph.get_all_asset_keys()
+        for part in _dimensions(graph.get(key).partitions_def)
+        if isinstance(part, DynamicPartitionsDefinition) and part.name}))
 
 
 def reads_only_automation_inputs(graph: BaseAssetGraph) -> str | None:
@@ -91,11 +94,8 @@ def reads_only_automation_inputs(graph: BaseAssetGraph) -> str | None:
     :class:`AutomationInputs`; else why not (the first condition or asset that is not)."""
     for key in graph.get_all_asset_keys():
         node = graph.get(key)
-        partitions_def = node.partitions_def
-        parts = (partitions_def.partitions_defs
-                 if isinstance(partitions_def, MultiPartitionsDefinition) else [partitions_def])
-        if any(isinstance(getattr(p, "partitions_def", p), TimeWindowPartitionsDefinition)
-               for p in parts):
+        if any(isinstance(part, TimeWindowPartitionsDefinition)
+               for part in _dimensions(node.partitions_def)):
             return f"{key.to_user_string()} is time-partitioned"
         pending: list[AutomationCondition[Any]] = (
             [node.automation_condition] if node.automation_condition else [])
@@ -129,9 +129,10 @@ class AutomationInputs:
     dynamic_partitions: tuple[tuple[str, tuple[str, ...]], ...]
 
     @classmethod
-    def read(cls, instance: DagsterInstance, graph: BaseAssetGraph) -> AutomationInputs:
+    def read(cls, instance: DagsterInstance, dynamic_names: tuple[str, ...]) -> AutomationInputs:
         """Read them now: before the evaluation takes its own snapshot, so that whatever lands
-        during the evaluation is a change at the next tick."""
+        during the evaluation is a change at the next tick. ``dynamic_names``: the graph's
+        dynamic partitions definitions."""
         latest = []
         for event_type in _ASSET_EVENTS:
             newest = instance.event_log_storage.get_event_records(
@@ -154,8 +155,17 @@ class AutomationInputs:
             backfills_in_progress=tuple(sorted(b.backfill_id for b in instance.get_backfills(
                 filters=BulkActionsFilter(statuses=_BACKFILLING)))),
             dynamic_partitions=tuple((name, tuple(instance.get_dynamic_partitions(name)))
-                                     for name in _dynamic_names(graph)),
+                                     for name in dynamic_names),
         )
+
+
+@dataclass(frozen=True)
+class _Graph:
+    """What a definitions object's graph says once for all its ticks."""
+
+    definitions: object  # held, so that its id (the key) is not reused
+    why_not: str | None  # why skipping is off, or None
+    dynamic_names: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -186,8 +196,7 @@ class SkippingAutomationSensor(AutomationConditionSensorDefinition):
         super().__init__(*args, **kwargs)
         self._lock = threading.Lock()
         self._memories: dict[tuple[str, int], _Memory] = {}
-        # Per definitions object (held, so its id is not reused): why skipping is off, or None.
-        self._pure: dict[int, tuple[object, str | None]] = {}
+        self._graphs: dict[int, _Graph] = {}
 
     def evaluate_tick(self, context: SensorEvaluationContext) -> SensorExecutionData:
         """Skip when nothing changed; otherwise Dagster's evaluation, remembered."""
@@ -198,15 +207,16 @@ class SkippingAutomationSensor(AutomationConditionSensorDefinition):
             return super().evaluate_tick(context)
         if repository is None:
             return super().evaluate_tick(context)
-        graph = repository.asset_graph
         with self._lock:
-            if id(repository) not in self._pure:
-                self._pure[id(repository)] = (repository, reads_only_automation_inputs(graph))
-            why_not = self._pure[id(repository)][1]
-        if why_not is not None:
+            if id(repository) not in self._graphs:
+                graph = repository.asset_graph
+                self._graphs[id(repository)] = _Graph(
+                    repository, reads_only_automation_inputs(graph), _dynamic_names(graph))
+            facts = self._graphs[id(repository)]
+        if facts.why_not is not None:
             return super().evaluate_tick(context)
         key = (instance.root_directory, id(repository))
-        inputs = AutomationInputs.read(instance, graph)
+        inputs = AutomationInputs.read(instance, facts.dynamic_names)
         with self._lock:
             memory = self._memories.get(key)
             if memory is not None and memory.unchanged(inputs, context.cursor):
