@@ -107,11 +107,16 @@ def changed_since(before: FileState, path: Path) -> str | None:
     return "its modification time changed"
 
 
+def sidecars(path: Path) -> tuple[Path, Path]:
+    """The rollback journal and the WAL beside a recording: writing either writes it."""
+    return path.with_name(path.name + "-journal"), path.with_name(path.name + "-wal")
+
+
 def file_state(path: Path) -> FileState:
     """Size, latest modification time (the journal's or WAL's too) and SQLite's view."""
     stat = path.stat()
     mtime = stat.st_mtime_ns
-    for side in (path.with_name(path.name + "-journal"), path.with_name(path.name + "-wal")):
+    for side in sidecars(path):
         # A writer appending to its journal is still writing the recording.
         with contextlib.suppress(OSError):
             mtime = max(mtime, side.stat().st_mtime_ns)

@@ -28,6 +28,7 @@ from eval_assets.hashing import file_sha256
 from eval_assets.recording import Recording
 from eval_assets.recording.errors import RecordingBeingWrittenError
 from eval_assets.recording.sqlite_state import write_in_progress
+from eval_assets.recording.watch import sidecars
 from eval_assets_tests.factories import make_recording
 
 ROLLBACK_MODES = ["DELETE", "TRUNCATE", "PERSIST", "MEMORY"]
@@ -45,7 +46,7 @@ def _age(path: Path) -> None:
     """The recording and any journal or WAL beside it last written an hour ago (the file's state
     takes the latest of them: a journal left from a writer's commit kept it "4 s ago")."""
     old = time.time() - 3600
-    for file in (path, path.with_name(path.name + "-journal"), path.with_name(path.name + "-wal")):
+    for file in (path, *sidecars(path)):
         if file.exists():
             os.utime(file, (old, old))
 
