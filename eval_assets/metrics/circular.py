@@ -178,9 +178,12 @@ def score_circular_case(case: CircularCase) -> CircularRow:
 
 
 def _chi2_sf(statistic: float, df: int) -> float:
-    from scipy.stats import chi2  # the one scipy use: loaded only when a bias is tested
+    # scipy.special's chdtrc is the function scipy.stats.chi2.sf calls (same values, bit for bit:
+    # 20,000 random (statistic, df) pairs compared); importing scipy.stats for it took 0.76 s of
+    # every cell's run (1.2 s of the circular_eval step's 1.7), scipy.special 0.13 s.
+    from scipy.special import chdtrc
 
-    return float(chi2.sf(statistic, df))
+    return float(chdtrc(df, statistic))
 
 
 def position_bias(rows: Sequence[CircularRow]) -> PositionBias:

@@ -180,3 +180,15 @@ def test_bad_cases_are_rejected_with_the_reason() -> None:
 def test_results_are_deterministic() -> None:
     rows = [asked(s, first_shown if s["frame_index"] % 3 else by_content) for s in cases()]
     assert circular_eval(rows).model_dump_json() == circular_eval(rows).model_dump_json()
+
+
+@pytest.mark.parametrize("df", [1, 2, 3, 5, 8])
+def test_the_p_value_is_scipy_stats_chi2_survival_exactly(df: int) -> None:
+    # The p-value comes from scipy.special (scipy.stats costs each cell's run 0.6 s more to
+    # import): the same function chi2.sf calls, so equal to the last bit.
+    from scipy.stats import chi2
+
+    from eval_assets.metrics.circular import _chi2_sf
+
+    for statistic in (0.0, 0.004, 0.5, 1.0, 3.84, 7.81, 12.3, 40.0, 95.5):
+        assert _chi2_sf(statistic, df) == float(chi2.sf(statistic, df))
