@@ -32,7 +32,8 @@ BACKFILL_ACTIVE = {"REQUESTED", "CANCELING", "FAILING"}
 UNPARTITIONED = "—"
 
 RUNS_BRIEF = """
-query { runsOrError { ... on Runs { results { runId status creationTime endTime } } } }"""
+query { runsOrError { ... on Runs { results {
+  runId status creationTime endTime tags { key value } } } } }"""
 
 RUNS_FULL = """
 query {
@@ -93,6 +94,15 @@ mutation Stop($id: String!) {
     ... on ScheduleStateResult { scheduleState { id status } }
     ... on PythonError { message }
     ... on UnauthorizedError { message }
+  }
+}"""
+
+SCHEDULE_STATE = """
+query State($selector: ScheduleSelector!) {
+  scheduleOrError(scheduleSelector: $selector) {
+    __typename
+    ... on Schedule { scheduleState { status ticks(limit: 1) { status timestamp } } }
+    ... on PythonError { message }
   }
 }"""
 
@@ -196,12 +206,36 @@ def start_schedule(services: DagsterServices, schedule: str) -> str:
     return data["scheduleState"]["id"]
 
 
-def stop_schedule(services: DagsterServices, state_id: str) -> None:
-    """Stop the schedule whose state is ``state_id`` (``resetSchedule`` to a default of STOPPED
-    left the daemon ticking it)."""
-    data = services.graphql(STOP_SCHEDULE, {"id": state_id})["stopRunningSchedule"]
-    assert data["__typename"] == "ScheduleStateResult", data
-    assert data["scheduleState"]["status"] == "STOPPED", data
+def stop_schedule(services: DagsterServices, schedule: str, state_id: str,
+                  timeout_s: float = 60) -> None:
+    """Stop ``schedule`` (its state is ``state_id``) once its tick in flight has ended, and see
+    that it stays stopped.
+
+    Dagster's scheduler ends each iteration by writing back the schedule's state as it read it
+    when the iteration began (RUNNING, with the new iteration time): a stop that lands while a
+    tick is still launching its runs is undone. The schedule then ticked on, and at the next
+    minute launched the night's runs of a recording registered since. So: wait until no tick is
+    in flight, stop, and read the state back until it has stayed STOPPED for 3 s, stopping it
+    again if it was undone.
+    """
+    selector = {**REPOSITORY, "scheduleName": schedule}
+    deadline = time.monotonic() + timeout_s
+    stopped_at: float | None = None
+    while time.monotonic() < deadline:
+        data = services.graphql(SCHEDULE_STATE, {"selector": selector})["scheduleOrError"]
+        assert data["__typename"] == "Schedule", data
+        state = data["scheduleState"]
+        if state["ticks"] and state["ticks"][0]["status"] == "STARTED":
+            stopped_at = None
+        elif state["status"] == "RUNNING":
+            result = services.graphql(STOP_SCHEDULE, {"id": state_id})["stopRunningSchedule"]
+            assert result["__typename"] == "ScheduleStateResult", result
+            assert result["scheduleState"]["status"] == "STOPPED", result
+            stopped_at = time.monotonic()
+        elif stopped_at is not None and time.monotonic() - stopped_at >= 3:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"schedule {schedule} did not stay stopped\n{daemon_log(services)}")
 
 
 def sensor_ticks(services: DagsterServices, sensor: str) -> list[dict]:
@@ -232,13 +266,19 @@ def daemon_log(services: DagsterServices) -> str:
 
 def wait_settled(services: DagsterServices, phase: Phase, *, reports: int,
                  timeout_s: float = 900) -> None:
-    """Wait until the phase's work is done and two automation ticks found nothing more to do.
+    """Wait until the phase's work is done and the automation ticks after it found nothing more.
 
     Done: at least ``reports`` report materializations since the phase began, no backfill in
     progress (automation requests several partitions as one), no run queued or running. Then two
-    automation ticks that started after the last run ended must pass without a new run or
-    backfill (an upstream update is acted on at the second tick that sees it): only then can the
-    counts be final.
+    automation ticks that started after the last partition run ended must pass without a new run
+    or backfill (an upstream update is acted on at the second tick that sees it), and one that
+    started after the last leaderboard / report run ended: only then can the counts be final.
+    One tick is enough after the board's run: the leaderboard and the report have no downstream
+    asset, so their materializations trigger nothing, and their own conditions act at the first
+    look (a cell that ended while they ran makes them stale at once, no second look). The
+    partition runs had ended before the board was requested, so their updates were seen by the
+    tick that requested it and by the ones during its run: two more ticks after the board cost
+    every phase ~5 s and could not see anything new.
     """
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -261,10 +301,15 @@ def wait_settled(services: DagsterServices, phase: Phase, *, reports: int,
         backfill_active = any(b["status"] in BACKFILL_ACTIVE for b in backfills)
         if (not active and not backfill_active
                 and materialization_count(services, keys.REPORT, phase.began) >= reports):
-            last_end = max([phase.began, *(r["endTime"] or 0 for r in runs)])
-            quiet = [t for t in automation
-                     if t["status"] != "STARTED" and t["timestamp"] > last_end]
-            if len(quiet) >= 2:
+            # Every run automation, a backfill or the schedule launches for a partition carries
+            # its dagster/partition tag; the board's runs (unpartitioned) carry none.
+            partitioned = [r for r in runs
+                           if any(t["key"] == "dagster/partition" for t in r["tags"])]
+            cells_end = max([phase.began, *(r["endTime"] or 0 for r in partitioned)])
+            last_end = max([cells_end, *(r["endTime"] or 0 for r in runs)])
+            finished = [t["timestamp"] for t in automation if t["status"] != "STARTED"]
+            if (sum(1 for t in finished if t > cells_end) >= 2
+                    and any(t > last_end for t in finished)):
                 phase.settled = time.time()
                 return
         # Each look is a few GraphQL queries (the webserver's CPU, a few ms): a 3 s pause
