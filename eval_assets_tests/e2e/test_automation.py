@@ -23,12 +23,12 @@ tick at every daemon loop and no quiet period for a file dropped in one rename, 
 judge's edit joined the bravo phase) 309 s; 289 s (269 s of CPU) once the second look evaluates
 its operand once (``SeenTwice``), idle ticks are skipped and one recording is backfilled. Then
 281 s with the night moved after ``alpha`` (two cells to run instead of four) and one automation
-tick after the board's run instead of two (``wait_settled``), and 254 s (263 s of CPU) on every
-eighth frame. Of that, the night's wait for its minute (0-60 s) and the backfill daemon's first
-look (0-30 s) are chance. Where the rest goes: each run starts a process that loads the code
-location (3-7 s from created to started when two start together), an update upstream of a cell
-is acted on at the second automation tick that sees it (ticks every 5 s, Dagster's floor; each
-evaluates ~1.3-2 s in the daemon's code server, half the test's CPU).
+tick after the board's run instead of two (``wait_settled``), and 246-254 s (194-263 s of CPU)
+on every eighth frame. Of that, the night's wait for its minute (0-60 s) and the backfill
+daemon's first look (0-30 s) are chance. Where the rest goes: each run starts a process that
+loads the code location (3-7 s from created to started when two start together), an update
+upstream of a cell is acted on at the second automation tick that sees it (ticks every 5 s,
+Dagster's floor; each evaluates ~1.3-2 s in the daemon's code server, half the test's CPU).
 
 Every run and every materialization is read back over GraphQL (the instance's run and event
 storage) and counted per phase and partition (``-s`` prints the table). For each phase:
