@@ -232,7 +232,9 @@ def stop_schedule(services: DagsterServices, schedule: str, state_id: str,
             assert result["__typename"] == "ScheduleStateResult", result
             assert result["scheduleState"]["status"] == "STOPPED", result
             stopped_at = time.monotonic()
-        elif stopped_at is not None and time.monotonic() - stopped_at >= 3:
+        elif stopped_at is None:  # already stopped, the tick ended: from now on it must stay so
+            stopped_at = time.monotonic()
+        elif time.monotonic() - stopped_at >= 3:
             return
         time.sleep(0.5)
     raise AssertionError(f"schedule {schedule} did not stay stopped\n{daemon_log(services)}")
