@@ -93,10 +93,6 @@ automation_sensor = quietly(BetaWarning, lambda: SkippingAutomationSensor(
 ))
 
 
-CELL_ASSETS = (keys.PREDICTIONS, *keys.METRICS.values(), keys.BENCHMARK_RESULTS)
-"""The assets of one (recording, model) cell: the ``model_benchmark`` job's selection."""
-
-
 def _load_cursor(raw: str | None) -> dict[str, str]:
     try:
         value = json.loads(raw) if raw else {}
@@ -307,7 +303,7 @@ def cell_checks() -> list[AssetCheckKey]:
     with only the checks the request names."""
     from eval_assets.defs import checks
 
-    cell = set(CELL_ASSETS)
+    cell = set(keys.CELL_ASSETS)
     return sorted((key for definition in load_asset_checks_from_modules([checks])
                    for key in definition.check_keys if key.asset_key in cell),
                   key=lambda key: key.to_user_string())
@@ -351,7 +347,7 @@ def nightly_benchmark(context: ScheduleEvaluationContext):
             # Named, not implied by the job: a run without an asset selection is not "executed
             # with" its assets for the automation conditions, so its predictions, seen by a tick
             # while its metrics were finishing, triggered a second, untagged metrics run.
-            asset_selection=list(CELL_ASSETS),
+            asset_selection=list(keys.CELL_ASSETS),
             # Named too: the UI launches a previewed tick's runs with the checks the request
             # names and no other, so unnamed, nightly_drift did not run.
             asset_check_keys=checks,

@@ -13,7 +13,7 @@ from dagster import (
 )
 from dagster._core.asset_graph_view.serializable_entity_subset import SerializableEntitySubset
 
-from eval_assets.defs.keys import LEADERBOARD
+from eval_assets.defs.keys import CELL_ASSETS, LEADERBOARD
 
 OWNERS = ["team:robot-evals"]
 """Shown in the UI beside every asset."""
@@ -22,11 +22,14 @@ NIGHT_TAG = "eval_assets/night"
 """Run tag of nightly runs: its value (``YYYY-MM-DD``) makes every model answer afresh, and the
 night's results are kept under ``history/<night>/``."""
 
-def _cell_pending() -> AutomationCondition:
+def _cell_pending(in_progress: AutomationCondition | None = None,
+                  label: str = "result pending") -> AutomationCondition:
     """A (recording, model) result that is running, or missing or stale without having failed.
 
     Missing cells of registered recordings are work still to come in this batch. A cell whose own
     run or whose metrics' runs failed is not waited for: the report shows it as missing.
+    ``in_progress`` is what counts as running (default: Dagster's ``in_progress()``, a run or a
+    backfill that targets the partition).
     """
     failed = (AutomationCondition.execution_failed()
               | AutomationCondition.any_deps_match(AutomationCondition.execution_failed()))
@@ -34,8 +37,9 @@ def _cell_pending() -> AutomationCondition:
     # recomputed. (``will_be_requested`` cannot say so across partitions definitions.)
     stale = (AutomationCondition.newly_missing()
              | AutomationCondition.any_deps_updated()).since_last_handled()
-    return (AutomationCondition.in_progress() | AutomationCondition.will_be_requested()
-            | ((AutomationCondition.missing() | stale) & ~failed)).with_label("result pending")
+    running = AutomationCondition.in_progress() if in_progress is None else in_progress
+    return (running | AutomationCondition.will_be_requested()
+            | ((AutomationCondition.missing() | stale) & ~failed)).with_label(label)
 
 
 # Handled: requested by automation, or materialized by anything (a run of automation, a backfill,
@@ -232,12 +236,25 @@ SETTLED = (
     & ~AutomationCondition.any_deps_match(_cell_pending()) & ~AutomationCondition.in_progress()
 ).with_label("once per settled batch: every expected result present or failed")
 
-_BUT_THE_LEADERBOARD = AssetSelection.assets(LEADERBOARD)
+_CELLS = AssetSelection.assets(*CELL_ASSETS)
+
+# The report's other inputs (the dataset, the evidence, the label overrides): pending as a cell's
+# result is, except that a backfill counts only through its runs (``_DEPS_IN_A_RUN``). Dagster's
+# ``in_progress()`` counts a backfill's partitions until its daemon, looping every 30 s, has
+# recorded them done: after a recording's backfill the leaderboard was rebuilt as soon as the
+# cells were, and the report alone in a run of its own up to 30 s later (10 s and one run more
+# in the end-to-end automation test). A backfill of these inputs whose runs its daemon has not
+# created yet is not waited for: nothing of it is written, and what it writes makes the cells
+# stale, so the board is built again after them. The cells themselves still count a backfill of
+# theirs whose runs are not created yet.
+_INPUT_PENDING = _cell_pending(AutomationCondition.run_in_progress(), label="input pending")
 
 REPORT_SETTLED = (
     _CHANGED.since_last_handled()
-    & ~AutomationCondition.any_deps_match(_cell_pending()).ignore(_BUT_THE_LEADERBOARD)
-    & ~AutomationCondition.any_deps_in_progress() & ~AutomationCondition.in_progress()
+    & ~AutomationCondition.any_deps_match(_cell_pending()).allow(_CELLS)
+    & ~AutomationCondition.any_deps_match(_INPUT_PENDING).ignore(
+        _CELLS | AssetSelection.assets(LEADERBOARD))
+    & ~_DEPS_IN_A_RUN & ~AutomationCondition.in_progress()
 ).with_label("once per settled batch, in the same run as the leaderboard when that is rebuilt")
 """:data:`SETTLED` for the report, except that the leaderboard requested in the same evaluation
 does not hold it back: both are then requested together, and Dagster puts them in one run (one

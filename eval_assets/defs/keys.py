@@ -53,6 +53,9 @@ VISION_SIMILARITY = METRICS[VISION.name]
 CHAIR_HALLUCINATION = METRICS[CHAIR.name]
 NUMERIC_ACCURACY = METRICS[NUMERIC.name]
 BENCHMARK_RESULTS = AssetKey(names.BENCHMARK_RESULTS)
+CELL_ASSETS = (PREDICTIONS, *METRICS.values(), BENCHMARK_RESULTS)
+"""The assets of one (recording, model) cell, in order: the ``model_benchmark`` job's selection,
+and every cell input of the leaderboard and the report."""
 
 # Across every partition.
 LEADERBOARD = AssetKey(names.LEADERBOARD)

@@ -33,7 +33,6 @@ from dagster._core.events import StepMaterializationData
 from dagster._core.storage.dagster_run import DagsterRunStatus
 
 from eval_assets.defs import keys
-from eval_assets.defs.automation import CELL_ASSETS
 from eval_assets.defs.local.conditions import Conditions
 from eval_assets.defs.partitions import MODEL_DIM, RECORDING_DIM, model_partitions
 
@@ -81,7 +80,7 @@ def populate(instance: DagsterInstance, recordings: tuple[str, ...],
             instance.report_runless_asset_event(AssetMaterialization(key, partition=recording))
         for cell in (MultiPartitionKey({RECORDING_DIM: recording, MODEL_DIM: m})
                      for m in model_partitions.get_partition_keys()):
-            for key in CELL_ASSETS:
+            for key in keys.CELL_ASSETS:
                 if (key, recording) not in pending:
                     instance.report_runless_asset_event(AssetMaterialization(key, partition=cell))
     for key, partition in observed:
@@ -306,7 +305,8 @@ def test_a_backfilled_recordings_cells_follow_its_run_not_the_backfill_daemon(
         instance: DagsterInstance) -> None:
     """A backfill of alpha's chain: its cells wait while the backfill's run is in progress, and
     are requested once the run has ended, although the backfill still reads as requested (its
-    daemon marks it done at its next iteration, up to 30 s later)."""
+    daemon marks it done at its next iteration, up to 30 s later); so are the leaderboard and
+    the report once the cells' runs have ended."""
     from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 
     from eval_assets.defs.definitions import defs
@@ -338,8 +338,24 @@ def test_a_backfilled_recordings_cells_follow_its_run_not_the_backfill_daemon(
     for _ in range(2):  # an upstream update is acted on at the second tick that sees it
         requested |= ticks.tick()
     cells = {str(_cell("alpha", m)) for m in range(len(model_partitions.get_partition_keys()))}
-    assert {(k.path[-1], c) for k in CELL_ASSETS for c in cells} <= requested, sorted(requested)
+    assert {(k.path[-1], c) for k in keys.CELL_ASSETS for c in cells} <= requested, (
+        sorted(requested))
     assert not {p for _, p in requested if p is not None} - cells, sorted(requested)
+    # The cells' runs end while the backfill still reads as requested: the leaderboard and the
+    # report are requested together (one run), not the report alone once the backfill daemon
+    # has looked again.
+    for model in range(len(cells)):
+        cell_run = _start_run(instance, "alpha", keys.CELL_ASSETS, model=model)
+        for key in keys.CELL_ASSETS:
+            _materialize(instance, cell_run, key)
+        _end(instance, cell_run)
+    assert [b.backfill_id for b in instance.get_backfills(status=BulkActionStatus.REQUESTED)
+            ] == [backfill.backfill_id]
+    board: set[tuple[str, str | None]] = set()
+    for _ in range(2):
+        if board := {(a, p) for a, p in ticks.tick() if p is None}:
+            break
+    assert board == {("leaderboard", None), ("report", None)}, sorted(board)
 
 
 @pytest.mark.slow

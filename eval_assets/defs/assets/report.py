@@ -46,11 +46,8 @@ def _results(context: AssetExecutionContext, storage: ProjectStorage):
 # Every cell's chain, not only its results: the settled condition waits while any of them is
 # pending. With benchmark_results alone, a label override (or a replaced recording) made the
 # board build from the old results before the metrics that read them had even been requested.
-_CELL_CHAIN = (keys.PREDICTIONS, *keys.METRICS.values(), keys.BENCHMARK_RESULTS)
-
-
 @asset(key=keys.LEADERBOARD, group_name=GROUP,
-       deps=[AssetDep(k, partition_mapping=AllPartitionMapping()) for k in _CELL_CHAIN],
+       deps=[AssetDep(k, partition_mapping=AllPartitionMapping()) for k in keys.CELL_ASSETS],
        code_version="9", automation_condition=SETTLED, kinds={"parquet", "json"}, owners=OWNERS)
 def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """Every model × recording with results, plus pooled all-recordings rows (Parquet + JSON),
@@ -88,7 +85,7 @@ _EVERY = AllPartitionMapping()
              *(AssetDep(k, partition_mapping=_EVERY) for k in (
                  # It reads every cell's results too: so it waits for whatever the
                  # leaderboard still waits for, and never runs before it.
-                 *_CELL_CHAIN, keys.PUBLIC_CASES, keys.PRIVATE_LABELS,
+                 *keys.CELL_ASSETS, keys.PUBLIC_CASES, keys.PRIVATE_LABELS,
                  keys.DETECTIONS_MASKS, keys.POINTCLOUD_FRAMES, keys.LABEL_OVERRIDES,
                  keys.EVIDENCE_QUALITY))],
        kinds={"html"}, owners=OWNERS)
