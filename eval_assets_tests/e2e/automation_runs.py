@@ -24,8 +24,6 @@ RECORDINGS_SENSOR = "recordings_sensor"
 PER_RECORDING = [keys.RECORDING_INGEST, keys.RECTIFIED_FRAMES, keys.POINTCLOUD_FRAMES,
                  keys.DETECTIONS_MASKS, keys.OBJECT_TRACKS, keys.QUESTION_PROPOSALS,
                  keys.PUBLIC_CASES, keys.PRIVATE_LABELS, keys.EVIDENCE_QUALITY]
-# Every metric of eval_assets.scoring.METRICS, so a new metric is expected without editing this.
-PER_MODEL = [keys.PREDICTIONS, *keys.METRICS.values(), keys.BENCHMARK_RESULTS]
 BOARD = [keys.LEADERBOARD, keys.REPORT]
 ACTIVE = {"QUEUED", "NOT_STARTED", "STARTING", "STARTED", "MANAGED", "CANCELING"}
 BACKFILL_ACTIVE = {"REQUESTED", "CANCELING", "FAILING"}

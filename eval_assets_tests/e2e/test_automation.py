@@ -58,7 +58,6 @@ from eval_assets.defs.automation_conditions import NIGHT_TAG
 from eval_assets_tests.e2e.automation_runs import (
     AUTOMATION_SENSOR,
     BACKFILL,
-    PER_MODEL,
     PER_RECORDING,
     RECORDINGS_SENSOR,
     RUNS_FULL,
@@ -114,7 +113,8 @@ def _expect(per_recording: Iterable[str] = (), cells: Iterable[tuple[str, str]] 
     """Each asset of those partitions once (of ``judged_cells``, the judged metrics and the
     results), and the leaderboard and report once."""
     expected = Counter({(k.path[-1], r): 1 for r in per_recording for k in PER_RECORDING})
-    expected.update({(k.path[-1], _cell(r, m)): 1 for r, m in cells for k in PER_MODEL})
+    expected.update({(k.path[-1], _cell(r, m)): 1 for r, m in cells
+                     for k in keys.CELL_ASSETS})
     expected.update({(k.path[-1], _cell(r, m)): 1 for r, m in judged_cells
                      for k in [*JUDGED, keys.BENCHMARK_RESULTS]})
     expected.update({(k.path[-1], UNPARTITIONED): 1 for k in (keys.LEADERBOARD, keys.REPORT)})
