@@ -16,7 +16,8 @@ this measures the graph, not the models), until two ticks in a row ask for nothi
    existing instance does);
 2. every cell, once (missing cells are not held for a second look); 3. the leaderboard, once for
    the settled batch; 4. the report, after it; 5. and 6. nothing (no redundant run; two empty
-   ticks, since an upstream update is acted on at the second tick that sees it).
+   ticks: an upstream update whose asset's last run ended after a tick's snapshot is acted on at
+   the second tick that sees it).
 
 It prints each tick's wall time, how much it requested and the cursor's size, for a fifth and for
 all of the recordings, so the growth with the number of partitions is visible. It fails when any
@@ -128,8 +129,8 @@ def _scenario(home: Path, recordings: int) -> list[Tick]:
         idle = 0
         for step in range(1, MAX_TICKS + 1):
             result = tick(f"{step}")
-            # Two empty ticks in a row: an upstream update is acted on at the second tick that
-            # sees it (eval_assets.defs.automation_conditions.EAGER).
+            # Two empty ticks in a row: an upstream update may be acted on at the second tick
+            # that sees it (eval_assets.defs.automation_conditions.EAGER).
             idle = 0 if result.total_requested else idle + 1
             if idle == 2:
                 break

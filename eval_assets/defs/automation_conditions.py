@@ -6,10 +6,13 @@ from typing import Any
 
 from dagster import (
     AssetKey,
+    AssetRecordsFilter,
     AssetSelection,
     AutomationCondition,
     AutomationContext,
     AutomationResult,
+    DagsterEventType,
+    DagsterInstance,
 )
 from dagster._core.asset_graph_view.serializable_entity_subset import SerializableEntitySubset
 
@@ -63,18 +66,21 @@ _UPSTREAM_UPDATED = (
 
 
 class SeenTwice(AutomationCondition[AssetKey]):
-    """True where ``operand`` is true now and was at the previous evaluation.
+    """True where ``operand`` is true now and was at the previous evaluation, or, if ``or_now`` is
+    given, where ``operand`` is newly true and ``or_now`` is true.
 
-    What ``operand & ~operand.newly_true()`` says, with the operand evaluated once instead of
-    twice: it keeps the operand's true subset (over every partition, as ``newly_true`` does) in
-    its own cursor. On the project's graph the second copy was about 1,000 of 6,500 condition
-    nodes per tick, each evaluated and written to the cursor. At the first evaluation nothing
-    was seen before: false everywhere, as ``X & ~X.newly_true()``.
+    Without ``or_now``, what ``operand & ~operand.newly_true()`` says; with it,
+    ``operand & (~operand.newly_true() | or_now)``. The operand is evaluated once instead of
+    twice: its true subset (over every partition, as ``newly_true`` does) is kept in this node's
+    own cursor. On the project's graph the second copy was about 1,000 of 6,500 condition nodes
+    per tick, each evaluated and written to the cursor. ``or_now`` is evaluated only where the
+    operand is newly true. At the first evaluation nothing was seen before.
     """
 
-    def __init__(self, operand: AutomationCondition[Any], label: str | None = None
-                 ) -> None:
+    def __init__(self, operand: AutomationCondition[Any], label: str | None = None,
+                 or_now: AutomationCondition[Any] | None = None) -> None:
         self.operand = operand
+        self.or_now = or_now
         self._label = label
 
     def get_label(self) -> str | None:
@@ -89,16 +95,19 @@ class SeenTwice(AutomationCondition[AssetKey]):
     @property
     def description(self) -> str:
         """Shown in the UI's condition tree."""
-        return "True at this evaluation and at the previous one"
+        if self.or_now is None:
+            return "True at this evaluation and at the previous one"
+        return "True at this evaluation and at the previous one, or at this one where it may act"
 
     @property
     def children(self) -> list[AutomationCondition[AssetKey]]:
-        """The operand: evaluated under this node, over every partition."""
-        return [self.operand]
+        """The operand (evaluated over every partition), then ``or_now`` if given."""
+        return [self.operand] if self.or_now is None else [self.operand, self.or_now]
 
     async def evaluate(  # type: ignore[override]
             self, context: AutomationContext[AssetKey]) -> AutomationResult[AssetKey]:
-        """The operand's true subset now, within the one kept from the previous evaluation."""
+        """The operand's true subset now, within the one kept from the previous evaluation or
+        ``or_now``'s."""
         child = await context.for_child_condition(
             self.operand, child_indices=[0],
             # Over every partition, so the kept subset says where it was true, not only where
@@ -108,27 +117,107 @@ class SeenTwice(AutomationCondition[AssetKey]):
         kept = context.get_structured_cursor(as_type=SerializableEntitySubset)
         before = (context.asset_graph_view.get_subset_from_serializable_subset(kept)
                   if kept else None) or context.get_empty_subset()
-        return AutomationResult(
-            context, context.candidate_subset.compute_intersection(
-                child.true_subset.compute_intersection(before)),
-            child_results=[child],
-            structured_cursor=child.true_subset.convert_to_serializable_subset())
+        now = context.candidate_subset.compute_intersection(child.true_subset)
+        true = now.compute_intersection(before)
+        results = [child]
+        if self.or_now is not None:
+            fresh = await context.for_child_condition(
+                self.or_now, child_indices=[1],
+                candidate_subset=now.compute_difference(before)).evaluate_async()
+            results.append(fresh)
+            true = true.compute_union(fresh.true_subset)
+        return AutomationResult(context, true, child_results=results,
+                                structured_cursor=child.true_subset.convert_to_serializable_subset())
 
 
-# Acted on at the second evaluation in a row that sees it, with no run of the partition in
-# progress at either. Why: a daemon tick reads materializations from the snapshot it takes when it
-# starts (the asset records it prefetches) but asks whether a partition is in progress live, later.
-# A cell's run (predictions, metrics, benchmark_results) that writes benchmark_results during a
-# tick leaves it neither updated (snapshot) nor in progress (live) for that tick. And its metrics'
-# updates trigger benchmark_results: ``executed_with_root_target()`` only looks at an asset's latest
+_RUN_ENDS = {DagsterEventType.RUN_SUCCESS, DagsterEventType.RUN_FAILURE,
+             DagsterEventType.RUN_CANCELED}
+
+
+def snapshot_holds_every_write(instance: DagsterInstance, key: AssetKey, partition: str | None,
+                               last_event_id: int) -> bool:
+    """Whether the event log up to ``last_event_id`` holds every write of the asset partition so
+    far: the last run planned to materialize it (if any) had ended by then, and nothing has
+    materialized it since."""
+    planned = instance.event_log_storage.get_latest_planned_materialization_info(key, partition)
+    if planned is not None:
+        if planned.storage_id > last_event_id:
+            return False
+        record = instance.get_run_record_by_id(planned.run_id)
+        if record is None or not record.dagster_run.is_finished:
+            return False
+        ends = instance.event_log_storage.get_records_for_run(
+            planned.run_id, of_type=_RUN_ENDS, ascending=False, limit=1).records
+        # A finished run without an end event (its process lost, marked failed later): the
+        # second look decides.
+        if not ends or ends[0].storage_id > last_event_id:
+            return False
+    since = instance.fetch_materializations(AssetRecordsFilter(
+        asset_key=key, asset_partitions=None if partition is None else [partition],
+        after_storage_id=last_event_id), limit=1).records
+    return not since
+
+
+class SnapshotHoldsItsRuns(AutomationCondition[AssetKey]):
+    """True where the evaluation's snapshot of the event log (what its asset records were read
+    from) already holds every write of the partition: its last planned run had ended before the
+    snapshot was taken, and nothing has materialized it since. There, what the evaluation reads
+    of the partition is what it is: an upstream update need not be seen twice.
+
+    Not serializable (Dagster's daemon evaluates only its own classes): evaluated by the project's
+    automation sensor in the code server, as :class:`RequestedThisTick`.
+    """
+
+    @property
+    def name(self) -> str:
+        """Shown in the UI's condition tree."""
+        return "snapshot_holds_its_runs"
+
+    @property
+    def description(self) -> str:
+        """Shown in the UI's condition tree."""
+        return "Every run of it had ended before this evaluation's snapshot"
+
+    @property
+    def requires_cursor(self) -> bool:
+        """Read from the event log at each evaluation: nothing to keep between ticks."""
+        return False
+
+    def evaluate(self, context: AutomationContext[AssetKey]) -> AutomationResult[AssetKey]:
+        """The candidates whose every write the snapshot holds (queried per candidate: this is
+        evaluated only where an upstream update is new, a few partitions a tick)."""
+        view = context.asset_graph_view
+        last = view.last_event_id
+        if last is None or context.candidate_subset.is_empty:
+            return AutomationResult(context, context.get_empty_subset())
+        held = {candidate for candidate in
+                context.candidate_subset.expensively_compute_asset_partitions()
+                if snapshot_holds_every_write(view.instance, candidate.asset_key,
+                                              candidate.partition_key, last)}
+        return AutomationResult(context, view.get_asset_subset_from_asset_partitions(
+            key=context.key, asset_partitions=held))
+
+
+# Acted on at once where the tick's snapshot holds every write of the partition, else at the
+# second evaluation in a row that sees it; with no run of the partition in progress at either.
+# Why: a daemon tick reads materializations from the snapshot it takes when it starts (the asset
+# records it prefetches) but asks whether a partition is in progress live, later. A cell's run
+# (predictions, metrics, benchmark_results) that writes benchmark_results during a tick leaves it
+# neither updated (snapshot) nor in progress (live) for that tick. And its metrics' updates
+# trigger benchmark_results: ``executed_with_root_target()`` only looks at an asset's latest
 # materialization of any partition, another cell's when two cells run. So that tick launched
-# benchmark_results a second time. With the second look: a run that had written the upstream
-# partition before the previous evaluation had also created its plan for this partition before it,
-# so the partition was in progress then, or already materialized, and so in this tick's snapshot.
-# (Missing partitions and ``will_be_requested`` are not deferred: no run is in flight for them.)
+# benchmark_results a second time. Now such a run ends after the snapshot: its partition waits
+# for the second look, when a run that had written the upstream partition before the previous
+# evaluation had also created its plan for this partition before it, so the partition was in
+# progress then, or already materialized, and so in this tick's snapshot. Where the last run of
+# the partition ended before the snapshot (a recording's chain updating cells whose last runs
+# are long over, an edited model or judge), there is nothing to wait for: acting at the second
+# look cost each propagation one automation tick (5-15 s). (Missing partitions and
+# ``will_be_requested`` are not deferred: no run is in flight for them.)
 _UPSTREAM_SETTLED = SeenTwice(
-    _UPSTREAM_UPDATED,
-    label="upstream updated, seen at two evaluations in a row with no run of it in progress")
+    _UPSTREAM_UPDATED, or_now=SnapshotHoldsItsRuns(),
+    label="upstream updated, with every run of it ended before the snapshot or seen at two "
+          "evaluations in a row, no run of it in progress")
 
 # A dependency queued or running in a run that has not yet written it. Dagster's
 # ``any_deps_in_progress()`` also counts a backfill that targets the dependency and whose daemon has

@@ -20,9 +20,9 @@ the one the last evaluation returned, a new evaluation would find: no newly upda
 requested partition (nothing happened since the last one, and the last one requested nothing);
 every ``since`` unchanged (its triggers and resets are such "newly" events); every ``newly_true``
 empty and every ``seen_twice`` its operand (which was equal at the last two evaluations, whose
-inputs were equal). That is the last evaluation's result again: no request. The tick is skipped
-with the cursor kept, so the next evaluation compares with the last one that ran, as after any
-quiet interval.
+inputs were equal; its ``or_now`` is read only where the operand is newly true: nowhere). That is
+the last evaluation's result again: no request. The tick is skipped with the cursor kept, so the
+next evaluation compares with the last one that ran, as after any quiet interval.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ _INPUT_LEAVES = frozenset({
     "NewlyUpdatedCondition", "NewlyRequestedCondition", "WillBeRequestedCondition",
     "LatestRunExecutedWithRootTargetCondition", "CodeVersionChangedCondition",
     "InitialEvaluationCondition", "InLatestTimeWindowCondition", "RequestedThisTick",
+    "SnapshotHoldsItsRuns",
 })
 # Operators whose result follows from their operands' and, for the stateful ones (since,
 # newly_true, our seen_twice), from their state at the previous evaluation.

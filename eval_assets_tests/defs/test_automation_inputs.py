@@ -128,13 +128,13 @@ def test_a_tick_with_nothing_new_is_skipped_and_the_cursor_kept(instance: Dagste
     assert SKIPPED not in (ticks.tick(cursor=first).skip_message or "")
 
 
-def test_an_upstream_update_after_skipped_ticks_is_acted_on_at_its_second_look(
+def test_an_upstream_update_after_skipped_ticks_is_acted_on_at_once(
         instance: DagsterInstance) -> None:
     ticks = Ticks(instance, _sensor())
     _settle(ticks)
     instance.report_runless_asset_event(AssetMaterialization(UP, partition="a"))
-    assert ticks.requested() == set()  # the first look
-    assert ticks.requested() == {("down", "a")}  # the second
+    # No run of down[a] in flight or ended after the snapshot: the first look acts.
+    assert ticks.requested() == {("down", "a")}
     assert ticks.requested() == set()  # it was requested at the last evaluation: evaluated
     assert ticks.requested() == set()
     assert ticks.skipped()
@@ -217,21 +217,31 @@ def test_the_project_sensor_skips_unchanged_ticks() -> None:
     assert reads_only_automation_inputs(defs.get_repository_def().asset_graph) is None
 
 
-def test_seen_twice_is_the_operand_and_not_newly_true() -> None:
+@pytest.mark.parametrize("with_or_now", [False, True])
+def test_seen_twice_is_the_operand_and_not_newly_true(with_or_now: bool) -> None:
     """``SeenTwice(X)`` (X evaluated once) fires where ``X & ~X.newly_true()`` does, tick by tick,
-    with X the project's "upstream updated since handled" (two copies of the same asset, one per
-    form, read the same upstream)."""
+    and ``SeenTwice(X, or_now=H)`` where ``X & (~X.newly_true() | H)`` does, with X the
+    project's "upstream updated since handled" and H its "the snapshot holds every run of it"
+    (two copies of the same asset, one per form, read the same upstream; a run of both in
+    flight for a while)."""
     from dagster import evaluate_automation_conditions
 
-    from eval_assets.defs.automation_conditions import _UPSTREAM_UPDATED, SeenTwice
+    from eval_assets.defs.automation_conditions import (
+        _UPSTREAM_UPDATED,
+        SeenTwice,
+        SnapshotHoldsItsRuns,
+    )
+
+    held = SnapshotHoldsItsRuns() if with_or_now else None
+    unseen = ~_UPSTREAM_UPDATED.newly_true()
 
     @asset(key="old_form", partitions_def=RECS, deps=[UP],
-           automation_condition=_UPSTREAM_UPDATED & ~_UPSTREAM_UPDATED.newly_true())
+           automation_condition=_UPSTREAM_UPDATED & (unseen if held is None else unseen | held))
     def old_form() -> None:
         """Dagster's operators."""
 
     @asset(key="new_form", partitions_def=RECS, deps=[UP],
-           automation_condition=SeenTwice(_UPSTREAM_UPDATED))
+           automation_condition=SeenTwice(_UPSTREAM_UPDATED, or_now=held))
     def new_form() -> None:
         """Ours."""
 
@@ -246,8 +256,17 @@ def test_seen_twice_is_the_operand_and_not_newly_true() -> None:
         lambda i: None,
         lambda i: i.report_runless_asset_event(AssetMaterialization("old_form", partition="a")),
         lambda i: None,
+        lambda i: runs.append(i.create_run_for_job(
+            defs.resolve_implicit_global_asset_job_def(),
+            asset_selection=frozenset({AssetKey("old_form"), AssetKey("new_form")}),
+            tags={"dagster/partition": "b"}, status=DagsterRunStatus.STARTED)),
+        lambda i: i.report_runless_asset_event(AssetMaterialization(UP, partition="b")),
+        lambda i: i.report_dagster_event(DagsterEvent(
+            DagsterEventType.RUN_SUCCESS.value, job_name=runs[0].job_name), runs[0].run_id),
+        lambda i: None,
         lambda i: None,
     ]
+    runs: list[DagsterRun] = []
     fired = []
     with DagsterInstance.ephemeral() as instance:
         instance.add_dynamic_partitions("recs", ["a"])

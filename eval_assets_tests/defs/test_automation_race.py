@@ -33,6 +33,7 @@ from dagster._core.events import StepMaterializationData
 from dagster._core.storage.dagster_run import DagsterRunStatus
 
 from eval_assets.defs import keys
+from eval_assets.defs.automation_conditions import snapshot_holds_every_write
 from eval_assets.defs.local.conditions import Conditions
 from eval_assets.defs.partitions import MODEL_DIM, RECORDING_DIM, model_partitions
 
@@ -137,13 +138,11 @@ def _after_the_snapshot(monkeypatch: pytest.MonkeyPatch, action: Callable[[], No
 
 
 def _judge_edited(instance: DagsterInstance, ticks: Ticks) -> set[tuple[str, str | None]]:
-    """Observe a new judge config; the requests of the ticks until one asks for something."""
+    """Observe a new judge config; the next tick's requests (no run of the judged assets is in
+    flight: acted on at once)."""
     instance.report_runless_asset_event(AssetObservation(
         keys.JUDGE_CONFIG, tags={DATA_VERSION_TAG: "v2"}))
-    for _ in range(2):  # an upstream update is acted on at the second tick that sees it
-        if requested := ticks.tick():
-            return requested
-    return set()
+    return ticks.tick()
 
 
 @pytest.mark.slow
@@ -184,18 +183,70 @@ def test_a_run_ending_during_a_tick_is_not_launched_again(
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::dagster.BetaWarning")
+def test_a_cell_whose_run_ended_after_the_snapshot_waits_for_the_second_look(
+        instance: DagsterInstance, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judge's config is edited while a run of alpha's judged assets is in flight; that run
+    ends (without writing them) after the next tick's snapshot. That tick cannot know what the
+    run wrote: alpha's judged assets wait for the next one. Every other cell's last run had
+    ended long before: acted on at once."""
+    ticks = Ticks(instance)
+    assert ticks.tick() == set()
+    run = _start_run(instance, "alpha", JUDGED)
+    assert ticks.tick() == set()
+    instance.report_runless_asset_event(AssetObservation(
+        keys.JUDGE_CONFIG, tags={DATA_VERSION_TAG: "v2"}))
+    _after_the_snapshot(monkeypatch, lambda: _end(instance, run))
+    alpha = str(_cell("alpha"))
+    others = {(k.path[-1], str(_cell(r, m))) for k in JUDGED for r in RECORDINGS
+              for m in range(len(model_partitions.get_partition_keys()))} - {
+        (k.path[-1], alpha) for k in JUDGED}
+    assert ticks.tick() == others
+    assert instance.get_run_by_id(run.run_id).status == DagsterRunStatus.SUCCESS
+    assert ticks.tick() == {(k.path[-1], alpha) for k in JUDGED}
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::dagster.BetaWarning")
 def test_an_upstream_update_by_a_run_without_it_is_followed(instance: DagsterInstance) -> None:
-    """The second look delays, and loses nothing: a metric materialized alone (from the UI, say)
-    makes its cell's benchmark_results stale, and it is requested once."""
+    """A metric materialized alone (from the UI, say) makes its cell's benchmark_results stale:
+    requested once, at the first tick that sees it, since no run of it was in flight."""
     ticks = Ticks(instance)
     assert ticks.tick() == set()
     run = _start_run(instance, "alpha", (keys.VQA_ACCURACY,))
     _materialize(instance, run, keys.VQA_ACCURACY)
     _end(instance, run)
     cell = str(_cell("alpha"))
-    assert ticks.tick() == set()
     assert ticks.tick() == {(keys.BENCHMARK_RESULTS.path[-1], cell)}
     assert not {(a, p) for a, p in ticks.tick() if p is not None}
+
+
+def test_the_snapshot_holds_a_partitions_writes_once_its_last_run_has_ended(
+        instance: DagsterInstance) -> None:
+    """What lets an update be acted on at the first look: the last run planned for the partition
+    ended at or before the snapshot's last event, and nothing wrote the partition after it."""
+    def holds(key: AssetKey, last: int) -> bool:
+        return snapshot_holds_every_write(instance, key, str(_cell("alpha")), last)
+
+    def newest() -> int:
+        return instance.event_log_storage.get_maximum_record_id() or 0
+
+    # Populated by events without runs: nothing planned, nothing in flight.
+    assert holds(keys.BENCHMARK_RESULTS, newest())
+    run = _start_run(instance, "alpha", (keys.VQA_ACCURACY, keys.BENCHMARK_RESULTS))
+    assert not holds(keys.BENCHMARK_RESULTS, newest()), "planned, in flight"
+    _materialize(instance, run, keys.VQA_ACCURACY)
+    _materialize(instance, run, keys.BENCHMARK_RESULTS)
+    written = newest()
+    assert not holds(keys.BENCHMARK_RESULTS, written), "written, its run not ended"
+    _end(instance, run)
+    assert not holds(keys.BENCHMARK_RESULTS, written), "its run ended after the snapshot"
+    assert holds(keys.BENCHMARK_RESULTS, newest())
+    assert holds(keys.VQA_ACCURACY, newest())
+    snapshot = newest()
+    instance.report_runless_asset_event(AssetMaterialization(
+        keys.BENCHMARK_RESULTS, partition=str(_cell("alpha"))))
+    assert not holds(keys.BENCHMARK_RESULTS, snapshot), "written after the snapshot"
+    assert holds(keys.VQA_ACCURACY, snapshot)
 
 
 LABEL_METRICS = (keys.VQA_ACCURACY, keys.CIRCULAR_EVAL, keys.POPE_PRESENCE, keys.MCQ_AVLM,
@@ -215,10 +266,10 @@ def test_a_cell_waits_for_its_answers_and_the_board_for_every_cell(
     # is requested once the dataset is written).
     graph_order = [key.path[-1] for key in ticks.graph.toposorted_asset_keys]
     assert ticks.tick() == set()
+    # The edit, and alpha's new dataset written (by a run of the replaced recording's chain),
+    # before the next tick.
     instance.report_runless_asset_event(AssetObservation(
         keys.LABEL_OVERRIDES, partition="alpha", tags={DATA_VERSION_TAG: "v2"}))
-    # The edit is seen once; then alpha's run writes its new dataset, before the next tick.
-    assert ticks.tick() == set()
     for key in (keys.PUBLIC_CASES, keys.PRIVATE_LABELS):
         instance.report_runless_asset_event(AssetMaterialization(key, partition="alpha"))
     cells = {str(_cell("alpha", m)) for m in range(len(model_partitions.get_partition_keys()))}
@@ -334,9 +385,8 @@ def test_a_backfilled_recordings_cells_follow_its_run_not_the_backfill_daemon(
     _end(instance, run)
     backfills = instance.get_backfills(status=BulkActionStatus.REQUESTED)
     assert [b.backfill_id for b in backfills] == [backfill.backfill_id]
-    requested: set[tuple[str, str | None]] = set()
-    for _ in range(2):  # an upstream update is acted on at the second tick that sees it
-        requested |= ticks.tick()
+    # The chain's run ended before the tick; the cells' last runs long before: at once.
+    requested = ticks.tick()
     cells = {str(_cell("alpha", m)) for m in range(len(model_partitions.get_partition_keys()))}
     assert {(k.path[-1], c) for k in keys.CELL_ASSETS for c in cells} <= requested, (
         sorted(requested))
@@ -391,10 +441,9 @@ def test_the_automation_sensor_evaluates_the_cells_condition_in_the_code_server(
         for key in (keys.RECORDING_FILE, keys.LABEL_OVERRIDES):
             instance.report_runless_asset_event(AssetObservation(
                 key, partition="alpha", tags={DATA_VERSION_TAG: "v2"}))
-        requested, cursor = tick(cursor)  # the first look at the new versions
-        assert requested == set()
+        # The first look at the new versions acts: no run of alpha is in flight.
         requested, cursor = tick(cursor)
         assert {asset for asset, _ in requested} == {key.path[-1] for key in PER_RECORDING}, (
             requested)
         assert {partition for _, partition in requested} == {"alpha"}, requested
-        assert skipped[3:] == [False, False], "the ticks after the new versions were skipped"
+        assert skipped[3:] == [False], "the tick after the new versions was skipped"

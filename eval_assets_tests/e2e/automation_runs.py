@@ -271,7 +271,8 @@ def wait_settled(services: DagsterServices, phase: Phase, *, reports: int,
     Done: at least ``reports`` report materializations since the phase began, no backfill in
     progress (automation requests several partitions as one), no run queued or running. Then two
     automation ticks that started after the last partition run ended must pass without a new run
-    or backfill (an upstream update is acted on at the second tick that sees it), and one that
+    or backfill (an upstream update is acted on at the second tick that sees it where a run of
+    its asset ended after the first one's snapshot), and one that
     started after the last leaderboard / report run ended: only then can the counts be final.
     One tick is enough after the board's run: the leaderboard and the report have no downstream
     asset, so their materializations trigger nothing, and their own conditions act at the first

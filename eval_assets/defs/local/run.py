@@ -71,7 +71,8 @@ if TYPE_CHECKING:
 
 MAX_PASSES = 16
 """Evaluations per run at most: the chain is at most 4 runs deep, each stage after an upstream
-update takes two evaluations; the bound only stops a loop."""
+update takes one evaluation, two where a run of it ended after the first one's snapshot; the bound
+only stops a loop."""
 
 
 @dataclass(frozen=True)
@@ -294,7 +295,9 @@ def _follow_conditions(conditions: Conditions, cursor: AssetDaemonCursor,
                        launcher: Launcher, before: Callable[[Plan], None]
                        ) -> tuple[AssetDaemonCursor, int]:
     """Evaluate and execute until two evaluations in a row ask for nothing more of this run's
-    scope: an upstream update is acted on at the second evaluation that sees it
+    scope. This loop's own runs end before the next evaluation, which acts on their updates at
+    once; an update whose asset was written by another process's run that ended after an
+    evaluation's snapshot is acted on at the second evaluation that sees it
     (:data:`eval_assets.defs.automation_conditions.EAGER`), so one empty evaluation is not the
     end. ``before`` is called with each plan before it runs. Returns the cursor and how many of
     the launcher's runs its last evaluation had seen."""
