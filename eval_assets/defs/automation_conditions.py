@@ -13,8 +13,11 @@ from dagster import (
     AutomationResult,
     DagsterEventType,
     DagsterInstance,
+    EventRecordsFilter,
+    RunStatusChangeRecordsFilter,
 )
 from dagster._core.asset_graph_view.serializable_entity_subset import SerializableEntitySubset
+from dagster._core.event_api import RunStatusChangeEventType
 
 from eval_assets.defs.keys import CELL_ASSETS, LEADERBOARD
 
@@ -130,39 +133,48 @@ class SeenTwice(AutomationCondition[AssetKey]):
                                 structured_cursor=child.true_subset.convert_to_serializable_subset())
 
 
-_RUN_ENDS = {DagsterEventType.RUN_SUCCESS, DagsterEventType.RUN_FAILURE,
-             DagsterEventType.RUN_CANCELED}
+_RUN_ENDS: tuple[RunStatusChangeEventType, ...] = (
+    DagsterEventType.RUN_SUCCESS, DagsterEventType.RUN_FAILURE, DagsterEventType.RUN_CANCELED)
+# More events than this after a snapshot (a tick lasts seconds): counted as "unsure everywhere".
+_MANY = 10_000
+EVERY_PARTITION = None
+"""In :func:`written_after`: a write (or a run's plan) not of one partition, so of every one."""
 
 
-def snapshot_holds_every_write(instance: DagsterInstance, key: AssetKey, partition: str | None,
-                               last_event_id: int) -> bool:
-    """Whether the event log up to ``last_event_id`` holds every write of the asset partition so
-    far: the last run planned to materialize it (if any) had ended by then, and nothing has
-    materialized it since."""
-    planned = instance.event_log_storage.get_latest_planned_materialization_info(key, partition)
-    if planned is not None:
-        if planned.storage_id > last_event_id:
-            return False
-        record = instance.get_run_record_by_id(planned.run_id)
-        if record is None or not record.dagster_run.is_finished:
-            return False
-        ends = instance.event_log_storage.get_records_for_run(
-            planned.run_id, of_type=_RUN_ENDS, ascending=False, limit=1).records
-        # A finished run without an end event (its process lost, marked failed later): the
-        # second look decides.
-        if not ends or ends[0].storage_id > last_event_id:
-            return False
-    since = instance.fetch_materializations(AssetRecordsFilter(
-        asset_key=key, asset_partitions=None if partition is None else [partition],
-        after_storage_id=last_event_id), limit=1).records
-    return not since
+def written_after(instance: DagsterInstance, key: AssetKey, last_event_id: int
+                  ) -> set[str | None]:
+    """The partitions of ``key`` whose writes the event log up to ``last_event_id`` may not all
+    hold: materialized or planned after it, or planned by a run that ended after it. Runs still
+    in flight are not looked for (a partition of theirs is in progress, which the caller reads
+    first); one created since then planned after ``last_event_id``. Contains
+    :data:`EVERY_PARTITION` for a write or plan not of a single partition (or too many to list).
+
+    Queried at each call, per asset, on purpose: a run that ends while an evaluation goes on must
+    be seen by the assets whose "in progress" was read after it ended.
+    """
+    storage = instance.event_log_storage
+    records = list(instance.fetch_materializations(AssetRecordsFilter(
+        asset_key=key, after_storage_id=last_event_id), limit=_MANY).records)
+    records += storage.get_event_records(EventRecordsFilter(
+        DagsterEventType.ASSET_MATERIALIZATION_PLANNED, asset_key=key,
+        after_cursor=last_event_id), limit=_MANY)
+    ended = {record.run_id for kind in _RUN_ENDS for record in instance.fetch_run_status_changes(
+        RunStatusChangeRecordsFilter(kind, after_storage_id=last_event_id), limit=_MANY).records}
+    for run_id in ended:
+        records += [record for record in storage.get_records_for_run(
+            run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION_PLANNED).records
+            if record.asset_key == key]
+    if len(records) >= _MANY or len(ended) >= _MANY:
+        return {EVERY_PARTITION}
+    return {record.partition_key for record in records}
 
 
 class SnapshotHoldsItsRuns(AutomationCondition[AssetKey]):
     """True where the evaluation's snapshot of the event log (what its asset records were read
-    from) already holds every write of the partition: its last planned run had ended before the
-    snapshot was taken, and nothing has materialized it since. There, what the evaluation reads
-    of the partition is what it is: an upstream update need not be seen twice.
+    from) already holds every write of the partition: no run that planned it ended after the
+    snapshot was taken, and nothing has planned or materialized it since. There, what the
+    evaluation reads of the partition is what it is: an upstream update need not be seen twice.
+    Runs in flight are not looked at: use it where the partition is not in progress.
 
     Not serializable (Dagster's daemon evaluates only its own classes): evaluated by the project's
     automation sensor in the code server, as :class:`RequestedThisTick`.
@@ -184,16 +196,20 @@ class SnapshotHoldsItsRuns(AutomationCondition[AssetKey]):
         return False
 
     def evaluate(self, context: AutomationContext[AssetKey]) -> AutomationResult[AssetKey]:
-        """The candidates whose every write the snapshot holds (queried per candidate: this is
-        evaluated only where an upstream update is new, a few partitions a tick)."""
+        """The candidates less the partitions :func:`written_after` the snapshot (a few queries
+        per asset, whatever the number of partitions)."""
         view = context.asset_graph_view
         last = view.last_event_id
         if last is None or context.candidate_subset.is_empty:
             return AutomationResult(context, context.get_empty_subset())
+        unsure = written_after(view.instance, context.key, last)
+        if not unsure:
+            return AutomationResult(context, context.candidate_subset)
+        if EVERY_PARTITION in unsure:
+            return AutomationResult(context, context.get_empty_subset())
         held = {candidate for candidate in
                 context.candidate_subset.expensively_compute_asset_partitions()
-                if snapshot_holds_every_write(view.instance, candidate.asset_key,
-                                              candidate.partition_key, last)}
+                if candidate.partition_key not in unsure}
         return AutomationResult(context, view.get_asset_subset_from_asset_partitions(
             key=context.key, asset_partitions=held))
 

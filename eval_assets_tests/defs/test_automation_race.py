@@ -33,7 +33,7 @@ from dagster._core.events import StepMaterializationData
 from dagster._core.storage.dagster_run import DagsterRunStatus
 
 from eval_assets.defs import keys
-from eval_assets.defs.automation_conditions import snapshot_holds_every_write
+from eval_assets.defs.automation_conditions import EVERY_PARTITION, written_after
 from eval_assets.defs.local.conditions import Conditions
 from eval_assets.defs.partitions import MODEL_DIM, RECORDING_DIM, model_partitions
 
@@ -220,33 +220,40 @@ def test_an_upstream_update_by_a_run_without_it_is_followed(instance: DagsterIns
     assert not {(a, p) for a, p in ticks.tick() if p is not None}
 
 
-def test_the_snapshot_holds_a_partitions_writes_once_its_last_run_has_ended(
-        instance: DagsterInstance) -> None:
-    """What lets an update be acted on at the first look: the last run planned for the partition
-    ended at or before the snapshot's last event, and nothing wrote the partition after it."""
-    def holds(key: AssetKey, last: int) -> bool:
-        return snapshot_holds_every_write(instance, key, str(_cell("alpha")), last)
+def test_what_a_snapshot_may_lack_of_a_partition(instance: DagsterInstance) -> None:
+    """What lets an update be acted on at the first look: nothing planned or wrote the partition
+    after the snapshot's last event, and no run that planned it ended after it (runs in flight
+    are the caller's "in progress")."""
+    cell = str(_cell("alpha"))
+
+    def unsure(key: AssetKey, last: int) -> set[str | None]:
+        return written_after(instance, key, last)
 
     def newest() -> int:
         return instance.event_log_storage.get_maximum_record_id() or 0
 
     # Populated by events without runs: nothing planned, nothing in flight.
-    assert holds(keys.BENCHMARK_RESULTS, newest())
+    before = newest()
+    assert unsure(keys.BENCHMARK_RESULTS, before) == set()
     run = _start_run(instance, "alpha", (keys.VQA_ACCURACY, keys.BENCHMARK_RESULTS))
-    assert not holds(keys.BENCHMARK_RESULTS, newest()), "planned, in flight"
+    assert unsure(keys.BENCHMARK_RESULTS, before) == {cell}, "planned after the snapshot"
+    planned = newest()
+    assert unsure(keys.BENCHMARK_RESULTS, planned) == set(), "in flight: the caller's"
     _materialize(instance, run, keys.VQA_ACCURACY)
     _materialize(instance, run, keys.BENCHMARK_RESULTS)
+    assert unsure(keys.BENCHMARK_RESULTS, planned) == {cell}, "written after the snapshot"
     written = newest()
-    assert not holds(keys.BENCHMARK_RESULTS, written), "written, its run not ended"
     _end(instance, run)
-    assert not holds(keys.BENCHMARK_RESULTS, written), "its run ended after the snapshot"
-    assert holds(keys.BENCHMARK_RESULTS, newest())
-    assert holds(keys.VQA_ACCURACY, newest())
+    assert unsure(keys.BENCHMARK_RESULTS, written) == {cell}, "its run ended after the snapshot"
+    assert unsure(keys.PREDICTIONS, written) == set(), "not planned by that run"
+    assert unsure(keys.BENCHMARK_RESULTS, newest()) == set()
     snapshot = newest()
-    instance.report_runless_asset_event(AssetMaterialization(
-        keys.BENCHMARK_RESULTS, partition=str(_cell("alpha"))))
-    assert not holds(keys.BENCHMARK_RESULTS, snapshot), "written after the snapshot"
-    assert holds(keys.VQA_ACCURACY, snapshot)
+    instance.report_runless_asset_event(
+        AssetMaterialization(keys.BENCHMARK_RESULTS, partition=cell))
+    assert unsure(keys.BENCHMARK_RESULTS, snapshot) == {cell}, "written without a run"
+    assert unsure(keys.VQA_ACCURACY, snapshot) == set()
+    instance.report_runless_asset_event(AssetMaterialization(keys.LEADERBOARD))
+    assert unsure(keys.LEADERBOARD, snapshot) == {EVERY_PARTITION}, "unpartitioned: all of it"
 
 
 LABEL_METRICS = (keys.VQA_ACCURACY, keys.CIRCULAR_EVAL, keys.POPE_PRESENCE, keys.MCQ_AVLM,
