@@ -29,7 +29,7 @@ from eval_assets.model_runs.client import ClientSettings, OpenAIVLMClient, open_
 from eval_assets.perception import PerceptionConfig
 from eval_assets.perception.protocols import Detector, Segmenter
 from eval_assets.schemas.endpoint import Endpoint
-from eval_assets.schemas.predictions import ModelSpec, PromptControls
+from eval_assets.schemas.predictions import PROMPT_CONTROLS_OFF, ModelSpec, PromptControls
 from eval_assets.vqa.authors import DEFAULT_VOCABULARY, AuthorConfig, QuestionAuthor, build_author
 
 
@@ -214,11 +214,11 @@ class VLMClientResource(ConfigurableResource):
     time_flips: bool = True
     repeat_frames: bool = True
     time_control_share: float = 1.0
-    templates: bool = False
-    repeats: int = 1
-    repeat_temperature: float = 0.7
-    structured: bool = False
-    prompt_control_cases: int = 100
+    templates: bool = PROMPT_CONTROLS_OFF.templates
+    repeats: int = PROMPT_CONTROLS_OFF.repeats
+    repeat_temperature: float = PROMPT_CONTROLS_OFF.repeat_temperature
+    structured: bool = PROMPT_CONTROLS_OFF.structured
+    prompt_control_cases: int = PROMPT_CONTROLS_OFF.prompt_control_cases
 
     # A key pasted as the name fails here, kept out of the event log (see QuestionAuthorResource).
     model_config = ConfigDict(hide_input_in_errors=True)

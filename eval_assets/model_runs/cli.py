@@ -110,23 +110,27 @@ def vqa_run_command(
         1.0, min=0.0, max=1.0,
         help="With --time-flip or --repeat-frames: the share of their cases asked (drawn by "
              "case id, the same cases every run; 1: all)."),
-    templates: bool = typer.Option(
-        False, "--templates/--no-templates",
+    templates: bool | None = typer.Option(
+        None, "--templates/--no-templates",
         help="Also ask up to --prompt-control-cases cases per family in the paraphrase and "
-             "lettered-options templates (templates.jsonl): two more calls per such case."),
-    repeats: int = typer.Option(
-        1, min=1, help="Ask up to --prompt-control-cases cases per family this many times at "
-                       "--repeat-temperature (repeats.jsonl; 1: no repeats)."),
-    repeat_temperature: float = typer.Option(
-        0.7, help="The temperature of the --repeats calls (must be above 0)."),
-    structured: bool = typer.Option(
-        False, "--structured/--no-structured",
+             "lettered-options templates (templates.jsonl): two more calls per such case "
+             "(default: the model entry's `templates`, else off)."),
+    repeats: int | None = typer.Option(
+        None, min=1, help="Ask up to --prompt-control-cases cases per family this many times at "
+                          "--repeat-temperature (repeats.jsonl; 1: no repeats; default: the "
+                          "model entry's `repeats`, else 1)."),
+    repeat_temperature: float | None = typer.Option(
+        None, help="The temperature of the --repeats calls (must be above 0; default: the model "
+                   "entry's, else 0.7)."),
+    structured: bool | None = typer.Option(
+        None, "--structured/--no-structured",
         help="Where the preflight found structured output enforced, also ask up to "
              "--prompt-control-cases cases per family with a JSON schema of their choices "
-             "(structured.jsonl)."),
-    prompt_control_cases: int = typer.Option(
-        100, min=1, help="Cases per family asked by --templates, --repeats and --structured "
-                         "(drawn by case id, the same cases every run)."),
+             "(structured.jsonl; default: the model entry's `structured`, else off)."),
+    prompt_control_cases: int | None = typer.Option(
+        None, min=1, help="Cases per family asked by --templates, --repeats and --structured "
+                          "(drawn by case id, the same cases every run; default: the model "
+                          "entry's, else 100)."),
     models_file: Path | None = typer.Option(None, help="Models file (default data/models.yaml)."),
     budget_usd: float | None = typer.Option(
         None, help="Stop before this invocation could spend more (USD; needs the model's price "
@@ -143,7 +147,12 @@ def vqa_run_command(
     from eval_assets.model_runs.batch import batch_runner_for
     from eval_assets.model_runs.client import open_model
     from eval_assets.model_runs.runner import public_fingerprint, run_model
-    from eval_assets.schemas.predictions import ModelSpec, load_model_specs
+    from eval_assets.schemas.predictions import (
+        PROMPT_CONTROLS_OFF,
+        ModelSpec,
+        PromptControls,
+        load_model_specs,
+    )
 
     env_name_option(api_key_env, "--api-key-env")
     path = models_file or default_models_file()
@@ -156,6 +165,17 @@ def vqa_run_command(
                 f"--base-url for an undeclared model", param_hint="--model")
         spec = ModelSpec.model_validate(
             {"name": _folder_name(model), "model": model, "base_url": base_url})
+    # The prompt controls: the options given, else the entry's, else off (as the pipeline asks
+    # a declared model: its entry's, else the `vlm` resource's, whose defaults these are).
+    entry = spec.prompt_controls(PROMPT_CONTROLS_OFF)
+    prompt = PromptControls(
+        templates=entry.templates if templates is None else templates,
+        repeats=entry.repeats if repeats is None else repeats,
+        repeat_temperature=(entry.repeat_temperature if repeat_temperature is None
+                            else repeat_temperature),
+        structured=entry.structured if structured is None else structured,
+        prompt_control_cases=(entry.prompt_control_cases if prompt_control_cases is None
+                              else prompt_control_cases))
     # The options given override the entry's endpoint fields.
     overrides = {"api_key_env": api_key_env, "max_concurrency": max_concurrency,
                  "max_tokens": max_tokens, "timeout_s": timeout_s, "max_retries": max_retries}
@@ -180,9 +200,7 @@ def vqa_run_command(
             result = run_model(dataset, client, out, batch=batcher, describe=describe,
                                **switches,
                                time_control_share=time_control_share,
-                               templates=templates, repeats=repeats,
-                               repeat_temperature=repeat_temperature, structured=structured,
-                               prompt_control_cases=prompt_control_cases,
+                               **prompt._asdict(),
                                price=spec.price,
                                budget_usd=budget_usd if budget_usd is not None
                                else spec.budget_usd)

@@ -60,6 +60,7 @@ from eval_assets.schemas.chat import ChatResult, TokenUsage
 from eval_assets.schemas.concurrency import ConcurrencyHistory
 from eval_assets.schemas.cost import Price
 from eval_assets.schemas.predictions import (
+    PROMPT_CONTROLS_OFF,
     RUN_ANSWERS,
     RUN_ANSWERS_JOURNAL,
     RUN_CONFIG,
@@ -212,11 +213,11 @@ def run_model(
     time_flips: bool = False,
     repeat_frames: bool = False,
     time_control_share: float = 1.0,
-    templates: bool = False,
-    repeats: int = 1,
-    repeat_temperature: float = 0.7,
-    structured: bool = False,
-    prompt_control_cases: int = 100,
+    templates: bool = PROMPT_CONTROLS_OFF.templates,
+    repeats: int = PROMPT_CONTROLS_OFF.repeats,
+    repeat_temperature: float = PROMPT_CONTROLS_OFF.repeat_temperature,
+    structured: bool = PROMPT_CONTROLS_OFF.structured,
+    prompt_control_cases: int = PROMPT_CONTROLS_OFF.prompt_control_cases,
     on_record: Callable[[Record], None] | None = None,
     price: Price | None = None,
     budget_usd: float | None = None,

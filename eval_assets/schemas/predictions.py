@@ -380,6 +380,11 @@ class PromptControls(NamedTuple):
     prompt_control_cases: int
 
 
+PROMPT_CONTROLS_OFF = PromptControls(templates=False, repeats=1, repeat_temperature=0.7,
+                                     structured=False, prompt_control_cases=100)
+"""The defaults: no prompt control asked (the ``vlm`` resource's, and ``vqa run``'s for a model
+whose entry sets none); the temperature and the cases apply once a control is on."""
+
 PROMPT_CONTROL_FIELDS = tuple(PromptControls._fields)
 """The entry fields that set a prompt control (ModelSpec's fields of the same names)."""
 

@@ -354,3 +354,25 @@ def test_vqa_run_asks_the_prompt_controls_only_when_switched_on(tmp_path: Path) 
     assert len(read_jsonl(tmp_path / "on" / "repeats.jsonl")) == 6
     bad = cli.invoke(app, [*args, "--repeat-temperature", "0"])
     assert bad.exit_code != 0 and "repeat_temperature" in bad.output, bad.output
+
+
+@pytest.mark.slow
+def test_vqa_run_asks_the_prompt_controls_the_model_entry_sets(tmp_path: Path) -> None:
+    """An entry's prompt controls hold for ``vqa run`` as for the pipeline (they were ignored:
+    the options' defaults won); an option given overrides them."""
+    root, _, _ = _dataset(tmp_path / "ds", n=2)
+    models = tmp_path / "models.yaml"
+    models.write_text("models:\n  - name: rnd\n    serve: random\n    repeats: 3\n"
+                      "    prompt_control_cases: 1\n")
+    cli = CliRunner()
+
+    def run(out: str, *options: str) -> Path:
+        result = cli.invoke(app, ["vqa", "run", str(root), "--model", "rnd", "--models-file",
+                                  str(models), "--no-describe", "--output", str(tmp_path / out),
+                                  *options])
+        assert result.exit_code == 0, result.output
+        return tmp_path / out / "repeats.jsonl"
+
+    # One case per family (two families), three times each.
+    assert len(read_jsonl(run("entry"))) == 6
+    assert not run("option", "--repeats", "1").exists()
