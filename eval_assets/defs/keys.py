@@ -38,6 +38,11 @@ QUESTION_PROPOSALS = AssetKey(names.QUESTION_PROPOSALS)
 PUBLIC_CASES = AssetKey(names.PUBLIC_CASES)
 PRIVATE_LABELS = AssetKey(names.PRIVATE_LABELS)
 EVIDENCE_QUALITY = AssetKey(names.EVIDENCE_QUALITY)
+RECORDING_CHAIN = (RECORDING_INGEST, RECTIFIED_FRAMES, POINTCLOUD_FRAMES, DETECTIONS_MASKS,
+                   OBJECT_TRACKS, QUESTION_PROPOSALS, PUBLIC_CASES, PRIVATE_LABELS,
+                   EVIDENCE_QUALITY)
+"""The assets of one recording's chain, in graph order: what a run (or a backfill) of one
+recording partition materializes."""
 
 # Per (recording, model).
 PREDICTIONS = AssetKey(names.PREDICTIONS)

@@ -37,9 +37,6 @@ from eval_assets.defs.automation_conditions import EVERY_PARTITION, written_afte
 from eval_assets.defs.local.conditions import Conditions
 from eval_assets.defs.partitions import MODEL_DIM, RECORDING_DIM, model_partitions
 
-PER_RECORDING = [keys.RECORDING_INGEST, keys.RECTIFIED_FRAMES, keys.POINTCLOUD_FRAMES,
-                 keys.DETECTIONS_MASKS, keys.OBJECT_TRACKS, keys.QUESTION_PROPOSALS,
-                 keys.PUBLIC_CASES, keys.PRIVATE_LABELS, keys.EVIDENCE_QUALITY]
 RECORDINGS = ("alpha", "bravo")
 JUDGED = (keys.DESCRIPTION_JUDGE, keys.BENCHMARK_RESULTS)
 
@@ -77,7 +74,7 @@ def populate(instance: DagsterInstance, recordings: tuple[str, ...],
     observed += [(keys.MODEL_CONFIG, m) for m in model_partitions.get_partition_keys()]
     for recording in recordings:
         observed += [(keys.RECORDING_FILE, recording), (keys.LABEL_OVERRIDES, recording)]
-        for key in PER_RECORDING:
+        for key in keys.RECORDING_CHAIN:
             instance.report_runless_asset_event(AssetMaterialization(key, partition=recording))
         for cell in (MultiPartitionKey({RECORDING_DIM: recording, MODEL_DIM: m})
                      for m in model_partitions.get_partition_keys()):
@@ -327,7 +324,7 @@ def test_a_cell_waits_for_its_recording_chain_requested_in_the_same_tick(
         instance.report_runless_asset_event(AssetObservation(
             source, partition=observed, tags={DATA_VERSION_TAG: "v2"}))
     order = [key.path[-1] for key in ticks.graph.toposorted_asset_keys]
-    chain = {key.path[-1] for key in PER_RECORDING}
+    chain = {key.path[-1] for key in keys.RECORDING_CHAIN}
     cells = {str(_cell("alpha", m)) for m in range(len(model_partitions.get_partition_keys()))}
     label_metrics = {k.path[-1] for k in LABEL_METRICS}
     prediction = keys.PREDICTIONS.path[-1]
@@ -373,21 +370,22 @@ def test_a_backfilled_recordings_cells_follow_its_run_not_the_backfill_daemon(
     assert ticks.tick() == set()
     backfill = PartitionBackfill.from_asset_partitions(
         backfill_id="alphachain", asset_graph=ticks.graph, partition_names=["alpha"],
-        asset_selection=PER_RECORDING, backfill_timestamp=0.0, tags={},
+        asset_selection=keys.RECORDING_CHAIN, backfill_timestamp=0.0, tags={},
         dynamic_partitions_store=instance, all_partitions=False, title=None, description=None,
         run_config=None)
     instance.add_backfill(backfill)
     run = instance.create_run_for_job(
-        defs.resolve_implicit_global_asset_job_def(), asset_selection=frozenset(PER_RECORDING),
+        defs.resolve_implicit_global_asset_job_def(),
+        asset_selection=frozenset(keys.RECORDING_CHAIN),
         tags={"dagster/partition": "alpha", "dagster/backfill": backfill.backfill_id},
         status=DagsterRunStatus.STARTED)
     # The run has not yet written the dataset (public cases and labels): the cells wait for it.
-    written = PER_RECORDING.index(keys.PUBLIC_CASES)
-    for key in PER_RECORDING[:written]:
+    written = keys.RECORDING_CHAIN.index(keys.PUBLIC_CASES)
+    for key in keys.RECORDING_CHAIN[:written]:
         _materialize(instance, run, key)
     for _ in range(3):
         assert not {(a, p) for a, p in ticks.tick() if p is not None}
-    for key in PER_RECORDING[written:]:
+    for key in keys.RECORDING_CHAIN[written:]:
         _materialize(instance, run, key)
     _end(instance, run)
     backfills = instance.get_backfills(status=BulkActionStatus.REQUESTED)
@@ -450,7 +448,7 @@ def test_the_automation_sensor_evaluates_the_cells_condition_in_the_code_server(
                 key, partition="alpha", tags={DATA_VERSION_TAG: "v2"}))
         # The first look at the new versions acts: no run of alpha is in flight.
         requested, cursor = tick(cursor)
-        assert {asset for asset, _ in requested} == {key.path[-1] for key in PER_RECORDING}, (
-            requested)
+        chain = {key.path[-1] for key in keys.RECORDING_CHAIN}
+        assert {asset for asset, _ in requested} == chain, requested
         assert {partition for _, partition in requested} == {"alpha"}, requested
         assert skipped[3:] == [False], "the tick after the new versions was skipped"

@@ -14,11 +14,6 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from eval_assets.defs import keys
 from eval_assets.defs.local.conditions import Conditions
 
-PER_RECORDING = {keys.RECORDING_INGEST, keys.RECTIFIED_FRAMES, keys.POINTCLOUD_FRAMES,
-                 keys.DETECTIONS_MASKS, keys.OBJECT_TRACKS, keys.QUESTION_PROPOSALS,
-                 keys.PUBLIC_CASES,
-                 keys.PRIVATE_LABELS, keys.EVIDENCE_QUALITY}
-
 
 def _requested(result) -> dict:
     from eval_assets.defs.definitions import defs
@@ -41,7 +36,7 @@ def test_missing_at_the_first_evaluation_is_requested_once() -> None:
 
         first = conditions.evaluate()
         requested = _requested(first)
-        assert set(requested) == PER_RECORDING, requested
+        assert set(requested) == set(keys.RECORDING_CHAIN), requested
         assert all(partitions == {"alpha"} for partitions in requested.values())
 
         # Requested once: the next evaluation, nothing having happened, asks for nothing.

@@ -156,3 +156,22 @@ def test_every_partitioned_asset_is_backfilled_one_partition_per_run() -> None:
             continue
         policy = node.backfill_policy
         assert policy is None or policy.max_partitions_per_run == 1, (key, policy)
+
+
+def test_the_named_chains_are_the_graphs_partitions() -> None:
+    """``keys.RECORDING_CHAIN`` is every asset computed per recording, in graph order, and
+    ``keys.CELL_ASSETS`` every asset computed per (recording, model): tests and automation name
+    them from there."""
+    from eval_assets.defs import keys
+
+    graph = defs.resolve_asset_graph()
+    computed = [k for k in graph.get_all_asset_keys() if graph.get(k).is_materializable]
+    per_recording = {k for k in computed
+                     if isinstance(graph.get(k).partitions_def, DynamicPartitionsDefinition)}
+    per_cell = {k for k in computed
+                if isinstance(graph.get(k).partitions_def, MultiPartitionsDefinition)}
+    assert set(keys.RECORDING_CHAIN) == per_recording
+    assert set(keys.CELL_ASSETS) == per_cell
+    for chain in (keys.RECORDING_CHAIN, keys.CELL_ASSETS):
+        for at, key in enumerate(chain):  # each after its parents in the chain
+            assert graph.get(key).parent_keys.isdisjoint(chain[at + 1:]), key

@@ -21,9 +21,6 @@ REPOSITORY = {"repositoryLocationName": "eval_assets", "repositoryName": "__repo
 AUTOMATION_SENSOR = "eval_assets_automation"
 RECORDINGS_SENSOR = "recordings_sensor"
 
-PER_RECORDING = [keys.RECORDING_INGEST, keys.RECTIFIED_FRAMES, keys.POINTCLOUD_FRAMES,
-                 keys.DETECTIONS_MASKS, keys.OBJECT_TRACKS, keys.QUESTION_PROPOSALS,
-                 keys.PUBLIC_CASES, keys.PRIVATE_LABELS, keys.EVIDENCE_QUALITY]
 BOARD = [keys.LEADERBOARD, keys.REPORT]
 ACTIVE = {"QUEUED", "NOT_STARTED", "STARTING", "STARTED", "MANAGED", "CANCELING"}
 BACKFILL_ACTIVE = {"REQUESTED", "CANCELING", "FAILING"}

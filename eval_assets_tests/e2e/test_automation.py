@@ -62,7 +62,6 @@ from eval_assets.defs.automation_conditions import NIGHT_TAG
 from eval_assets_tests.e2e.automation_runs import (
     AUTOMATION_SENSOR,
     BACKFILL,
-    PER_RECORDING,
     RECORDINGS_SENSOR,
     RUNS_FULL,
     UNPARTITIONED,
@@ -116,7 +115,7 @@ def _expect(per_recording: Iterable[str] = (), cells: Iterable[tuple[str, str]] 
             judged_cells: Iterable[tuple[str, str]] = ()) -> Counter[tuple[str, str]]:
     """Each asset of those partitions once (of ``judged_cells``, the judged metrics and the
     results), and the leaderboard and report once."""
-    expected = Counter({(k.path[-1], r): 1 for r in per_recording for k in PER_RECORDING})
+    expected = Counter({(k.path[-1], r): 1 for r in per_recording for k in keys.RECORDING_CHAIN})
     expected.update({(k.path[-1], _cell(r, m)): 1 for r, m in cells
                      for k in keys.CELL_ASSETS})
     expected.update({(k.path[-1], _cell(r, m)): 1 for r, m in judged_cells
@@ -216,7 +215,7 @@ def _scenario(services: DagsterServices, tmp_path: Path, sample_db: Path) -> lis
     # of several is Dagster's default, which no asset overrides (test_definitions_snapshot).
     phase = begin(f"backfill {BACKFILLED}")
     launched = services.graphql(BACKFILL, {"params": {
-        "assetSelection": [{"path": k.path} for k in PER_RECORDING],
+        "assetSelection": [{"path": k.path} for k in keys.RECORDING_CHAIN],
         "partitionNames": [BACKFILLED]}})["launchPartitionBackfill"]
     assert launched["__typename"] == "LaunchBackfillSuccess", launched
     wait_settled(services, phase, reports=1)
