@@ -18,7 +18,6 @@ from collections import Counter
 from pathlib import Path
 
 from eval_assets.frames.selection import (
-    IMAGE_STREAM,
     FrameSelectionError,
     TooManyBadFramesError,
     check_bad_share,
@@ -34,6 +33,7 @@ from eval_assets.frames.selection import (
 )
 from eval_assets.layout import selection_file_for
 from eval_assets.recording import Recording
+from eval_assets.recording.names import IMAGE_STREAM
 from eval_assets.recording.validate import ValidatedRecording, validate_recording
 from eval_assets.schemas.frames import FrameSelectionConfig, SkippedFrame
 

@@ -18,6 +18,7 @@ from eval_assets.geometry.ranging import camera_points
 from eval_assets.geometry.transforms import TransformGraph, TransformUnavailable
 from eval_assets.recording import Recording, RecordingError
 from eval_assets.recording.messages import PointCloud2
+from eval_assets.recording.names import TF_STREAM
 from eval_assets.schemas.frames import (
     POINTS_DIR,
     PointCloudFrame,
@@ -26,7 +27,6 @@ from eval_assets.schemas.frames import (
     write_pointcloud_frames,
 )
 
-TF_STREAM = "tf"
 MAX_LIDAR_DT = 0.1  # seconds between image and LiDAR sweep (vqa.md)
 TF_TOLERANCE = 0.1  # seconds between the image and each TF edge sample (recording.md)
 POINTS_KEY = "xyz"

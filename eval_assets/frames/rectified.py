@@ -28,6 +28,7 @@ from eval_assets.frames.selection import (
 from eval_assets.geometry.camera import CameraModel
 from eval_assets.recording import Recording, RecordingError, image_to_rgb
 from eval_assets.recording.messages import CameraInfo
+from eval_assets.recording.names import CAMERA_INFO_STREAM, IMAGE_STREAM
 from eval_assets.schemas.frames import (
     IMAGES_DIR,
     RECTIFIED_TABLE,
@@ -42,8 +43,6 @@ from eval_assets.schemas.frames import (
     write_skipped_frames,
 )
 
-IMAGE_STREAM = "color_image"
-CAMERA_INFO_STREAM = "camera_info"
 # Fixed encoder settings: PNG bytes depend on them, and outputs must be byte-identical across runs.
 _PNG_PARAMS = [cv2.IMWRITE_PNG_COMPRESSION, 3]
 

@@ -53,6 +53,7 @@ from eval_assets.hashing import file_sha256
 from eval_assets.recording import Recording, RecordingError, image_to_rgb
 from eval_assets.recording.image_size import ImageTooLargeError, check_decode_size
 from eval_assets.recording.messages import Image
+from eval_assets.recording.names import CAMERA_INFO_STREAM, IMAGE_STREAM
 from eval_assets.recording.validate import find_duplicate_images
 from eval_assets.schemas.frames import (
     SKIPPED_FRAMES_FILE,
@@ -63,9 +64,6 @@ from eval_assets.schemas.frames import (
     SkippedFrame,
     SkipReason,
 )
-
-IMAGE_STREAM = "color_image"
-CAMERA_INFO_STREAM = "camera_info"
 
 DEFAULT_EVERY_FRAME_MAX_IMAGES = 300
 """Recordings with at most this many images keep every frame by default (20 s at 15 Hz)."""

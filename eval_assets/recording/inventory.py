@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from eval_assets.recording.names import IMAGE_STREAM
 from eval_assets.recording.reader import Recording
 from eval_assets.schemas.recording import RecordingInventory, StreamInventory
 
@@ -19,7 +20,7 @@ def inventory_of(recording: Recording, name: str) -> RecordingInventory:
         )
         for info in sorted(recording.streams.values(), key=lambda s: s.name)
     ]
-    images = recording.streams["color_image"]
+    images = recording.streams[IMAGE_STREAM]
     # The reader refuses a recording whose color_image is empty, so an opened one has its span.
     assert images.t_start is not None and images.t_end is not None
     return RecordingInventory(

@@ -29,13 +29,20 @@ from eval_assets.recording.errors import (
 )
 from eval_assets.recording.lcm import FINGERPRINTS
 from eval_assets.recording.messages import CameraInfo, Image, PointCloud2, TFMessage
+from eval_assets.recording.names import (
+    CAMERA_INFO_STREAM,
+    IMAGE_STREAM,
+    LIDAR_FALLBACK_STREAM,
+    LIDAR_STREAM,
+    TF_STREAM,
+)
 from eval_assets.recording.sqlite_state import transaction_in_progress
 
-LIDAR_STREAMS: tuple[str, str] = ("pointlio_lidar", "lidar")
+LIDAR_STREAMS: tuple[str, str] = (LIDAR_STREAM, LIDAR_FALLBACK_STREAM)
 REQUIRED_STREAMS: tuple[tuple[str, ...], ...] = (
-    ("color_image",),
-    ("camera_info",),
-    ("tf",),
+    (IMAGE_STREAM,),
+    (CAMERA_INFO_STREAM,),
+    (TF_STREAM,),
     LIDAR_STREAMS,
 )
 """The streams a usable recording holds: one non-empty stream of each tuple of alternatives
@@ -52,11 +59,11 @@ _RECORD_FIX = (
 
 # Required stream -> (message class, codecs accepted for it).
 _EXPECTED: dict[str, tuple[type, tuple[str, ...]]] = {
-    "color_image": (Image, ("jpeg", "lcm")),
-    "camera_info": (CameraInfo, ("lcm",)),
-    "tf": (TFMessage, ("lcm",)),
-    "pointlio_lidar": (PointCloud2, ("lcm", "lz4+lcm")),
-    "lidar": (PointCloud2, ("lcm", "lz4+lcm")),
+    IMAGE_STREAM: (Image, ("jpeg", "lcm")),
+    CAMERA_INFO_STREAM: (CameraInfo, ("lcm",)),
+    TF_STREAM: (TFMessage, ("lcm",)),
+    LIDAR_STREAM: (PointCloud2, ("lcm", "lz4+lcm")),
+    LIDAR_FALLBACK_STREAM: (PointCloud2, ("lcm", "lz4+lcm")),
 }
 
 
@@ -233,17 +240,17 @@ class Recording:
             (s for s in LIDAR_STREAMS if s in self._streams and self._streams[s].count > 0),
             next((s for s in LIDAR_STREAMS if s in self._streams), LIDAR_STREAMS[0]),
         )
-        required = ("color_image", "camera_info", "tf", self._lidar_stream)
+        required = (IMAGE_STREAM, CAMERA_INFO_STREAM, TF_STREAM, self._lidar_stream)
         for name in required:
             self._check_stream(name, tables)
         first = {name: self._first_message(name) for name in required}
-        info, image = first["camera_info"], first["color_image"]
+        info, image = first[CAMERA_INFO_STREAM], first[IMAGE_STREAM]
         if (info.width, info.height) != (image.width, image.height):
             self._error(
                 f"stream 'camera_info' describes {info.width}x{info.height} images but the first "
                 f"'color_image' is {image.width}x{image.height}. Fix: record camera_info from the "
                 "same camera and resolution as color_image.",
-                stream="camera_info",
+                stream=CAMERA_INFO_STREAM,
             )
 
     def _parse_config(self, name: str, raw: Any) -> tuple[str, str]:

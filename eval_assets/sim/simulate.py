@@ -58,8 +58,11 @@ from eval_assets.recording.messages import (
 from eval_assets.recording.names import (
     BASE_FRAME,
     CAMERA_FRAME,
+    CAMERA_INFO_STREAM,
+    IMAGE_STREAM,
     LIDAR_FRAME,
     LIDAR_STREAM,
+    TF_STREAM,
     WORLD_FRAME,
 )
 from eval_assets.sim.catalog import DISTRACTORS, SimConfigError, entries_for
@@ -352,9 +355,9 @@ def simulate_recording(out_db: str | Path, config: SimConfig | None = None) -> S
         writer = stack.enter_context(RecordingWriter(out_db, overwrite=True))
         # The writer renames its file into place on a clean exit; until then (and on any
         # failure) out_db is untouched, and the truth files are temporaries.
-        writer.add_stream("color_image", Image, "jpeg")
-        writer.add_stream("camera_info", CameraInfo, "lcm")
-        writer.add_stream("tf", TFMessage, "lcm")
+        writer.add_stream(IMAGE_STREAM, Image, "jpeg")
+        writer.add_stream(CAMERA_INFO_STREAM, CameraInfo, "lcm")
+        writer.add_stream(TF_STREAM, TFMessage, "lcm")
         writer.add_stream(LIDAR_STREAM, PointCloud2, "lcm")
         events: list[tuple[float, int, str, int]] = []
         for i, t in enumerate(img_ts):
@@ -371,11 +374,12 @@ def simulate_recording(out_db: str | Path, config: SimConfig | None = None) -> S
         truth_frames: list[dict[str, Any]] = []
         for ts, _, kind, index in events:
             if kind == "tf":
-                writer.write("tf", ts, _tf(ts, WORLD_FRAME, BASE_FRAME,
+                writer.write(TF_STREAM, ts, _tf(ts, WORLD_FRAME, BASE_FRAME,
                                            path.world_from_base(ts), index))
             elif kind == "tf_static":
-                writer.write("tf", ts, _tf(ts, BASE_FRAME, CAMERA_FRAME, BASE_FROM_CAMERA, index))
-                writer.write("tf", ts, _tf(ts, BASE_FRAME, LIDAR_FRAME, BASE_FROM_LIDAR, index))
+                for child, pose in ((CAMERA_FRAME, BASE_FROM_CAMERA),
+                                    (LIDAR_FRAME, BASE_FROM_LIDAR)):
+                    writer.write(TF_STREAM, ts, _tf(ts, BASE_FRAME, child, pose, index))
             elif kind == "image":
                 t0 = time.perf_counter()
                 w_base = world.place_husky(ts)
@@ -389,8 +393,8 @@ def simulate_recording(out_db: str | Path, config: SimConfig | None = None) -> S
                     "lidar_dt": _LIDAR_OFFSET_S, "camera_from_world": cam_from_world.tolist(),
                     "objects": frame_objects(world.objects, camera, cam_from_world, ids,
                                              depth * ray_lengths)})
-                writer.write("camera_info", ts, _camera_info(camera, ts, index))
-                writer.write("color_image", ts,
+                writer.write(CAMERA_INFO_STREAM, ts, _camera_info(camera, ts, index))
+                writer.write(IMAGE_STREAM, ts,
                              jpeg_image(rgb, Header.at(ts, CAMERA_FRAME, index),
                                         quality=_JPEG_QUALITY), pose=_pose7(w_base))
             else:

@@ -45,8 +45,11 @@ from eval_assets.recording.messages import (
 from eval_assets.recording.names import (
     BASE_FRAME,
     CAMERA_FRAME,
+    CAMERA_INFO_STREAM,
+    IMAGE_STREAM,
     LIDAR_FRAME,
     LIDAR_STREAM,
+    TF_STREAM,
     WORLD_FRAME,
 )
 from eval_assets.synth.render import (
@@ -299,8 +302,8 @@ def synthesize_sample(out_db: str | Path, seed: int = DEFAULT_SEED,
         id_maps[i] = rectified.ids
         robot = _pose7(scene.path.world_from_base(t_img))
         header = Header.at(t_img, CAMERA_FRAME, i)
-        rows.append((t_img, 0, "camera_info", _camera_info(scene, t_img, i), None))
-        rows.append((t_img, 1, "color_image",
+        rows.append((t_img, 0, CAMERA_INFO_STREAM, _camera_info(scene, t_img, i), None))
+        rows.append((t_img, 1, IMAGE_STREAM,
                      jpeg_image(distorted.rgb, header, quality=_JPEG_QUALITY), robot))
         scan = raycaster.lidar_scan(world_from_lidar(scene, t_lidar), scene.lidar_elevations_deg,
                                     scene.lidar_azimuth_step_deg, noise_rng)
@@ -317,18 +320,19 @@ def synthesize_sample(out_db: str | Path, seed: int = DEFAULT_SEED,
     render_seconds = time.perf_counter() - started
 
     for k, t in enumerate(timeline.tf_ts):
-        rows.append((t, 2, "tf", _tf(t, WORLD_FRAME, BASE_FRAME, scene.path.world_from_base(t), k),
-                     None))
+        world_from_base = scene.path.world_from_base(t)
+        rows.append((t, 2, TF_STREAM, _tf(t, WORLD_FRAME, BASE_FRAME, world_from_base, k), None))
     for k, t in enumerate(timeline.static_tf_ts):
-        rows.append((t, 2, "tf", _tf(t, BASE_FRAME, CAMERA_FRAME, scene.base_from_camera, k), None))
-        rows.append((t, 2, "tf", _tf(t, BASE_FRAME, LIDAR_FRAME, scene.base_from_lidar, k), None))
+        for child, base_from_child in ((CAMERA_FRAME, scene.base_from_camera),
+                                       (LIDAR_FRAME, scene.base_from_lidar)):
+            rows.append((t, 2, TF_STREAM, _tf(t, BASE_FRAME, child, base_from_child, k), None))
     # Stable sort: equal (ts, rank) rows keep their construction order.
     rows.sort(key=lambda r: (r[0], r[1]))
 
     with RecordingWriter(out_db, overwrite=True) as writer:
-        writer.add_stream("color_image", Image, "jpeg")
-        writer.add_stream("camera_info", CameraInfo, "lcm")
-        writer.add_stream("tf", TFMessage, "lcm")
+        writer.add_stream(IMAGE_STREAM, Image, "jpeg")
+        writer.add_stream(CAMERA_INFO_STREAM, CameraInfo, "lcm")
+        writer.add_stream(TF_STREAM, TFMessage, "lcm")
         writer.add_stream(LIDAR_STREAM, PointCloud2, "lcm")
         for ts, _, stream, message, pose in rows:
             writer.write(stream, ts, message, pose=pose)

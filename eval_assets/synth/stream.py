@@ -51,8 +51,11 @@ from eval_assets.recording.messages import CameraInfo, Header, Image, PointCloud
 from eval_assets.recording.names import (
     BASE_FRAME,
     CAMERA_FRAME,
+    CAMERA_INFO_STREAM,
+    IMAGE_STREAM,
     LIDAR_FRAME,
     LIDAR_STREAM,
+    TF_STREAM,
     WORLD_FRAME,
 )
 from eval_assets.synth.render import (
@@ -359,7 +362,7 @@ def _scene_header(scene: Scene, spec: Profile, seed: int, scene_seed: int, frame
         "scene_seed": scene_seed,
         "frame_count": frames,
         "truth_every": truth_every,
-        "rates_hz": {"color_image": spec.image_rate_hz, LIDAR_STREAM: spec.lidar_rate_hz,
+        "rates_hz": {IMAGE_STREAM: spec.image_rate_hz, LIDAR_STREAM: spec.lidar_rate_hz,
                      "tf_world_base_link": spec.tf_rate_hz, "tf_static": spec.static_tf_rate_hz},
         "camera": camera_record(cam),
         "lidar": {"frame_id": LIDAR_FRAME,
@@ -426,9 +429,9 @@ def synthesize_streamed(out_db: str | Path, spec: Profile, *, seed: int, scene_s
             _atomic_file(scene_json) as json_fh, \
             (_atomic_file(truth_npz) if truth_frames else _no_file()) as npz_fh, \
             progress.task(f"synthesizing {out_db.name}", total=frames) as advance:
-        writer.add_stream("color_image", Image, "jpeg")
-        writer.add_stream("camera_info", CameraInfo, "lcm")
-        writer.add_stream("tf", TFMessage, "lcm")
+        writer.add_stream(IMAGE_STREAM, Image, "jpeg")
+        writer.add_stream(CAMERA_INFO_STREAM, CameraInfo, "lcm")
+        writer.add_stream(TF_STREAM, TFMessage, "lcm")
         writer.add_stream(LIDAR_STREAM, PointCloud2, "lcm")
         truth_json = JsonFramesWriter(json_fh, header)
         id_maps = (IdMapsWriter(npz_fh, truth_frames, cam.height, cam.width)
@@ -436,12 +439,12 @@ def synthesize_streamed(out_db: str | Path, spec: Profile, *, seed: int, scene_s
         for event in timeline(spec, frames, seed):
             t = event.ts
             if event.kind == "tf":
-                writer.write("tf", t, _tf(t, WORLD_FRAME, BASE_FRAME,
+                writer.write(TF_STREAM, t, _tf(t, WORLD_FRAME, BASE_FRAME,
                                           scene.path.world_from_base(t), event.index))
             elif event.kind == "tf_static":
-                writer.write("tf", t, _tf(t, BASE_FRAME, CAMERA_FRAME, scene.base_from_camera,
+                writer.write(TF_STREAM, t, _tf(t, BASE_FRAME, CAMERA_FRAME, scene.base_from_camera,
                                           event.index))
-                writer.write("tf", t, _tf(t, BASE_FRAME, LIDAR_FRAME, scene.base_from_lidar,
+                writer.write(TF_STREAM, t, _tf(t, BASE_FRAME, LIDAR_FRAME, scene.base_from_lidar,
                                           event.index))
             elif event.kind == "lidar":
                 directions = (mid360_directions(event.index, spec.lidar_points)
@@ -455,8 +458,8 @@ def synthesize_streamed(out_db: str | Path, spec: Profile, *, seed: int, scene_s
                 w_cam = world_from_camera(scene, t)
                 view = raycaster.render(w_cam, fisheye)
                 assert view.rgb is not None
-                writer.write("camera_info", t, _camera_info(scene, t, i))
-                writer.write("color_image", t,
+                writer.write(CAMERA_INFO_STREAM, t, _camera_info(scene, t, i))
+                writer.write(IMAGE_STREAM, t,
                              jpeg_image(view.rgb, Header.at(t, CAMERA_FRAME, i),
                                         quality=_JPEG_QUALITY),
                              pose=_pose7(scene.path.world_from_base(t)))

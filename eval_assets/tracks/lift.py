@@ -16,10 +16,11 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from eval_assets.frames.pointclouds import TF_STREAM, TF_TOLERANCE
+from eval_assets.frames.pointclouds import TF_TOLERANCE
 from eval_assets.geometry.transforms import TransformGraph, TransformUnavailable
 from eval_assets.recording import Recording, RecordingError
 from eval_assets.recording.messages import TFMessage
+from eval_assets.recording.names import TF_STREAM
 from eval_assets.schemas.frames import RectifiedFrame
 from eval_assets.schemas.spatial import CameraSample
 
