@@ -12,8 +12,9 @@ alternating, so the choice of :mod:`eval_assets.local_models.threads` can be che
 "Warm": with ``--warmup`` the demo runs once before the timed runs (package imports and model
 files in the OS cache); each timed run starts from an empty storage root, so every stage really
 runs. Without it the quiet run goes first, on colder caches: that can only lengthen the quiet
-time and so shrink the ratio (use ``--warmup`` for a fair ratio). The background processes are
-plain ``while True`` loops, one per core of a 2-core machine.
+time and so shrink the ratio (use ``--warmup`` for a fair ratio). The quiet run waits first for
+the 1-minute load to fall under 0.3 (:func:`settle`). The background processes are plain
+``while True`` loops, one per core of a 2-core machine.
 """
 
 from __future__ import annotations
@@ -52,6 +53,21 @@ def cpu_hogs(count: int) -> Iterator[None]:
 def load1() -> float:
     """The 1-minute load average."""
     return os.getloadavg()[0]
+
+
+def settle(below: float = 0.3, most_s: float = 240.0) -> str:
+    """Wait until the 1-minute load is under ``below`` (at most ``most_s``); how long it took.
+
+    Why: the demo sizes torch's thread pool by the load it sees when SmolLM2 loads
+    (:mod:`eval_assets.local_models.threads`). A run just before (the warm-up) leaves the
+    1-minute load near 1 for a minute or two, so a "quiet" run started at once chose one thread
+    and measured a machine that was not quiet (127 s; 106 s in a run started at load 0.2)."""
+    started = time.monotonic()
+    while load1() >= below and time.monotonic() - started < most_s:
+        time.sleep(5)
+    waited = time.monotonic() - started
+    return f"waited {waited:.0f} s for load {load1():.1f}" + (
+        "" if load1() < below else f" (not under {below}: other work on the machine)")
 
 
 def timed_demo(root: Path) -> tuple[float, str]:
@@ -111,6 +127,7 @@ def main() -> None:
             if args.warmup:
                 warm, warm_load = timed_demo(Path(scratch) / "warmup")
                 print(f"warm-up demo: {warm:.0f} s ({warm_load})")
+            print(f"before the quiet demo: {settle()}")
             quiet, quiet_load = timed_demo(Path(scratch) / "quiet")
             with cpu_hogs(args.hogs):
                 loaded, loaded_load = timed_demo(Path(scratch) / "loaded")
