@@ -24,11 +24,11 @@ judge's edit joined the bravo phase) 309 s; 289 s (269 s of CPU) once the second
 its operand once (``SeenTwice``), idle ticks are skipped and one recording is backfilled. Then
 281 s with the night moved after ``alpha`` (two cells to run instead of four) and one automation
 tick after the board's run instead of two (``wait_settled``), and 246-254 s (194-263 s of CPU)
-on every eighth frame; 206 s and 233 s (155-192 s of CPU) once an upstream update is acted on
-at the first automation tick that sees it wherever that tick's snapshot holds every run of the
-asset (it had waited for the second: one tick, 5-8 s, per propagation). Of that, the night's wait
-for its minute (0-60 s: 23 and 34 s in those two runs) and the backfill daemon's first look
-(0-30 s: 13 and 22 s) are chance. Where the rest goes: each run starts a process that loads the
+on every eighth frame; 200-233 s (134-192 s of CPU, three runs) once an upstream update is
+acted on at the first automation tick that sees it wherever that tick's snapshot holds every run
+of the asset (it had waited for the second: one tick, 5-8 s, per propagation). Of that, the
+night's wait for its minute (0-60 s: 23-35 s in those runs) and the backfill daemon's first look
+(0-30 s: 2-22 s) are chance. Where the rest goes: each run starts a process that loads the
 code location (2.5-5 s from created to started), a file dropped is seen by the recordings sensor
 and then by the automation sensor (5-10 s to its chain's run), each propagation waits for the
 next automation tick (ticks every 5 s, Dagster's floor; each evaluates ~1.3-2 s in the daemon's
