@@ -240,7 +240,7 @@ class Recording:
             (s for s in LIDAR_STREAMS if s in self._streams and self._streams[s].count > 0),
             next((s for s in LIDAR_STREAMS if s in self._streams), LIDAR_STREAMS[0]),
         )
-        required = (IMAGE_STREAM, CAMERA_INFO_STREAM, TF_STREAM, self._lidar_stream)
+        required = self.required_streams
         for name in required:
             self._check_stream(name, tables)
         first = {name: self._first_message(name) for name in required}
@@ -360,6 +360,11 @@ class Recording:
     def lidar_stream(self) -> str:
         """``"pointlio_lidar"`` when present and non-empty, else ``"lidar"``."""
         return self._lidar_stream
+
+    @property
+    def required_streams(self) -> tuple[str, str, str, str]:
+        """The streams this recording is read from: image, calibration, TF and its LiDAR."""
+        return (IMAGE_STREAM, CAMERA_INFO_STREAM, TF_STREAM, self._lidar_stream)
 
     def _stream_info(self, stream: str) -> StreamInfo:
         info = self._streams.get(stream)

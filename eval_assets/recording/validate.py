@@ -22,7 +22,7 @@ from typing import Literal
 import numpy as np
 
 from eval_assets.recording.inventory import inventory_of
-from eval_assets.recording.names import CAMERA_INFO_STREAM, IMAGE_STREAM, TF_STREAM
+from eval_assets.recording.names import IMAGE_STREAM
 from eval_assets.recording.reader import Recording
 from eval_assets.schemas.recording import RecordingInventory
 
@@ -141,8 +141,7 @@ def validate_recording(path: Path, *, allow_pickle: bool = False, name: str | No
     """
     path = Path(path)
     with Recording.open(path, allow_pickle=allow_pickle) as rec:
-        streams = (IMAGE_STREAM, CAMERA_INFO_STREAM, TF_STREAM, rec.lidar_stream)
-        problems = find_missing_payloads(rec, streams)
+        problems = find_missing_payloads(rec, rec.required_streams)
         problems += find_duplicate_images(rec).values()
         inventory = inventory_of(rec, name or path.stem)
         if also is not None:
