@@ -231,16 +231,23 @@ def recording_simulate(
     lidar_fov_deg: str = typer.Option(
         "-15,15", help="Lowest and highest ring elevation in degrees, e.g. -30,2 to spend the "
         "rings on the floor and the objects rather than the empty sky."),
+    reference_views: int = typer.Option(
+        8, help="Reference views per catalog object in the scene, written to OUT.objects/ "
+        "(<name>/view_XX.png, its mask, object.json) from viewpoints the drive does not use: "
+        "the folder taught names are read from. 0 writes none."),
 ) -> None:
-    """Simulate a PyBullet scene into OUT_DB plus OUT.scene.json and OUT.truth.npz.
+    """Simulate a PyBullet scene into OUT_DB plus OUT.scene.json, OUT.truth.npz and OUT.objects/.
 
     A husky with a camera and a 3D LiDAR drives past textured pybullet_data objects on a floor;
     the truth (object sizes and centres from the visual meshes, per-frame instance masks from the
     segmentation buffer) is in the synthesizer's format, so every tool that reads a synthesized
     recording's truth reads this one.
     """
-    from eval_assets.sim.simulate import SimConfig, simulate_recording
+    from eval_assets.sim.simulate import ReferenceViews, SimConfig, simulate_recording
 
+    if reference_views < 0:
+        raise InputError(f"--reference-views must be ≥ 0, got {reference_views}; pass 0 for "
+                         "none or e.g. --reference-views 8")
     chosen = tuple(n.strip() for n in names.split(",") if n.strip()) if names else ()
     try:
         low, high = (float(v) for v in lidar_fov_deg.split(","))
@@ -250,9 +257,13 @@ def recording_simulate(
     out = simulate_recording(out_db, SimConfig(
         seed=seed, frames=frames, resolution=resolution, objects=objects, names=chosen,
         path=path, distractors=distractors, lidar_rings=lidar_rings,
-        lidar_columns=lidar_columns, lidar_fov_deg=(low, high)))
+        lidar_columns=lidar_columns, lidar_fov_deg=(low, high)),
+        ReferenceViews(views=reference_views) if reference_views else None)
     for written in (out.db, out.scene_json, out.truth_npz):
         typer.echo(f"{written} ({written.stat().st_size} bytes)")
+    if out.objects_dir is not None:
+        typer.echo(f"{out.objects_dir}/ (reference views of "
+                   f"{sum(1 for d in out.objects_dir.iterdir() if d.is_dir())} objects)")
     typer.echo(f"simulated {out.frames} frames and {out.lidar_scans} LiDAR scans in "
                f"{out.seconds:.1f} s (" + ", ".join(f"{k} {v:.1f} s"
                                                    for k, v in out.timings.items()) + ")")

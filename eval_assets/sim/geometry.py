@@ -26,6 +26,9 @@ class VisualBox:
     size: tuple[float, float, float]
     center_local: tuple[float, float, float]  # box centre in the object's own frame
     center_world: tuple[float, float, float]
+    # The highest mesh vertex's world height: the top of a tilted object exactly, where the
+    # turned box's highest corner only bounds it.
+    top_world: float
 
 
 def quaternion_matrix(q: tuple[float, ...] | list[float]) -> np.ndarray:
@@ -89,11 +92,27 @@ def visual_box(client: int, body: int) -> VisualBox:
     lo, hi = allp.min(axis=0), allp.max(axis=0)
     center_local = (lo + hi) / 2
     center_world = t_com[:3, :3] @ center_local + t_com[:3, 3]
-    return VisualBox(size=(float(hi[0] - lo[0]), float(hi[1] - lo[1]), float(hi[2] - lo[2])),
+    top_world = float((allp @ t_com[:3, :3].T + t_com[:3, 3])[:, 2].max())
+    return VisualBox(top_world=top_world,size=(float(hi[0] - lo[0]), float(hi[1] - lo[1]), float(hi[2] - lo[2])),
                      center_local=(float(center_local[0]), float(center_local[1]),
                                    float(center_local[2])),
                      center_world=(float(center_world[0]), float(center_world[1]),
                                    float(center_world[2])))
+
+
+def world_aabb(client: int, body: int) -> tuple[tuple[float, float, float],
+                                                tuple[float, float, float]]:
+    """``(size, center_world)`` of the world-axis box round every link of ``body`` (PyBullet's
+    own AABBs): the truth place of a multi-link distractor, which :func:`visual_box` does not
+    take. Axis-aligned, so a turned object's footprint is a little larger than its own."""
+    import pybullet as p
+
+    links = range(-1, p.getNumJoints(body, physicsClientId=client))
+    boxes = np.array([p.getAABB(body, link, physicsClientId=client) for link in links])
+    lo, hi = boxes[:, 0].min(axis=0), boxes[:, 1].max(axis=0)
+    size, center = hi - lo, (lo + hi) / 2
+    return ((float(size[0]), float(size[1]), float(size[2])),
+            (float(center[0]), float(center[1]), float(center[2])))
 
 
 @dataclass(frozen=True)

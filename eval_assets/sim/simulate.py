@@ -18,13 +18,16 @@
   ``center_world`` the centre of that box in the world.
 * ``OUT.truth.npz`` — ``id_maps`` (uint8, frames × H × W, object id per pixel from the
   segmentation buffer, 255 for none: floor, husky, distractors) and ``frame_index``.
+* ``OUT.objects/`` (when asked, as the command line does) — reference views of each catalog
+  object in the scene from viewpoints the drive does not use, the folder a team's taught names
+  are read from (:mod:`eval_assets.sim.references`); distractors get none.
 
 The husky is placed kinematically (``resetBasePositionAndOrientation`` at each message time),
 not driven by wheel velocities: the objects are settled by physics first and then never touched,
 so one ``center_world`` per object is the truth of every frame, and the path (turns, the stop,
 the revisit) is exactly the designed one rather than whatever wheel slip makes of it. Same seed,
 same options: the same scene, poses and truth (PyBullet in DIRECT mode is deterministic).
-Nothing is left at the output paths unless all three files were written.
+Nothing is left at the output paths unless all the files were written.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import io
 import json
 import math
 import os
+import shutil
 import time
 import zipfile
 from collections.abc import Iterator
@@ -66,8 +70,15 @@ from eval_assets.recording.names import (
     WORLD_FRAME,
 )
 from eval_assets.sim.catalog import DISTRACTORS, SimConfigError, entries_for
-from eval_assets.sim.geometry import PinholeCamera, pose_matrix
+from eval_assets.sim.geometry import PinholeCamera, pose_matrix, world_aabb
 from eval_assets.sim.path import PATHS, SPEED_M_S, DrivePath, drive_path
+from eval_assets.sim.references import (
+    ReferenceViews,
+    reference_dir,
+    replace_dir,
+    temporary_dir,
+    write_reference_views,
+)
 from eval_assets.sim.world import (
     LIDAR_RANGE_M,
     PlacedObject,
@@ -123,6 +134,8 @@ class SimOutputs:
     lidar_scans: int
     seconds: float
     timings: dict[str, float] = field(default_factory=dict)
+    objects_dir: Path | None = None
+    """The reference views (``OUT.objects``), when they were asked for."""
 
 
 def sidecar_paths(db: Path) -> tuple[Path, Path]:
@@ -275,10 +288,15 @@ def _header(config: SimConfig, world: SimWorld, camera: PinholeCamera,
             "base_position": list(o.base_position),
             "base_orientation": list(o.base_orientation),
             "size": list(o.box.size), "center_world": list(o.box.center_world),
+            "top_z": o.box.top_world,
         } for o in world.objects],
+        # Not in the vocabulary, but the LiDAR finds them like any object: their boxes let the
+        # truth check match a marked object that is one (eval_assets.vqa.spatial.truth).
         "distractors": [{"urdf": DISTRACTORS[i % len(DISTRACTORS)].urdf,
-                         "name": DISTRACTORS[i % len(DISTRACTORS)].name}
-                        for i in range(len(world.distractor_bodies))],
+                         "name": DISTRACTORS[i % len(DISTRACTORS)].name,
+                         "size": list(size), "center_world": list(center)}
+                        for i, (size, center) in enumerate(world_aabb(world.client, b)
+                                                           for b in world.distractor_bodies)],
         # With robot.base_from_camera and the TF rate and first stamp, the segments rebuild the
         # camera at every TF sample (eval_assets.vqa.spatial.truth.scene_camera): the motion
         # families' path and turn sum over those samples, not over the images.
@@ -331,12 +349,21 @@ def _npz_member(zf: zipfile.ZipFile, name: str, array: np.ndarray) -> None:
         np.lib.format.write_array(fh, np.ascontiguousarray(array), allow_pickle=False)
 
 
-def simulate_recording(out_db: str | Path, config: SimConfig | None = None) -> SimOutputs:
+def simulate_recording(out_db: str | Path, config: SimConfig | None = None,
+                       references: ReferenceViews | None = None) -> SimOutputs:
     """Simulate the scene of ``config`` and write ``out_db`` with its ``.scene.json`` and
-    ``.truth.npz`` (replacing existing ones, all or nothing). Same config, same truth."""
+    ``.truth.npz`` (replacing existing ones, all or nothing). Same config, same truth.
+
+    With ``references``, also the reference views of the scene's catalog objects in
+    ``OUT.objects/`` (replaced with the rest; without, an existing folder is left alone)."""
     config = config or SimConfig()
     out_db = Path(out_db)
     check_config(out_db, config)
+    objects_dir = reference_dir(out_db) if references else None
+    if objects_dir is not None and objects_dir.exists() and not objects_dir.is_dir():
+        raise SimConfigError(f"{objects_dir} is a file; the reference views need that name. "
+                             "Fix: remove it, choose another output name, or pass "
+                             "--reference-views 0")
     scene_json, truth_npz = sidecar_paths(out_db)
     width, height = RESOLUTIONS[config.resolution]
     camera = PinholeCamera(width, height, _FOV_Y_DEG, _NEAR, _FAR)
@@ -352,6 +379,8 @@ def simulate_recording(out_db: str | Path, config: SimConfig | None = None) -> S
         stack.callback(world.close)
         json_tmp = stack.enter_context(_temporary(scene_json))
         npz_tmp = stack.enter_context(_temporary(truth_npz))
+        objects_tmp = (stack.enter_context(temporary_dir(objects_dir))
+                       if objects_dir is not None else None)
         writer = stack.enter_context(RecordingWriter(out_db, overwrite=True))
         # The writer renames its file into place on a clean exit; until then (and on any
         # failure) out_db is untouched, and the truth files are temporaries.
@@ -404,6 +433,10 @@ def simulate_recording(out_db: str | Path, config: SimConfig | None = None) -> S
                 timings["lidar"] += time.perf_counter() - t0
                 writer.write(LIDAR_STREAM, ts, _point_cloud(scan, ts, index), pose=_pose7(w_base))
                 scans += 1
+        if objects_tmp is not None:
+            t0 = time.perf_counter()
+            write_reference_views([o.entry for o in world.objects], objects_tmp, references)
+            timings["references"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         header = _header(config, world, camera, config.frames)
         text = json.dumps(_rounded({**header, "frames": truth_frames}), sort_keys=True, indent=2)
@@ -416,21 +449,26 @@ def simulate_recording(out_db: str | Path, config: SimConfig | None = None) -> S
         try:
             os.replace(npz_tmp, truth_npz)
             os.replace(json_tmp, scene_json)
+            if objects_tmp is not None and objects_dir is not None:
+                replace_dir(objects_tmp, objects_dir)
             writer.close()  # commits and renames the recording into place
         except BaseException:
             # No recording without its truth, no truth of a recording that is not there.
             for done in (truth_npz, scene_json, out_db):
                 done.unlink(missing_ok=True)
+            if objects_dir is not None:
+                shutil.rmtree(objects_dir, ignore_errors=True)
             raise
         timings["write"] = time.perf_counter() - t0
     return SimOutputs(out_db, scene_json, truth_npz, config.frames, scans,
-                      time.perf_counter() - started, timings)
+                      time.perf_counter() - started, timings, objects_dir)
 
 
 __all__ = [
     "BASE_FROM_CAMERA",
     "BASE_FROM_LIDAR",
     "RESOLUTIONS",
+    "ReferenceViews",
     "SimConfig",
     "SimConfigError",
     "SimOutputs",
