@@ -93,7 +93,8 @@ def visual_box(client: int, body: int) -> VisualBox:
     center_local = (lo + hi) / 2
     center_world = t_com[:3, :3] @ center_local + t_com[:3, 3]
     top_world = float((allp @ t_com[:3, :3].T + t_com[:3, 3])[:, 2].max())
-    return VisualBox(top_world=top_world,size=(float(hi[0] - lo[0]), float(hi[1] - lo[1]), float(hi[2] - lo[2])),
+    return VisualBox(size=(float(hi[0] - lo[0]), float(hi[1] - lo[1]), float(hi[2] - lo[2])),
+                     top_world=top_world,
                      center_local=(float(center_local[0]), float(center_local[1]),
                                    float(center_local[2])),
                      center_world=(float(center_world[0]), float(center_world[1]),
