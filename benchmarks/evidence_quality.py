@@ -16,14 +16,29 @@ errors, and per family the wrong-gold rate over the checked cases with the wrong
 simulate R.db --seed S --frames N``, 120 frames unless ``--frames N``): a world the default colour
 detector was not written for, so its figures show whether the detector abstains where it cannot
 name or measure an object rather than making confident wrong gold.
-``--evidence truth`` takes the simulated seeds' boxes and masks from their truth files (the
-``truth`` detector and segmenter, asked about the simulator's catalogue): what wrong gold is left
-is the chain's own (LiDAR ranging, the families' rules), not the detector's.
+``--evidence`` chooses the simulated seeds' evidence: ``offline`` (the default: objects found in
+the LiDAR, named by the colour detector only when certain, else marked), ``taught`` (the same,
+with the simulator's reference views of its catalogue as taught names, as a team's
+``data/objects/<name>/`` would be) or ``truth`` (boxes and masks from the truth files, the
+``truth`` detector and segmenter asked about the simulator's catalogue: what wrong gold is left
+is the chain's own, not the evidence's). ``--path``, ``--resolution``, ``--objects`` and
+``--distractors`` set the simulated scenes (``eval-assets recording simulate``'s options).
+
+Per family it prints cases made, cases rejected per reason, and the wrong-gold rate; per
+recording the LiDAR objects (askable, named, marked) and, against the engine's truth, how many
+names were right and wrong (a name counts for the truth object whose centre lies within 0.35 m
+of the LiDAR object's).
+
+    python benchmarks/evidence_quality.py --seeds 1201 --no-sample --sim-seeds 3301,3302 \\
+        --frames 120 --evidence taught --path figure8 --resolution 1280x720 --objects 14 \\
+        --distractors 3
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import shutil
 import sys
 import tempfile
@@ -42,6 +57,9 @@ from eval_assets.evidence_quality import read_evidence_quality
 from eval_assets.layout import StorageLayout
 from eval_assets.schemas.evidence_quality import EvidenceQuality
 from eval_assets.synth.stream import synthesize_recording
+from eval_assets.tracks import read_object_tracks
+from eval_assets.vqa.families import normalize_name
+from eval_assets.vqa.spatial.truth import MARKED_GATE_M
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "recordings"
 
@@ -77,6 +95,37 @@ def _f(value: float | None, fmt: str = ".3f") -> str:
     return "  -  " if value is None else format(value, fmt)
 
 
+def show_objects(recordings: Path, key: str, root: Path) -> Counter[str]:
+    """Print the LiDAR objects of ``key`` and their names against the truth; the counts."""
+    tracks = read_object_tracks(StorageLayout(root).tracks_dir(key))
+    counts: Counter[str] = Counter()
+    if tracks.objects is None:
+        return counts
+    scene_path = recordings / f"{key}.scene.json"
+    scene = json.loads(scene_path.read_text()) if scene_path.is_file() else {"objects": []}
+    truth = [(o["name"], o["center_world"]) for o in scene["objects"]]
+    truth += [(d["name"], d["center_world"]) for d in scene.get("distractors", [])
+              if "center_world" in d]
+    for obj in tracks.objects.objects:
+        counts["objects"] += 1
+        if not obj.askable:
+            continue
+        counts["askable"] += 1
+        near = [n for n, c in truth
+                if math.dist(c[:2], obj.center_world[:2]) < MARKED_GATE_M]
+        counts["matched" if near else "unmatched"] += 1
+        if obj.name is None:
+            counts["marked"] += 1
+        else:
+            counts["named right" if near and normalize_name(near[0]) == obj.name
+                   else "named wrong"] += 1
+    print(f"  LiDAR objects: {counts['objects']} ({counts['askable']} askable, "
+          f"{counts['matched']} within {MARKED_GATE_M} m of a truth object); named right "
+          f"{counts['named right']}, named wrong {counts['named wrong']}, marked "
+          f"{counts['marked']}")
+    return counts
+
+
 def show(record: EvidenceQuality) -> None:
     """Print one record's figures."""
     det, tracks = record.detection, record.tracks
@@ -101,6 +150,8 @@ def show(record: EvidenceQuality) -> None:
         reasons = Counter(w.reason for w in f.wrong_cases)
         print(f"    {f.family:28s} cases {f.cases:4d} checked {f.checked:4d} wrong {f.wrong:3d} "
               f"({_f(f.wrong_rate, '.1%')})" + (f"  {dict(reasons)}" if reasons else ""))
+        if f.rejected:
+            print(f"      rejected: {dict(sorted(f.rejected.items()))}")
         for w in f.wrong_cases[:3]:
             print(f"      {w.case_id}: gold {w.gold!r}, truth {w.truth!r} ({w.reason}"
                   f"{': ' + w.detail if w.detail else ''})")
@@ -114,9 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sim-seeds", default="",
                         help="comma-separated seeds of simulated (PyBullet) recordings to add")
     parser.add_argument("--no-sample", action="store_true")
-    parser.add_argument("--evidence", choices=("default", "truth"), default="default",
-                        help="simulated seeds' evidence: the default detector, or the truth "
-                             "files (boxes and masks from the simulator)")
+    parser.add_argument("--evidence", choices=("offline", "taught", "truth"),
+                        default="offline",
+                        help="simulated seeds' evidence (see the module docstring)")
+    parser.add_argument("--path", default="loop", help="simulated drive: loop or figure8")
+    parser.add_argument("--resolution", default="640x480")
+    parser.add_argument("--objects", type=int, default=8)
+    parser.add_argument("--distractors", type=int, default=1)
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args(argv)
     seeds = [1101] if args.smoke else [int(s) for s in args.seeds.split(",") if s]
@@ -138,10 +193,13 @@ def main(argv: list[str] | None = None) -> int:
             keys.append(f"seed{seed}")
         if sim_seeds:
             # Imported only when asked: the simulator needs pybullet, the rest of this does not.
+            from eval_assets.sim.references import ReferenceViews
             from eval_assets.sim.simulate import SimConfig, simulate_recording
         for seed in sim_seeds:
-            simulate_recording(recordings / f"sim{seed}.db",
-                               SimConfig(seed=seed, frames=frames or 120))
+            simulate_recording(recordings / f"sim{seed}.db", SimConfig(
+                seed=seed, frames=frames or 120, path=args.path, resolution=args.resolution,
+                objects=args.objects, distractors=args.distractors),
+                references=ReferenceViews() if args.evidence == "taught" else None)
             keys.append(f"sim{seed}")
         catalog: list[str] | None = None
         if args.evidence == "truth" and sim_seeds:
@@ -151,16 +209,25 @@ def main(argv: list[str] | None = None) -> int:
             record = measure(recordings, key, work / "store",
                              catalog if key.startswith("sim") else None)
             show(record)
+            names = show_objects(recordings, key, work / "store")
             if key != "sample":
+                pooled.update({f"names {k}": v for k, v in names.items()})
                 for f in record.families:
                     pooled[f"{f.family} wrong"] += f.wrong
                     pooled[f"{f.family} checked"] += f.checked
+                    pooled[f"{f.family} cases"] += f.cases
         if len(seeds) + len(sim_seeds) > 1:
             print(f"pooled over seeds {', '.join(map(str, [*seeds, *sim_seeds]))}:")
-            for family in dict.fromkeys(k.rsplit(" ", 1)[0] for k in pooled):
+            for family in dict.fromkeys(k.rsplit(" ", 1)[0] for k in pooled
+                                        if not k.startswith("names ")):
                 n, w = pooled[f"{family} checked"], pooled[f"{family} wrong"]
-                if n:
-                    print(f"    {family:28s} wrong {w:3d} of {n:4d} ({w / n:.1%})")
+                if n or pooled[f"{family} cases"]:
+                    rate = f"{w / n:.1%}" if n else "-"
+                    print(f"    {family:28s} cases {pooled[f'{family} cases']:4d}, wrong {w:3d} "
+                          f"of {n:4d} ({rate})")
+            print(f"    LiDAR objects: named right {pooled['names named right']}, named wrong "
+                  f"{pooled['names named wrong']}, marked {pooled['names marked']}, askable "
+                  f"{pooled['names askable']}")
     return 0
 
 

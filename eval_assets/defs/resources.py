@@ -129,7 +129,9 @@ class PerceptionResource(ConfigurableResource):
     ``"grabcut"`` or ``"edgetam"`` (needs ``edgetam_checkpoint``). ``"truth"`` (both): exact
     evidence from the truth files beside a simulated or synthesized recording; a partition
     without them fails naming the file. An empty ``vocabulary`` queries
-    every colour × shape name of the sample scene, present or not.
+    every colour × shape name of the sample scene, present or not. ``objects`` and
+    ``references``: where the tracks' objects come from and the taught names' folder
+    (:class:`~eval_assets.perception.PerceptionConfig`).
     """
 
     detector: str = "color"
@@ -139,6 +141,8 @@ class PerceptionResource(ConfigurableResource):
     edgetam_checkpoint: str = ""
     edgetam_config: str = ""
     vocabulary: list[str] = Field(default_factory=list)
+    objects: str = ""
+    references: str = ""
 
     # A key pasted as the name fails here, kept out of the event log (see QuestionAuthorResource).
     model_config = ConfigDict(hide_input_in_errors=True)
@@ -156,7 +160,8 @@ class PerceptionResource(ConfigurableResource):
             moondream_api_key_env=self.moondream_api_key_env,
             moondream_endpoint=self.moondream_endpoint,
             edgetam_checkpoint=self.edgetam_checkpoint, edgetam_config=self.edgetam_config,
-            vocabulary=tuple(self.vocabulary),
+            vocabulary=tuple(self.vocabulary), objects=self.objects,
+            references=self.references,
         )
 
     def build(self, recording: Path | None = None) -> tuple[Detector, Segmenter]:

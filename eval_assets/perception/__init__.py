@@ -33,12 +33,19 @@ from eval_assets.perception.protocols import (
     Segmenter,
     detect_and_segment,
 )
+from eval_assets.perception.taught_names import TaughtNames
 from eval_assets.perception.truth_evidence import TruthDetector, TruthSegmenter, TruthSource
 from eval_assets.schemas.perception import Detection, FrameDetections
 from eval_assets.synth.scene import PALETTE, SHAPES
 
 T = TypeVar("T")
 TRUTH = "truth"  # the detector and segmenter that read a simulated recording's truth files
+
+
+def references_beside(recording: Path) -> Path:
+    """``<recording stem>.objects``: where the simulator writes its catalogue's reference views,
+    and where a team may put its own beside a recording."""
+    return recording.with_name(f"{recording.stem}.objects")
 
 
 def default_vocabulary() -> list[str]:
@@ -57,6 +64,14 @@ class PerceptionConfig:
     segmenter only with the ``truth`` detector (it segments the truth's own boxes). The
     Moondream key is read from the environment variable named by ``moondream_api_key_env``
     (never stored in config). An empty ``vocabulary`` means :func:`default_vocabulary`.
+
+    ``objects``: where the tracks' objects come from (:data:`~eval_assets.tracks.build.
+    OBJECT_SOURCES`): ``lidar`` (found in the LiDAR, named only when certain, else marked) or
+    ``detections`` (each detector mask lifted); empty: ``detections`` for the ``truth``
+    detector (its masks are exact), ``lidar`` otherwise. ``references``: a folder of taught
+    names (``<name>/*.png``, :mod:`~eval_assets.perception.taught_names`); empty: the
+    ``<recording>.objects`` folder beside the recording when there is one (the simulator writes
+    its catalogue's views there), else none.
     """
 
     detector: str = "color"
@@ -66,6 +81,8 @@ class PerceptionConfig:
     edgetam_checkpoint: str = ""
     edgetam_config: str = ""
     vocabulary: tuple[str, ...] = field(default_factory=tuple)
+    objects: str = ""
+    references: str = ""
 
     def __post_init__(self) -> None:
         # A key pasted as the variable's name is refused before any message could repeat it.
@@ -80,6 +97,39 @@ class PerceptionConfig:
                 f"perception config field `segmenter` is 'truth' but `detector` is "
                 f"{self.detector!r}: the truth segmenter segments the truth detector's boxes. "
                 "Fix: set detector to 'truth' too, or choose another segmenter")
+
+    def object_source(self) -> str:
+        """The tracks' object source in force (see the class docstring)."""
+        if self.objects:
+            if self.objects not in ("lidar", "detections"):
+                raise ConfigurationError(
+                    f"perception config field `objects` is {self.objects!r}; choose 'lidar' or "
+                    "'detections' (or leave it empty)")
+            return self.objects
+        return "detections" if self.detector == TRUTH else "lidar"
+
+    def references_dir(self, recording: str | Path | None = None) -> Path | None:
+        """The taught names' folder in force: ``references``, else the recording's
+        ``<stem>.objects`` folder when it exists, else None. A configured folder that does not
+        exist is a :class:`ConfigurationError`."""
+        if self.references:
+            folder = Path(self.references)
+            if not folder.is_dir():
+                raise ConfigurationError(
+                    f"perception config field `references` is {self.references!r}, which is not "
+                    "a folder. Fix: point it at a folder of <name>/*.png reference images, or "
+                    "leave it empty")
+            return folder
+        if recording is None:
+            return None
+        beside = references_beside(Path(recording))
+        return beside if beside.is_dir() else None
+
+    def build_namer(self, recording: str | Path | None = None) -> TaughtNames | None:
+        """The taught names in force (None without a references folder); a bad folder raises
+        :class:`~eval_assets.perception.taught_names.ReferenceImagesError` naming the file."""
+        folder = self.references_dir(recording)
+        return TaughtNames.load(folder) if folder is not None else None
 
     def names(self) -> list[str]:
         """The object names to query in every frame, in order, without duplicates."""

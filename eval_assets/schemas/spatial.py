@@ -27,6 +27,7 @@ from eval_assets.layout import AUDIT_SPATIAL_LABELS as AUDIT_SPATIAL_LABELS
 from eval_assets.layout import SPATIAL_CASES as SPATIAL_CASES
 from eval_assets.layout import SPATIAL_LABELS as SPATIAL_LABELS
 from eval_assets.layout import TRACKS_FILE as TRACKS_FILE
+from eval_assets.schemas.objects import LidarObjectsRecord
 from eval_assets.schemas.vqa import NonEmptyString, distinct_choices
 
 AnswerType = Literal["choice", "number"]
@@ -70,6 +71,25 @@ def __getattr__(name: str) -> Any:
 
 RELATIVE_DIRECTIONS: tuple[str, ...] = ("front-left", "front-right", "back-left", "back-right")
 
+MARKED_PREFIX = "object marked "
+"""The name of an object no name is certain for: ``"object marked 3"``. Its case images carry the
+number drawn on it (Set-of-Mark, ``shared/specs/evidence.md``); the number is its LiDAR object's,
+the same in every frame of the recording."""
+
+
+def marked_name(number: int) -> str:
+    """The question's name for the object drawn with ``number`` (``"object marked 3"``)."""
+    return f"{MARKED_PREFIX}{int(number)}"
+
+
+def mark_number(name: str) -> int | None:
+    """The mark ``name`` refers to (``"object marked 3"`` -> 3), None for a named object."""
+    key = " ".join(str(name).split()).lower()
+    if not key.startswith(MARKED_PREFIX):
+        return None
+    tail = key[len(MARKED_PREFIX):]
+    return int(tail) if tail.isdigit() else None
+
 
 class SpatialCase(BaseModel):
     """A public spatial case (a ``spatial_cases.jsonl`` line): what a model under test may see.
@@ -87,6 +107,10 @@ class SpatialCase(BaseModel):
     answer_type: AnswerType
     choices: list[NonEmptyString] | None = None
     unit: Unit | None = None
+    marks: str | None = Field(
+        default=None, description="the style of the marks drawn on its images (Set-of-Mark, "
+                                  "eval_assets.perception.marks.MarkStyle.name) when it asks "
+                                  "about a marked object; None: plain frames")
 
     @model_validator(mode="after")
     def _shape(self) -> SpatialCase:
@@ -189,6 +213,17 @@ class ObjectTrack(BaseModel):
                     "width and of the length the better-seen end and side span (tracks.fuse."
                     "sides_seen). At tracks.fuse.SIDE_SEEN_SHARE or more the length and width "
                     "are both measured however narrow the view spread; 0 for a single sighting")
+    top_margin_m: float | None = Field(
+        default=None, ge=0.0,
+        description="how far above its measured top its true top may lie: the lowest height "
+                    "at which a LiDAR ring that missed it passed over it, less the measured "
+                    "top (eval_assets.objects.lidar.top_ceiling); None when not bounded or "
+                    "not measured (tracks from detector masks)")
+    source: Literal["detections", "lidar"] = Field(
+        default="detections",
+        description="where its extent comes from: its sightings' points (detector masks "
+                    "lifted), or the LiDAR object's whole cloud over the recording (eval_assets."
+                    "objects.lidar: every sweep that hit it, from many ranges and bearings)")
     outline_overhang: float | None = Field(
         default=None, ge=0.0,
         description="how far its masks stick out of its fitted box's image: the largest "
@@ -210,10 +245,17 @@ class ObjectTracks(BaseModel):
                                           description="detections not fused, each with a reason")
     cameras: dict[int, FrameCamera] = Field(
         default_factory=dict, description="per frame index with a pose: the rectified camera")
+    floor_z: float | None = Field(
+        default=None,
+        description="the floor's height in the world frame (metres), from the LiDAR; None when "
+                    "it was not measured (object_height_cm does not ask then)")
     trajectory: list[CameraSample] = Field(
         default_factory=list,
         description="the rectified camera's pose at every TF sample from just before the first "
                     "image to just after the last, in time order (the motion families' truth)")
+    objects: LidarObjectsRecord | None = Field(
+        default=None, description="the objects the LiDAR found and why each is named, marked "
+                                  "or not asked about (None: tracks from detector masks)")
 
 
 class CameraSample(BaseModel):

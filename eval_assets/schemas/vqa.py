@@ -104,6 +104,15 @@ def asset_relpath(frame_index: int) -> str:
     return f"{DATASET_ASSETS}/{frame_stem(frame_index)}.png"
 
 
+MARKED_ASSETS = "marked"
+
+
+def marked_asset_relpath(frame_index: int) -> str:
+    """A frame's public image with the marked objects' numbers drawn on it (Set-of-Mark),
+    relative to the dataset folder: what a case about "the object marked 3" shows."""
+    return f"{DATASET_ASSETS}/{MARKED_ASSETS}/{frame_stem(frame_index)}.png"
+
+
 def audit_frame_relpath(frame_index: int) -> str:
     """A frame's private audit folder relative to the dataset folder."""
     return f"{DATASET_AUDIT}/{frame_stem(frame_index)}"

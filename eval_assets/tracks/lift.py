@@ -76,6 +76,10 @@ class Sighting:
     # band): where the LiDAR's rings crossed the object, which the fused box's visible-surface
     # correction (tracks.fuse.visible_surface_range) compares with the mask's whole outline.
     range_points_cam: np.ndarray | None = None
+    # The median range to the visible surface over the mask when it was measured directly (a
+    # LiDAR object's whole cloud seen through its mask, eval_assets.objects.masks.
+    # surface_range); None: the fused box corrects surface_range_m (tracks.fuse).
+    visible_range_m: float | None = None
 
 
 @dataclass(frozen=True)

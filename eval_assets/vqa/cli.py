@@ -72,6 +72,13 @@ def generate(
     moondream_api_key_env: str = typer.Option(
         "MOONDREAM_API_KEY", help="Environment variable with the Moondream Cloud key."),
     edgetam_checkpoint: str = typer.Option("", help="EdgeTAM checkpoint file (edgetam)."),
+    objects: str = typer.Option(
+        "", help="Where the spatial families' objects come from: lidar (found in the LiDAR, "
+        "named only when certain, else marked on the images) or detections (each detector "
+        "mask lifted); default: detections with --detector truth, lidar otherwise."),
+    references: Path | None = typer.Option(
+        None, help="Folder of taught names: <name>/*.png reference images (with optional "
+        "<stem>.mask.png) per object name; default: RECORDING's <stem>.objects folder if any."),
     allow_pickle: bool = typer.Option(False, help="Allow pickle-encoded recording payloads."),
     prune_bias: bool = typer.Option(
         False, help="Iterative Bias Pruning: drop the cases a pixel-free random forest solves "
@@ -122,7 +129,8 @@ def generate(
     perception = {"detector": detector, "segmenter": segmenter,
                   "moondream_endpoint": moondream_endpoint,
                   "moondream_api_key_env": moondream_api_key_env,
-                  "edgetam_checkpoint": edgetam_checkpoint}
+                  "edgetam_checkpoint": edgetam_checkpoint, "objects": objects,
+                  "references": str(references) if references is not None else ""}
     _run(recording, output if output is not None else default_output_dir(recording), selection,
          author_config, perception, allow_pickle, before, bias)
 
@@ -189,7 +197,7 @@ def _run(recording: Path, out: Path, selection: tuple[FrameSelectionConfig, Path
             recording, out, frames, config, models.build_detector(recording),
             models.build_segmenter(recording),
             allow_pickle=allow_pickle, selection_file=selection_file, on_frames=_print_frames,
-            bias=bias)
+            bias=bias, objects=models.object_source(), namer=models.build_namer(recording))
     except NothingAnswerableError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_FAILED) from exc

@@ -64,6 +64,7 @@ from eval_assets.schemas.vqa import (
     audit_frame_relpath,
     dumps_document,
     dumps_line,
+    marked_asset_relpath,
 )
 from eval_assets.vqa.background import BackgroundSplit
 from eval_assets.vqa.balance import answer_balance
@@ -540,7 +541,7 @@ def _prune_spatial(spatial: SpatialSet, pruned: Mapping[str, PrunedCase]) -> Spa
 
 
 def _check_spatial_images(spatial: SpatialSet, published: Sequence[int]) -> None:
-    images = {asset_relpath(i) for i in published}
+    images = {asset_relpath(i) for i in published} | {marked_asset_relpath(i) for i in published}
     for case in spatial.cases:
         missing = [image for image in case.images if image not in images]
         if missing:

@@ -51,6 +51,7 @@ from eval_assets.schemas.vqa import (
     SourceRecording,
 )
 from eval_assets.tracks import build_tracks
+from eval_assets.tracks.lidar_objects import Namer
 from eval_assets.tracks.lift import FLOOR_BAND_M, RANGE_GATE_M, visible_points
 from eval_assets.vqa.authors import AuthorConfig, build_author
 from eval_assets.vqa.background import BackgroundSplit, background_splits
@@ -71,6 +72,7 @@ from eval_assets.vqa.families import (
 )
 from eval_assets.vqa.proposals import iter_frame_proposals
 from eval_assets.vqa.spatial import build_spatial
+from eval_assets.vqa.spatial.marked import MarkSource
 
 GENERATOR = "eval_assets.vqa"
 
@@ -244,7 +246,8 @@ def build_dataset(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
                   models: dict[str, str] | None = None,
                   skipped_frames: Sequence[dict[str, Any]] = (),
                   tracks: ObjectTracks | None = None,
-                  bias: BiasConfig | None = None) -> DatasetSummary:
+                  bias: BiasConfig | None = None,
+                  tracks_dir: Path | None = None) -> DatasetSummary:
     """Answer the proposals of the selected frames from stored evidence and publish the dataset.
 
     ``proposals`` may be a stream in frame order (:func:`~eval_assets.vqa.proposals.
@@ -254,7 +257,9 @@ def build_dataset(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
     ``generation`` (the selection; default: the recording's name only), ``models`` (author and
     detector names) and the ``skipped_frames`` the frame stage could not use. With ``tracks``
     (the recording's object tracks) the spatial families are published beside dimOS's files,
-    about the selected frames only. ``bias`` configures the blind-solvability audit (default:
+    about the selected frames only (cases about marked objects show frames with the marks drawn
+    from ``tracks_dir``'s object-number images; without it they are not asked). ``bias``
+    configures the blind-solvability audit (default:
     scored, nothing pruned; recorded in ``audit/run.json``'s config). Raises
     ``NothingAnswerableError`` (nothing published) when no proposal can be answered and
     ``DatasetExistsError`` when ``output`` holds files and ``replace`` is False.
@@ -295,7 +300,8 @@ def build_dataset(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
     if tracks is not None:
         published = (frame_indices if frame_indices is not None
                      else [f.frame_index for f in read_rectified_frames(frames_dir)])
-        spatial = build_spatial(tracks, published)
+        marks = MarkSource(frames_dir, tracks_dir) if tracks_dir is not None else None
+        spatial = build_spatial(tracks, published, marks)
     return publish_dataset(output, results, make_run, replace=replace, spatial=spatial,
                            bias=bias)
 
@@ -307,25 +313,28 @@ def generate_from_recording(recording: Path, output: Path,
                             allow_pickle: bool = False, selection_file: Path | None = None,
                             on_frames: Callable[[PreparedFrames], None] | None = None,
                             spatial: bool = True,
-                            bias: BiasConfig | None = None) -> DatasetSummary:
+                            bias: BiasConfig | None = None, objects: str = "lidar",
+                            namer: Namer | None = None) -> DatasetSummary:
     """Run frames -> perception -> tracks -> proposals -> dataset on one recording, without Dagster.
 
     ``frame_indices`` is a list of frames or a selection (see :func:`frame_selection`; read from
     ``selection_file``, if any). Bad frames are skipped as in the pipeline; ``on_frames`` gets
     what was selected and skipped; ``spatial=False`` leaves out the object tracks and the
     spatial families; ``bias`` configures the blind-solvability audit and its pruning
-    (:mod:`eval_assets.vqa.bias`). Intermediate stage folders live in a temporary folder that is
-    removed afterwards; only the dataset is kept. The detector is asked about
-    ``perception_names`` (default: the author's vocabulary), so presence questions about absent
-    names get real "no" answers.
+    (:mod:`eval_assets.vqa.bias`); ``objects`` and ``namer``: the tracks' object source and
+    taught names (:func:`~eval_assets.tracks.build_tracks`). Intermediate stage folders live
+    in a temporary folder that is removed afterwards; only the dataset is kept. The detector is
+    asked about ``perception_names`` (default: the author's vocabulary), so presence questions
+    about absent names get real "no" answers.
     """
     recording = Path(recording)
     check_destination(output)
     names = list(perception_names or author_config.vocabulary)
     with tempfile.TemporaryDirectory(prefix="eval_assets-vqa-") as work:
         work_dir = Path(work)
-        frames_dir, clouds_dir, dets_dir = (work_dir / "frames", work_dir / "pointclouds",
-                                            work_dir / "detections")
+        frames_dir, clouds_dir, dets_dir, tracks_dir = (
+            work_dir / "frames", work_dir / "pointclouds", work_dir / "detections",
+            work_dir / "tracks")
         with Recording.open(recording, allow_pickle=allow_pickle) as rec:
             plan = (plan_selection(rec, frame_indices, selection_file)
                     if isinstance(frame_indices, FrameSelectionConfig)
@@ -339,7 +348,8 @@ def generate_from_recording(recording: Path, output: Path,
         tracks = None
         if spatial:  # object tracks and the spatial families (off: dimOS's families only)
             with Recording.open(recording, allow_pickle=allow_pickle) as rec:
-                tracks = build_tracks(rec, frames_dir, clouds_dir, dets_dir)
+                tracks = build_tracks(rec, frames_dir, clouds_dir, dets_dir, objects=objects,
+                                      tracks_dir=tracks_dir, namer=namer)
         author = build_author(author_config)
         proposals = iter_frame_proposals(author, frames_dir, frames,
                                    author_config.max_proposals_per_frame)
@@ -350,4 +360,4 @@ def generate_from_recording(recording: Path, output: Path,
             frames_dir, clouds_dir, dets_dir, proposals, output, source, config,
             [f.frame_index for f in frames], generation=generation_audit(prepared.selection),
             skipped_frames=[s.model_dump(mode="json") for s in prepared.skipped], tracks=tracks,
-            bias=bias)
+            bias=bias, tracks_dir=tracks_dir)

@@ -112,7 +112,8 @@ def test_a_size_is_asked_only_of_an_object_seen_from_all_round_or_whose_l_was_se
     spatial = build_spatial(narrow, range(6))
     sizes = [lab.object_names for lab in spatial.labels if lab.family == "object_size_cm"]
     assert sorted(sizes) == [["green cylinder"], ["red ball"]]
-    why, short = [r for r in spatial.rejections if r.reason == "narrow_view"]
+    why, short = [r for r in spatial.rejections
+                  if r.reason == "narrow_view" and r.family == "object_size_cm"]
     assert why.family == "object_size_cm" and why.object_names == ("blue box",)
     assert "40 degrees" in why.detail and "84%" in why.detail and why.frame_indices == (2, 3)
     assert "no whole sighting's outline" in why.detail
@@ -304,6 +305,7 @@ def test_an_object_seen_only_partly_is_not_asked_about() -> None:
               if r.reason == "seen_only_partly" and r.object_names == ("orange cylinder",)}
     assert partly == {"object_size_cm", "pair_distance_m", "camera_distance_m",
                       "appearance_order", "object_count_across_frames", "relative_direction",
+                      "object_height_cm", "closer_to_camera", "larger_object",
                       "egocentric_direction_deg"}
     # Seen whole once (its name from a full outline): asked about.
     seen = ObjectTracks(world_frame="world", cameras=tracks.cameras, tracks=[

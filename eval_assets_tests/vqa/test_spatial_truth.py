@@ -51,7 +51,8 @@ def test_spatial_gold_answers_agree_with_the_scene_truth(tmp_path: Path) -> None
     # No count or direction answer is more than half its family: a guess cannot win them.
     run = json.loads((out / "audit" / "run.json").read_text())
     balance = run["spatial_answers_per_family"]
-    assert {"object_count_across_frames", "relative_direction"} <= set(balance), balance
+    # (Counts are not asked where a marked object may show: it could be one of the name.)
+    assert "relative_direction" in balance, balance
     for family, record in balance.items():
         assert record["n"] == sum(lab.family == family for lab in labels)
         if record["n"] >= 3:

@@ -66,14 +66,14 @@ def question_proposals(context: AssetExecutionContext, storage: ProjectStorage,
         AssetSpec(keys.PUBLIC_CASES, group_name=GROUP,
                   deps=[keys.QUESTION_PROPOSALS, keys.POINTCLOUD_FRAMES, keys.DETECTIONS_MASKS,
                         keys.OBJECT_TRACKS],
-                  code_version="10", automation_condition=RECOMPUTE, kinds={"json"},
+                  code_version="11", automation_condition=RECOMPUTE, kinds={"json"},
                   owners=OWNERS, tags={"visibility": "public"},
-                  description="cases.jsonl + spatial_cases.jsonl + assets/: all a model under "
-                              "test may see."),
+                  description="cases.jsonl + spatial_cases.jsonl + assets/ (and "
+                              "assets/marked/): all a model under test may see."),
         AssetSpec(keys.PRIVATE_LABELS, group_name=GROUP,
                   deps=[keys.QUESTION_PROPOSALS, keys.POINTCLOUD_FRAMES, keys.DETECTIONS_MASKS,
                         keys.OBJECT_TRACKS],
-                  code_version="10", automation_condition=RECOMPUTE, kinds={"json"},
+                  code_version="11", automation_condition=RECOMPUTE, kinds={"json"},
                   owners=OWNERS, tags={"visibility": "private"},
                   description="labels.jsonl + spatial_labels.jsonl + audit/ (dimOS layout): "
                               "answers, evidence."),
@@ -97,7 +97,7 @@ def vqa_dataset(context: AssetExecutionContext, storage: ProjectStorage,
         SourceRecording(name=recording.name, sha256=file_sha256(recording)), config,
         replace=True, generation=generation_audit(read_selection_record(frames_dir)),
         skipped_frames=[s.model_dump(mode="json") for s in read_skipped_frames(frames_dir)],
-        tracks=read_object_tracks(layout.tracks_dir(key)),
+        tracks=read_object_tracks(layout.tracks_dir(key)), tracks_dir=layout.tracks_dir(key),
     )
     example = summary.example_case.model_dump(mode="json") if summary.example_case else {}
     bias = read_bias_summary(out)

@@ -16,10 +16,12 @@ from eval_assets.choices import flip_text
 from eval_assets.family_spec import Evidence, FamilySpec, TimeControl, register
 from eval_assets.schemas.spatial import RELATIVE_DIRECTIONS
 from eval_assets.time_controls import reverse_route
+from eval_assets.vqa.spatial.either_or import closer_to_camera, larger_object
 from eval_assets.vqa.spatial.families import (
     appearance_order,
     camera_distance_m,
     object_count_across_frames,
+    object_height_cm,
     object_size_cm,
     pair_distance_m,
     relative_direction,
@@ -97,6 +99,25 @@ SPATIAL_DECLARED: tuple[FamilySpec, ...] = tuple(register(spec) for spec in (
                "Suppose you stand at the camera's position in image {k}, looking where it "
                "looked. Where is the {name} relative to you: front-left, front-right, "
                "back-left or back-right?")),
+    # The floor is the LiDAR's (ObjectTracks.floor_z), the top the track's highest point.
+    FamilySpec("object_height_cm", "spatial",
+               "How high above the floor is the top of the {name}, in centimetres?", "number",
+               _TRACKS_LIDAR, object_height_cm, unit="cm",
+               paraphrase=(
+               "In centimetres, how far above the floor is the highest point of the {name}?")),
+    # Two names as the choices, the gold first in half the cases (its position is balanced).
+    FamilySpec("closer_to_camera", "spatial",
+               "Which is closer to the camera in this image: the {name} or the {other}?",
+               "choice", _TRACKS_LIDAR, closer_to_camera,
+               paraphrase=(
+               "In this image, which of the two is nearer to the camera: the {name} or the "
+               "{other}?")),
+    FamilySpec("larger_object", "spatial",
+               "Which is larger (its longest dimension): the {name} or the {other}?", "choice",
+               _TRACKS, larger_object,
+               paraphrase=(
+               "Comparing their longest dimensions, which object is bigger: the {name} or the "
+               "{other}?")),
     # The robot's own motion: truth from TF alone, no detector.
     FamilySpec("camera_displacement_m", "spatial",
                "How far, in a straight line, is the camera's position in the last image from "

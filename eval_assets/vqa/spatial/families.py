@@ -15,9 +15,20 @@ and at most :data:`~eval_assets.vqa.spatial.evidence.MAX_CASES_PER_FAMILY` cases
 - ``object_count_across_frames``: distinct tracks of one name across the frames shown (all of
   the name's objects, or fewer of them).
 - ``relative_direction``: an object's quadrant around the camera of a reference frame.
+- ``object_height_cm``: how high the track's top (centre z + half its height) is above the
+  floor (``ObjectTracks.floor_z``), asked only when a camera that saw it was above that top.
+- ``closer_to_camera``, ``larger_object``: which of two objects is nearer the camera, or
+  larger (:mod:`eval_assets.vqa.spatial.either_or`).
+
+An object no name is certain for is named by its mark (``"object marked 3"``,
+:func:`~eval_assets.schemas.spatial.mark_number`) and asked about under that name, except by
+``object_count_across_frames``: a mark is drawn on one object, so its count is 1 by
+construction (``marked_object``).
 
 The choice and count families' cases are chosen so that no answer is more than half of a
-family's cases where the scene allows (:mod:`eval_assets.vqa.balance`).
+family's cases where the scene allows (:mod:`eval_assets.vqa.balance`); a choice between the
+two objects the question names is balanced on the gold's position among its choices
+(:func:`balance_key`).
 
 ``room_area_m2`` is not generated: the tracks hold objects, not the room, and the point clouds a
 recording's selected frames give cover the walls only where the camera looked. A floor area
@@ -37,6 +48,7 @@ from eval_assets.schemas.spatial import (
     ObjectTrack,
     SpatialCase,
     SpatialLabel,
+    mark_number,
     spatial_families,
 )
 from eval_assets.schemas.vqa import asset_relpath
@@ -64,6 +76,17 @@ REFERENCES_PER_OBJECT = 4
 MAX_GROUPS_PER_NAME = 30
 # The rejection reason of a case left out so that one answer is at most half of its family.
 ANSWER_BALANCE = "answer_balance"
+# object_height_cm asks only when a camera that saw the object was at least this much above the
+# track's top (its highest LiDAR point). From below, the top face is unseen and the highest
+# point is where the last ring crossed the side, up to a ring's spacing under the true top (the
+# synthesizer's rig: rings 1.25 degrees apart, 9 cm at 4 m). A camera this far above the
+# measured top is above the true top too, and sees the top face.
+TOP_SEEN_MARGIN_M = 0.10
+
+
+def _case_id(family: str, names: Sequence[str], frames: Sequence[int]) -> str:
+    """``spatial-{family}-{objects}-{frames}`` (the runner reads the family from it)."""
+    return f"spatial-{family}-{slug(names)}-" + "-".join(f"{f:06d}" for f in sorted(frames))
 
 
 def _case(family: str, names: Sequence[str], frames: Sequence[int], question: str,
@@ -71,7 +94,7 @@ def _case(family: str, names: Sequence[str], frames: Sequence[int], question: st
           choices: Sequence[str] | None = None, reference: int | None = None) -> Item:
     answer_type, unit = spatial_families()[family]
     frames = sorted(frames)
-    case_id = f"spatial-{family}-{slug(names)}-" + "-".join(f"{f:06d}" for f in frames)
+    case_id = _case_id(family, names, frames)
     case = SpatialCase(id=case_id, images=[asset_relpath(f) for f in frames], question=question,
                        answer_type=answer_type, unit=unit,
                        choices=list(choices) if choices is not None else None)
@@ -91,10 +114,24 @@ def balanced_family(family: str) -> bool:
     return answer_type == "choice" or unit is None
 
 
+def balance_key(label: SpatialLabel) -> str:
+    """What a balanced family's cases take turns on: the gold answer, or for a choice between
+    the objects the question names (its choices are those names: ``closer_to_camera``,
+    ``larger_object``) the gold's position among the choices (``"choice 1"``, ``"choice 2"``).
+
+    There the gold is a name, a fact of the scene that each pair of objects has its own of; what
+    a guess without the image can win on is the position (always the first choice), so that is
+    kept at most half of the family, and a constant-position guess scores about 50 %."""
+    choices = label.choices or []
+    if label.answer in choices and sorted(choices) == sorted(label.object_names):
+        return f"choice {choices.index(label.answer) + 1}"
+    return label.answer
+
+
 def _capped(family: str, items: Iterator[Item], cap: int = MAX_CASES_PER_FAMILY
             ) -> Iterator[Item]:
     """The family's rejections, then at most ``cap`` of its cases: the first ones, or for a
-    :func:`balanced_family` the answers taking turns, with any surplus of
+    :func:`balanced_family` the answers (:func:`balance_key`) taking turns, with any surplus of
     one answer over half the family left out and recorded (``answer_balance``)."""
     cases: list[tuple[SpatialCase, SpatialLabel]] = []
     for item in items:
@@ -105,13 +142,14 @@ def _capped(family: str, items: Iterator[Item], cap: int = MAX_CASES_PER_FAMILY
     if not balanced_family(family):
         yield from cases[:cap]
         return
-    kept, dropped = select_balanced(cases, lambda c: c[1].answer, cap)
+    kept, dropped = select_balanced(cases, lambda c: balance_key(c[1]), cap)
     yield from kept
-    others = sum(1 for _, label in kept if dropped and label.answer != dropped[0][1].answer)
+    top = balance_key(dropped[0][1]) if dropped else ""
+    others = sum(1 for _, label in kept if dropped and balance_key(label) != top)
     for _, label in dropped:
         yield SpatialRejection(
             family, tuple(label.object_names), ANSWER_BALANCE,
-            f"{label.answer!r} would answer more than half of the family's cases (only {others} "
+            f"{top!r} would answer more than half of the family's cases (only {others} "
             "answer otherwise): left out so that guessing it cannot win",
             tuple(label.frame_indices or ([] if label.frame_index is None
                                           else [label.frame_index])))
@@ -174,6 +212,9 @@ def camera_distance_m(index: TrackIndex) -> Iterator[Item]:
     yield from rejected
     for t in good:
         ranged = [f for f in t.frames if f in t.ranges_m]
+        # A frame seeing it whole when there is one: where the border or a nearer object cuts
+        # it, the median over what is left is another surface than the whole object's.
+        ranged = [f for f in ranged if f in t.whole_frames] or ranged
         if not ranged:
             continue
         frame = max(ranged, key=lambda f: (t.pixels.get(f, 0), -f))
@@ -236,7 +277,9 @@ def object_count_across_frames(index: TrackIndex) -> Iterator[Item]:
     Then, after every name's full count, for a name several objects share: every smaller group
     of them over the frames where no other namesake can show (each of the group seen in one of
     them; the answer is the group's size however often each is seen); last, each group of two
-    or more over each half of its frames (:func:`_halves`). A count of 0 (frames
+    or more over each half of its frames (:func:`_halves`). A marked name
+    (``"object marked 3"``) is not asked about (``marked_object``): its mark is drawn on one
+    object, so its count is 1 by construction. A count of 0 (frames
     where no object of the name can show) is not asked: counts are scored by mean relative
     accuracy, which a target of 0 cannot have (``spatial.md``), so the 2s and 3s a scene's
     namesakes give are what balances its 1s.
@@ -244,6 +287,12 @@ def object_count_across_frames(index: TrackIndex) -> Iterator[Item]:
     fewer: list[Item] = []
     halves: list[Item] = []
     for name in sorted({t.name for t in index.visible}):
+        if mark_number(name) is not None:
+            yield SpatialRejection(
+                "object_count_across_frames", (name,), "marked_object",
+                f"{name!r} is one LiDAR object with its number drawn on it: its count is 1 by "
+                "construction", tuple(sorted({f for t in index.by_name(name) for f in t.frames})))
+            continue
         tracks = index.by_name(name)
         weak = [w for w in (index.problem(t) for t in tracks) if w is not None]
         if weak:
@@ -316,6 +365,8 @@ def _count_case(index: TrackIndex, name: str, frames: Sequence[int],
     may still show in one (:meth:`TrackIndex.may_be_visible`), the count is unsure and is not
     asked (``namesake_in_view``): balancing the answers must never make a gold the images do
     not support (the sample: a 2 over frames where a third blue box shows at the image edge).
+    A marked object that may show in one of them is an object no name was certain for: it may
+    be another of the name, so the count is unsure too (``marked_in_view``).
     """
     chosen = set(frames)
     # Published frames are chosen, so a namesake detected in one is among the visible tracks.
@@ -327,6 +378,13 @@ def _count_case(index: TrackIndex, name: str, frames: Sequence[int],
         return SpatialRejection("object_count_across_frames", (name,), "namesake_in_view",
                                 f"{', '.join(unsure)} may show undetected in frames "
                                 f"{sorted(chosen)}", tuple(sorted(chosen)))
+    marked = [t.track_id for t in index.tracks.tracks if mark_number(t.name) is not None
+              and any(_may_show(index, t, f) for f in sorted(chosen))]
+    if marked:
+        return SpatialRejection("object_count_across_frames", (name,), "marked_in_view",
+                                f"{', '.join(marked)} may show in frames {sorted(chosen)} and "
+                                f"may be a {name} (no name was certain for it)",
+                                tuple(sorted(chosen)))
     return _case("object_count_across_frames", [name], frames,
                  _TIME_ORDER + ask("object_count_across_frames", name=name), str(len(seen)),
                  {**evidence, "track_ids": [t.track_id for t in seen]}, seen)
@@ -405,6 +463,53 @@ def _directions(index: TrackIndex, t: ObjectTrack) -> Iterator[Item]:
                     _TIME_ORDER + ask("relative_direction", k=k, name=t.name), _quadrant(x, z),
                     {"camera_xz_m": [round(x, 4), round(z, 4)], "reference_image": k},
                     [t], choices=RELATIVE_DIRECTIONS, reference=ref)
+
+
+def _camera_z(index: TrackIndex, frame: int) -> float | None:
+    """The height (world z) of ``frame``'s camera, None without a pose."""
+    camera = index.tracks.cameras.get(frame)
+    return None if camera is None else float(camera.world_from_camera[11])
+
+
+def object_height_cm(index: TrackIndex) -> Iterator[Item]:
+    """How high above the floor each askable object's top is, in whole centimetres, shown in
+    up to three of its best frames taken from above that top.
+
+    The top is the track's centre z plus half its height extent (its highest LiDAR point), the
+    floor the tracks' ``floor_z`` (``no_floor`` without it). Asked only when a camera that saw
+    the object was at least :data:`TOP_SEEN_MARGIN_M` above the top (``top_unseen``): from
+    below, the top is not seen and the measured one can lie under the true one."""
+    family = "object_height_cm"
+    good, rejected = index.askable(family)
+    yield from rejected
+    floor = index.tracks.floor_z
+    for t in good:
+        if floor is None:
+            yield SpatialRejection(family, (t.name,), "no_floor",
+                                   "the tracks hold no floor height (floor_z)", tuple(t.frames))
+            continue
+        top = t.center_world[2] + t.extent_m[2] / 2
+        heights = {f: z for f in t.frames if (z := _camera_z(index, f)) is not None}
+        above = [f for f, z in heights.items() if z >= top + TOP_SEEN_MARGIN_M]
+        if not above:
+            highest = (f"the highest camera that saw it was at {max(heights.values()):.2f} m"
+                       if heights else "no frame that saw it has a camera pose")
+            yield SpatialRejection(
+                family, (t.name,), "top_unseen",
+                f"{t.track_id}'s top is at {top:.2f} m and {highest} (at least "
+                f"{TOP_SEEN_MARGIN_M:.2f} m above the top needed to see it)", tuple(t.frames))
+            continue
+        height_cm = round(100 * (top - floor))
+        if height_cm < 1:
+            yield SpatialRejection(family, (t.name,), "degenerate_height",
+                                   f"{t.track_id}'s top at {top:.3f} m, the floor at "
+                                   f"{floor:.3f} m", tuple(t.frames))
+            continue
+        frames = sorted(sorted(above, key=lambda f: (-t.pixels.get(f, 0), f))[:3])
+        yield _case(family, [t.name], frames, ask(family, name=t.name), str(height_cm),
+                    {"top_z_m": round(top, 4), "floor_z_m": floor,
+                     "measure": "top (centre z + half the height extent) above the floor",
+                     "camera_z_m": [round(heights[f], 4) for f in frames]}, [t])
 
 
 def spatial_items(index: TrackIndex) -> list[Item]:

@@ -6,9 +6,18 @@ the objects with visible pixels, their surface distance and the camera's pose. E
 name **within a gate** (:func:`gate_m`: 0.5 m, or half the object's longest size when that is
 more). A track whose name no scene object has (``false_detection``), or whose nearest namesake
 lies outside the gate (``outside_gate``: a phantom track far from the object must not be
-credited with that object's truth), cannot be matched: the case scores 0, as does any other case
+credited with that object's truth), cannot be matched. A marked track (``"object marked 3"``,
+no name) matches the nearest scene object of any name, or distractor, whose centre lies within
+:data:`MARKED_GATE_M` (``shared/specs/evidence.md``), else ``outside_gate``; a choice between
+two tracks answers with the tracks' names, so the truth names the object it matched by its
+track's name. A case with a track that cannot be matched scores 0, as does any other case
 the truth cannot answer, with the reason in ``detail``. Only a case whose frames the truth does
-not cover (``no_truth_frame``, e.g. a rig recording's truth every 15th frame) is left unscored.
+not cover (``no_truth_frame``, e.g. a rig recording's truth every 15th frame, or what a frame
+shows of a distractor, which no truth frame lists) is left unscored.
+
+``object_height_cm``'s truth is the object's top above the floor, which both worlds put at
+z = 0 (:data:`FLOOR_Z_M`, :func:`top_height_m`); ``closer_to_camera`` compares the two objects'
+``surface_distance_m`` in the case's frame, ``larger_object`` their longest ``size``.
 
 Numeric families are scored with VSI-Bench's mean relative accuracy of the gold answer against
 the truth; the multi-frame (choice and count) families agree or not. The motion families need
@@ -28,7 +37,7 @@ import numpy as np
 from eval_assets.family_spec import FamilySpec, families
 from eval_assets.family_spec import family as family_spec
 from eval_assets.metrics.numeric import mean_relative_accuracy
-from eval_assets.schemas.spatial import SpatialLabel
+from eval_assets.schemas.spatial import SpatialLabel, mark_number
 from eval_assets.vqa.spatial import motion as _motion_module
 from eval_assets.vqa.spatial.motion import (
     APART_DEG,
@@ -78,6 +87,13 @@ GATE_SIZE_FRACTION = 0.5
 centre a partial view places less exactly)."""
 NOT_COVERED = "no_truth_frame"
 """The one reason a case is left unscored: its frames have no per-frame truth."""
+MARKED_GATE_M = 0.35
+"""A marked track (:func:`~eval_assets.schemas.spatial.mark_number`) matches the nearest scene
+object of any name whose centre lies at most this far from its centre (metres): "the object
+matched by the evidence track's centre within 0.35 m" (``shared/specs/evidence.md``)."""
+FLOOR_Z_M = 0.0
+"""The floor's height in the scene truth's world: the synthesizer stands every object on z = 0
+(its floor slab's top) and the simulator's floor is PyBullet's plane at z = 0."""
 
 
 def gate_m(obj: Mapping[str, Any]) -> float:
@@ -88,7 +104,7 @@ def gate_m(obj: Mapping[str, Any]) -> float:
 def gate_text() -> str:
     """The gate in words, for reports."""
     return (f"{GATE_M:g} m, or {GATE_SIZE_FRACTION:g} x the object's longest size when that "
-            "is more")
+            f"is more (a marked track: {MARKED_GATE_M:g} m, to an object of any name)")
 
 
 @dataclass(frozen=True)
@@ -107,11 +123,16 @@ class TruthCheck:
 class _Scene:
     def __init__(self, scene: Mapping[str, Any]) -> None:
         self.objects = list(scene["objects"])
+        self.distractors = scene_distractors(scene)
         self.frames = {int(f["index"]): f for f in scene.get("frames", [])}
         self.camera = scene_camera(scene)
 
     def match(self, entry: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str, str]:
-        """The nearest namesake of a track within the gate, or None, the reason and details."""
+        """The nearest namesake of a track within the gate, or None, the reason and details;
+        a marked track, the nearest object or distractor within :data:`MARKED_GATE_M`."""
+        if mark_number(entry["name"]) is not None:
+            return match_marked([*self.objects, *self.distractors], entry["name"],
+                                entry["center_world"])
         return match_object(self.objects, entry["name"], entry["center_world"])
 
     def visible(self, frame: int) -> dict[int, dict[str, Any]]:
@@ -122,11 +143,27 @@ def _key(name: str) -> str:
     return " ".join(str(name).split()).lower()
 
 
+def scene_distractors(scene: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The scene's distractors that have a place and a size (the synthesizer's crates, panels
+    and boxes; the simulator records none), as objects a marked track may match: named by their
+    kind, ``id`` ``"distractor {i}"``, ``distractor`` true. The LiDAR finds them as it finds the
+    named objects, and a mark does not say which kind of thing it is drawn on; the truth frames
+    list no distractor, so what a frame shows of one is not covered."""
+    return [{"id": f"distractor {i}", "name": str(d.get("kind", "distractor")),
+             "center_world": list(d["center_world"]), "size": list(d["size"]),
+             "distractor": True}
+            for i, d in enumerate(scene.get("distractors", []))
+            if "center_world" in d and "size" in d]
+
+
 def match_object(objects: Sequence[Mapping[str, Any]], name: str, center: Sequence[float],
                  ) -> tuple[dict[str, Any] | None, str, str]:
     """``(object, "", "")``: the scene object named ``name`` nearest to ``center`` within its
     gate; else ``(None, reason, detail)`` with reason ``false_detection`` (no object of that name)
-    or ``outside_gate`` (the nearest is too far). Names compare lower-case, spaces collapsed."""
+    or ``outside_gate`` (the nearest is too far). Names compare lower-case, spaces collapsed.
+    A marked ``name`` (``"object marked 3"``) matches by centre alone (:func:`match_marked`)."""
+    if mark_number(name) is not None:
+        return match_marked(objects, name, center)
     same = [dict(o) for o in objects if _key(o["name"]) == _key(name)]
     if not same:
         return None, "false_detection", f"no scene object is named {name!r}"
@@ -139,6 +176,47 @@ def match_object(objects: Sequence[Mapping[str, Any]], name: str, center: Sequen
                                       f"{dist[best]:.2f} m from the track; the gate is "
                                       f"{gate_m(same[best]):.2f} m")
     return same[best], "", ""
+
+
+def match_marked(objects: Sequence[Mapping[str, Any]], name: str, center: Sequence[float],
+                 ) -> tuple[dict[str, Any] | None, str, str]:
+    """The scene object of any name nearest to a marked track's ``center``, when within
+    :data:`MARKED_GATE_M`; else ``(None, "outside_gate", detail)``."""
+    if not objects:
+        return None, "outside_gate", f"the scene has no object for {name!r} to match"
+    c = np.asarray(center, dtype=np.float64)
+    dist = [float(np.linalg.norm(np.asarray(o["center_world"], dtype=np.float64) - c))
+            for o in objects]
+    best = int(np.argmin(dist))
+    if dist[best] > MARKED_GATE_M:
+        return None, "outside_gate", (f"the nearest object to {name!r} ({objects[best]['name']!r}"
+                                      f", object {objects[best]['id']}) is {dist[best]:.2f} m "
+                                      f"from the track; a marked track's gate is "
+                                      f"{MARKED_GATE_M:.2f} m")
+    return dict(objects[best]), "", ""
+
+
+def top_height_m(obj: Mapping[str, Any]) -> float:
+    """How high the scene object's top is above the floor (:data:`FLOOR_Z_M`), metres.
+
+    The synthesizer's ``size`` is the world-axis extent (its objects turn about z only): the
+    top is the centre z plus half ``size[2]``. The simulator's ``size`` is the visual mesh's box
+    in the object's own frame, turned by ``base_orientation`` (x, y, z, w): the top is that
+    box's highest corner (exact for an object standing upright, a bound on a tilted one), or,
+    where the simulator recorded it, ``top_z``: its mesh's highest vertex (exact: a tilted
+    teddy bear's turned box put its top 22.9 cm up, its mesh's 19.9 cm, simulated seed 5151)."""
+    if "top_z" in obj:
+        return float(obj["top_z"]) - FLOOR_Z_M
+    size = [float(v) for v in obj["size"]]
+    q = obj.get("base_orientation")
+    if q is None:
+        half = size[2] / 2
+    else:
+        x, y, z, w = (float(v) for v in q)
+        n = x * x + y * y + z * z + w * w
+        row = (2 * (x * z - y * w) / n, 2 * (y * z + x * w) / n, 1 - 2 * (x * x + y * y) / n)
+        half = sum(abs(r) * s for r, s in zip(row, size, strict=True)) / 2
+    return float(obj["center_world"][2]) + half - FLOOR_Z_M
 
 
 def _frames(label: SpatialLabel) -> list[int]:
@@ -267,25 +345,31 @@ def _motion_truth(label: SpatialLabel, scene: _Scene) -> tuple[str | None, str]:
     return None, "unchecked_family"
 
 
+# The families whose truth is the objects' own (sizes, heights, distances between them).
+_NO_FRAME_NEEDED = ("object_size_cm", "pair_distance_m", "object_height_cm", "larger_object")
+
+
 def _needed_frames(label: SpatialLabel) -> list[int] | None:
     """The frames whose truth the answer depends on (None: a direction without its reference
     frame). Sizes and distances between objects need none, a direction only its reference
     frame's camera."""
-    if label.family in ("object_size_cm", "pair_distance_m"):
+    if label.family in _NO_FRAME_NEEDED:
         return []
     if label.family == "relative_direction":
         return None if label.reference_frame is None else [label.reference_frame]
     return _frames(label)
 
 
-def _order(objs: Sequence[Mapping[str, Any]], frames: Sequence[int], scene: _Scene) -> str:
-    """The objects' names in order of first visibility over ``frames`` (or why there is none)."""
+def _order(objs: Sequence[Mapping[str, Any]], names: Sequence[str], frames: Sequence[int],
+           scene: _Scene) -> str:
+    """The objects' names (their tracks' ``names``) in order of first visibility over
+    ``frames`` (or why there is none)."""
     first = {}
-    for o in objs:
+    for o, name in zip(objs, names, strict=True):
         shown = [f for f in frames if int(o["id"]) in scene.visible(f)]
         if not shown:
             return "(never visible)"
-        first[o["name"]] = shown[0]
+        first[name] = shown[0]
     if len(set(first.values())) < len(first):
         return "(tie)"
     return ", ".join(sorted(first, key=lambda n: first[n]))
@@ -297,47 +381,136 @@ def family_is_motion(family: str) -> bool:
     return spec is not None and _is_motion(spec)
 
 
+@dataclass(frozen=True)
+class _Matched:
+    """A label's tracks matched to the scene: the objects, each one's track name (a marked
+    track's is its mark) and the truth frames the answer needs."""
+
+    label: SpatialLabel
+    objs: list[dict[str, Any]]
+    names: list[str]
+    frames: list[int]
+    scene: _Scene
+
+
+def _size(m: _Matched) -> tuple[str | None, str]:
+    return f"{100 * max(m.objs[0]['size']):.4f}", ""
+
+
+def _same_object(m: _Matched) -> str | None:
+    """Why two tracks have no truth between them: both match one object (else None)."""
+    if m.objs[0]["id"] != m.objs[1]["id"]:
+        return None
+    return (f"same_object: both tracks match object {m.objs[0]['id']}, so the truth has no "
+            "answer between two objects")
+
+
+def _pair_distance(m: _Matched) -> tuple[str | None, str]:
+    same = _same_object(m)
+    if same is not None:
+        return None, same
+    return f"{math.dist(m.objs[0]['center_world'], m.objs[1]['center_world']):.4f}", ""
+
+
+def _unframed(m: _Matched) -> bool:
+    """Whether a matched object is a distractor, which the truth frames do not list."""
+    return any(o.get("distractor") for o in m.objs)
+
+
+def _camera_distance(m: _Matched) -> tuple[str | None, str]:
+    if _unframed(m):
+        return None, NOT_COVERED
+    seen = m.scene.visible(m.frames[0]).get(int(m.objs[0]["id"]))
+    if seen is None:
+        return None, "not_visible_in_truth"
+    return f"{seen['surface_distance_m']:.4f}", ""
+
+
+def _appearance(m: _Matched) -> tuple[str | None, str]:
+    if _unframed(m):
+        return None, NOT_COVERED
+    return _order(m.objs, m.names, m.frames, m.scene), ""
+
+
+def _count(m: _Matched) -> tuple[str | None, str]:
+    name = m.label.object_names[0]
+    ids = {i for f in m.frames for i, o in m.scene.visible(f).items()
+           if _key(o["name"]) == _key(name)}
+    return str(len(ids)), ""
+
+
+def _direction(m: _Matched) -> tuple[str | None, str]:
+    assert m.label.reference_frame is not None
+    camera_from_world = np.asarray(m.scene.frames[m.label.reference_frame]["camera_from_world"],
+                                   dtype=float)
+    p = camera_from_world @ np.array([*m.objs[0]["center_world"], 1.0])
+    return f"{'front' if p[2] > 0 else 'back'}-{'right' if p[0] > 0 else 'left'}", ""
+
+
+def _height(m: _Matched) -> tuple[str | None, str]:
+    return f"{100 * top_height_m(m.objs[0]):.4f}", ""
+
+
+def _closer(m: _Matched) -> tuple[str | None, str]:
+    """The track name of the object whose visible surface is nearer in the case's frame (the
+    truth's ``surface_distance_m``)."""
+    same = _same_object(m)
+    if same is not None:
+        return None, same
+    if _unframed(m):
+        return None, NOT_COVERED
+    seen = m.scene.visible(m.frames[0])
+    rows = [seen.get(int(o["id"])) for o in m.objs]
+    if rows[0] is None or rows[1] is None:
+        return None, "not_visible_in_truth"
+    return _pick(m.names, [float(r["surface_distance_m"]) for r in (rows[0], rows[1])], min)
+
+
+def _larger(m: _Matched) -> tuple[str | None, str]:
+    """The track name of the object with the longer longest ``size``."""
+    same = _same_object(m)
+    if same is not None:
+        return None, same
+    return _pick(m.names, [max(float(v) for v in o["size"]) for o in m.objs], max)
+
+
+def _pick(names: Sequence[str], values: Sequence[float],
+          best: Callable[[Sequence[float]], float]) -> tuple[str | None, str]:
+    if values[0] == values[1]:
+        return "(tie)", ""
+    return names[list(values).index(best(values))], ""
+
+
+# The truth of each track family, given its tracks matched to the scene.
+_OBJECT_TRUTH: dict[str, Callable[[_Matched], tuple[str | None, str]]] = {
+    "object_size_cm": _size, "pair_distance_m": _pair_distance,
+    "camera_distance_m": _camera_distance, "appearance_order": _appearance,
+    "object_count_across_frames": _count, "relative_direction": _direction,
+    "object_height_cm": _height, "closer_to_camera": _closer, "larger_object": _larger,
+}
+
+
 def _truth(label: SpatialLabel, scene: _Scene) -> tuple[str | None, str]:
     """The scene's answer to the label's question, or None and why it cannot tell."""
     if family_is_motion(label.family):
         return _motion_truth(label, scene)
-    family = label.family
     objs: list[dict[str, Any]] = []
+    names: list[str] = []
     for entry in label.evidence["tracks"]:
         obj, why, detail = scene.match(entry)
         if obj is None:
             return None, f"{why}: {detail}"
         objs.append(obj)
+        names.append(str(entry["name"]))
     needed = _needed_frames(label)
     if needed is None:
         return None, "no_reference_frame: the label names no reference frame"
     if any(f not in scene.frames for f in needed):
         return None, NOT_COVERED
-    if family == "object_size_cm":
-        return f"{100 * max(objs[0]['size']):.4f}", ""
-    if family == "pair_distance_m":
-        if objs[0]["id"] == objs[1]["id"]:
-            return None, (f"same_object: both tracks match object {objs[0]['id']}, so the "
-                          "truth has no distance between two objects")
-        return f"{math.dist(objs[0]['center_world'], objs[1]['center_world']):.4f}", ""
-    if family == "camera_distance_m":
-        seen = scene.visible(needed[0]).get(int(objs[0]["id"]))
-        if seen is None:
-            return None, "not_visible_in_truth"
-        return f"{seen['surface_distance_m']:.4f}", ""
-    if family == "appearance_order":
-        return _order(objs, needed, scene), ""
-    if family == "object_count_across_frames":
-        name = label.object_names[0]
-        ids = {i for f in needed for i, o in scene.visible(f).items()
-               if _key(o["name"]) == _key(name)}
-        return str(len(ids)), ""
-    if family == "relative_direction":
-        assert label.reference_frame is not None
-        m = np.asarray(scene.frames[label.reference_frame]["camera_from_world"], dtype=float)
-        p = m @ np.array([*objs[0]["center_world"], 1.0])
-        return f"{'front' if p[2] > 0 else 'back'}-{'right' if p[0] > 0 else 'left'}", ""
-    return None, "unchecked_family"
+    rule = _OBJECT_TRUTH.get(label.family)
+    if rule is None:
+        return None, "unchecked_family"
+    return rule(_Matched(label, objs, names, needed, scene))
 
 
 def check_labels(labels: Iterable[SpatialLabel], scene: Mapping[str, Any]) -> list[TruthCheck]:

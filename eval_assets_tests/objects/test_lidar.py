@@ -1,0 +1,135 @@
+"""Objects from the LiDAR without weights: floor, clustering, depth-ordered masks, names."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from eval_assets.objects.lidar import (
+    MAX_OBJECT_M,
+    FrameSweep,
+    discover_objects,
+    floor_height,
+    join_gap_m,
+)
+from eval_assets.objects.masks import frame_objects
+from eval_assets.objects.naming import NAME_MIN_FRAMES, NameVotes, decide, decide_all
+
+FLOOR = 0.1
+
+
+def _box(center: tuple[float, float], size: tuple[float, float, float], n: int,
+         rng: np.random.Generator) -> np.ndarray:
+    """Points on a box's surface standing on the floor."""
+    lo = np.array([center[0] - size[0] / 2, center[1] - size[1] / 2, FLOOR])
+    pts = lo + rng.random((n, 3)) * np.array(size)
+    face = rng.integers(0, 3, n)
+    far = lo[face] + np.array(size)[face]
+    pts[np.arange(n), face] = np.where(rng.random(n) < 0.5, lo[face], far)
+    return pts
+
+
+def _sweeps(frames: int = 6, stray: bool = True) -> list[FrameSweep]:
+    rng = np.random.default_rng(0)
+    out = []
+    for f in range(frames):
+        floor = np.column_stack([rng.uniform(-3, 3, 4000), rng.uniform(-3, 3, 4000),
+                                 FLOOR + rng.normal(0, 0.003, 4000)])
+        parts = [floor, _box((1.0, 0.0), (0.3, 0.2, 0.25), 400, rng),
+                 _box((1.0, 0.55), (0.2, 0.2, 0.4), 400, rng),  # 25 cm from the first
+                 _box((-2.0, 0.0), (0.1, 4.0, 1.0), 800, rng)]  # a wall
+        if stray and f == 0:
+            parts.append(np.array([[-1.0, -1.0, 0.5]]))
+        out.append(FrameSweep(f, np.concatenate(parts), np.array([0.0, -1.0 + 0.1 * f, 0.6])))
+    return out
+
+
+def test_the_floor_is_the_densest_band_near_the_sensor() -> None:
+    sweep = _sweeps(1)[0]
+    assert floor_height(sweep.points_world, sweep.sensor_world) == pytest.approx(FLOOR, abs=0.005)
+    assert floor_height(np.zeros((3, 3)), np.zeros(3)) is None  # too few points to say
+
+
+def test_objects_are_found_apart_and_the_wall_is_structure() -> None:
+    found = discover_objects(_sweeps())
+    assert found.floor_z == pytest.approx(FLOOR, abs=0.005)
+    askable = [o for o in found.objects if o.askable]
+    centres = sorted(tuple(np.round(o.center_world[:2], 1)) for o in askable)
+    assert centres == [(1.0, 0.0), (1.0, 0.6)] or centres == [(1.0, 0.0), (1.0, 0.5)]
+    walls = [o for o in found.objects if not o.askable]
+    assert len(walls) == 1 and walls[0].reason.startswith("structure")
+    assert f"> {MAX_OBJECT_M} m" in walls[0].reason
+    heights = sorted(round(o.height_m, 2) for o in askable)
+    assert heights == pytest.approx([0.25, 0.4], abs=0.02)
+    # One sweep's stray return is no object: every object was hit in several frames.
+    assert all(len(o.frames) >= 2 for o in found.objects)
+    assert [o.number for o in found.objects] == list(range(1, len(found.objects) + 1))
+
+
+def test_the_same_sweeps_give_the_same_numbers() -> None:
+    a, b = discover_objects(_sweeps()), discover_objects(_sweeps())
+    assert [(o.number, tuple(o.frames), len(o.points_world)) for o in a.objects] == \
+        [(o.number, tuple(o.frames), len(o.points_world)) for o in b.objects]
+
+
+def test_the_join_gap_follows_the_column_spacing_within_bounds() -> None:
+    assert join_gap_m(1024) == pytest.approx(3 * 4.0 * 2 * np.pi / 1024)
+    assert join_gap_m(100000) == 0.04 and join_gap_m(64) == 0.10
+
+
+def _camera() -> tuple[np.ndarray, np.ndarray]:
+    """A camera at the origin 0.35 m up looking along world +x (camera z = world x)."""
+    world_from_camera = np.eye(4)
+    world_from_camera[:3, :3] = np.array([[0, 0, 1], [-1, 0, 0], [0, -1, 0]], dtype=float)
+    world_from_camera[:3, 3] = [0.0, 0.0, 0.35]
+    K = np.array([[300.0, 0, 160], [0, 300.0, 120], [0, 0, 1]])
+    return world_from_camera, K
+
+
+def test_a_mask_never_takes_a_nearer_objects_pixels() -> None:
+    rng = np.random.default_rng(1)
+    sweeps = []
+    for f in range(3):
+        near = _box((1.5, 0.0), (0.2, 0.2, 0.3), 600, rng)
+        far = _box((3.0, 0.1), (0.4, 0.4, 0.5), 900, rng)
+        floor = np.column_stack([rng.uniform(0, 4, 3000), rng.uniform(-2, 2, 3000),
+                                 np.full(3000, FLOOR)])
+        sweeps.append(FrameSweep(f, np.concatenate([floor, near, far]), np.array([0, 0, 0.5])))
+    found = discover_objects(sweeps)
+    world_from_camera, K = _camera()
+    visible = np.concatenate([o.points_world for o in found.objects])
+    seen = frame_objects(found, visible, world_from_camera, K, 320, 240, FLOOR)
+    assert len(seen) == 2
+    near_o, far_o = sorted(seen, key=lambda s: s.depth_m)
+    assert not np.any(near_o.mask & far_o.mask)
+    assert near_o.occluded_share == 0.0 and far_o.occluded_share > 0.0
+    # The far object's mask has a hole exactly where the near one stands in front of it.
+    hole = near_o.mask & ~far_o.mask
+    assert hole.sum() == near_o.mask.sum()
+
+
+def _votes(clean: int, **names: int) -> NameVotes:
+    v = NameVotes(clean_frames=clean)
+    for name, n in names.items():
+        for _ in range(n):
+            v.add(name.replace("_", " "), "detector")
+    return v
+
+
+def test_a_name_needs_enough_votes_share_and_no_rival() -> None:
+    assert decide(_votes(6, red_box=5)).name == "red box"
+    assert decide(_votes(6, red_box=NAME_MIN_FRAMES - 1)).name is None  # too few
+    assert decide(_votes(20, red_box=5)).name is None  # a quarter of the clean frames
+    unsure = decide(_votes(8, red_box=5, green_ball=2))  # 2 * 3 > 5: a rival
+    assert unsure.name is None and "other names" in unsure.reason
+    assert decide(_votes(5)).name is None
+
+
+def test_a_name_certain_for_two_objects_names_neither() -> None:
+    decisions = decide_all({0: _votes(5, mug=5), 1: _votes(4, mug=4), 2: _votes(4, duck=4)})
+    assert decisions[0].name is None and decisions[1].name is None
+    assert "certain for 2 objects" in decisions[0].reason
+    assert decisions[2].name == "duck"
+    assert Counter(d.name for d in decisions.values())[None] == 2
