@@ -91,16 +91,19 @@ def _round(value: float) -> float:
     return round(float(value), _DECIMALS) + 0.0
 
 
-def _footprint(pts: np.ndarray) -> tuple[float, float, float, np.ndarray]:
+def _footprint(pts: np.ndarray, foot_band: float = FOOT_BAND_M
+               ) -> tuple[float, float, float, np.ndarray]:
     """``(length, width, yaw, centre_xy)`` of the rectangle (yaw searched in 1° steps) whose
     sides the points hug most closely, the points at the object's foot left out (mostly floor
     seen through the mask's rim). LiDAR sees a box's near faces only: the points form an L, and
     an L fits as small a rectangle along its diagonal as along its faces, so the smallest area
     cannot choose; the sides the points lie on can (the closeness criterion of L-shape
     fitting). Each side spans the 1st to 99th percentile, so a stray point does not stretch it.
-    ``centre_xy`` is the rectangle's centre in the points' frame."""
+    ``centre_xy`` is the rectangle's centre in the points' frame. ``foot_band``: 0 for a LiDAR
+    object's cloud, whose floor is already gone (its foot is the object's: a teddy bear's legs
+    lie in the lowest 5 cm)."""
     low = float(pts[:, 2].min())
-    body = pts[pts[:, 2] >= low + FOOT_BAND_M]
+    body = pts[pts[:, 2] >= low + foot_band]
     if len(body) < 3:
         body = pts
     xy = body[:, :2]
@@ -125,7 +128,7 @@ def _footprint(pts: np.ndarray) -> tuple[float, float, float, np.ndarray]:
 
 
 def sides_seen(pts: np.ndarray, length: float, width: float, yaw: float,
-               centre_xy: np.ndarray) -> float:
+               centre_xy: np.ndarray, foot_band: float = FOOT_BAND_M) -> float:
     """How completely the points show an L of the footprint rectangle (``length`` along ``yaw``,
     ``width`` across, centred on ``centre_xy``): the share of the width the better-seen end
     spans, or of the length the better-seen side spans, whichever is smaller (0 to 1).
@@ -134,7 +137,7 @@ def sides_seen(pts: np.ndarray, length: float, width: float, yaw: float,
     object's foot is left out as in :func:`_footprint`.
     """
     low = float(pts[:, 2].min())
-    body = pts[pts[:, 2] >= low + FOOT_BAND_M]
+    body = pts[pts[:, 2] >= low + foot_band]
     if len(body) < 3 or length <= 0.0 or width <= 0.0:
         return 0.0
     xy = body[:, :2] - np.asarray(centre_xy, dtype=np.float64)
@@ -327,8 +330,8 @@ def _cloud_extent(cloud: ObjectCloud, track: _Growing
     low = float(pts[:, 2].min())
     if low - cloud.floor_z <= 2 * FLOOR_CONTACT_M:
         low = cloud.floor_z
-    along, across, yaw, centre_xy = _footprint(pts)
-    seen = sides_seen(pts, along, across, yaw, centre_xy)
+    along, across, yaw, centre_xy = _footprint(pts, foot_band=0.0)
+    seen = sides_seen(pts, along, across, yaw, centre_xy, foot_band=0.0)
     centre = np.array([centre_xy[0], centre_xy[1], (low + top) / 2])
     spread = bearing_spread_deg(cloud.sensors_world, centre)
     overhang = outline_overhang(track.sightings, along, across, yaw, centre_xy, low, top)

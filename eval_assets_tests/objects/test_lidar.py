@@ -133,3 +133,21 @@ def test_a_name_certain_for_two_objects_names_neither() -> None:
     assert "certain for 2 objects" in decisions[0].reason
     assert decisions[2].name == "duck"
     assert Counter(d.name for d in decisions.values())[None] == 2
+
+
+def test_a_lidar_clouds_size_from_one_side_needs_a_near_whole_l() -> None:
+    """A LiDAR object's cloud seen from one side is sized only when its points show an end and
+    a side of its footprint nearly whole (a box); an irregular outline touching a rectangle's
+    sides for most of their length (a teddy bear, 0.84) is not, nor a detector track's L
+    without the camera's outline check."""
+    from eval_assets.vqa.spatial.evidence import CLOUD_SIDE_SEEN_SHARE, narrow_view
+    from eval_assets_tests.vqa.spatial_tracks import track
+
+    def one_sided(seen: float, source: str) -> object:
+        t = track("object marked 3", [1.0, 0.0, 0.1], [0, 1], view_spread_deg=60.0)
+        return narrow_view("object_size_cm", t.model_copy(update={
+            "footprint_seen": seen, "source": source, "outline_overhang": None}))
+
+    assert one_sided(CLOUD_SIDE_SEEN_SHARE, "lidar") is None
+    assert one_sided(0.84, "lidar") is not None
+    assert one_sided(1.0, "detections") is not None  # no outline to check it against
