@@ -164,6 +164,10 @@ class TrackIndex:
         object's name; otherwise neither name can be trusted for a question about it. Checked
         against every track, published frames or not.
         """
+        if track.source == "lidar":
+            # Each LiDAR object is its own cluster of the floor plan: two of them are two
+            # objects however close (their names were decided on the object, not per mask).
+            return None
         full = {t.track_id: t for t in self.tracks.tracks}
         votes = len(full.get(track.track_id, track).whole_frames)
         rivals = []
