@@ -104,7 +104,7 @@ def show_objects(recordings: Path, key: str, root: Path) -> Counter[str]:
     scene_path = recordings / f"{key}.scene.json"
     scene = json.loads(scene_path.read_text()) if scene_path.is_file() else {"objects": []}
     truth = [(o["name"], o["center_world"]) for o in scene["objects"]]
-    truth += [(d["name"], d["center_world"]) for d in scene.get("distractors", [])
+    truth += [(d.get("name", "distractor"), d["center_world"]) for d in scene.get("distractors", [])
               if "center_world" in d]
     for obj in tracks.objects.objects:
         counts["objects"] += 1

@@ -87,7 +87,7 @@ def build_tracks(recording: Recording, frames_dir: Path, clouds_dir: Path,
 
         found = lidar_sightings(
             lambda: frame_views(frames, clouds, clouds_dir, poses, correct), detections_dir,
-            detections, frames_dir, tracks_dir, namer)
+            detections, frames_dir, tracks_dir, namer, frames)
         tracks = build_object_tracks(world, found.sightings, found.skipped, cameras, trajectory,
                                      found.clouds)
         return tracks.model_copy(update={"floor_z": found.record.floor_z,

@@ -90,11 +90,13 @@ def _provisional(number: int) -> str:
 
 def lidar_sightings(views: Callable[[], Iterator[FrameView]], detections_dir: Path | None,
                     detections: Mapping[int, FrameDetections], frames_dir: Path,
-                    tracks_dir: Path | None, namer: Namer | None = None) -> LidarEvidence:
+                    tracks_dir: Path | None, namer: Namer | None = None,
+                    frames: Sequence[RectifiedFrame] = ()) -> LidarEvidence:
     """The LiDAR objects' sightings named (or marked), and their record.
 
     ``views`` is called twice (one pass each). ``tracks_dir`` receives each frame's
-    object-number image (:func:`~eval_assets.schemas.objects.marks_relpath`).
+    object-number image (:func:`~eval_assets.schemas.objects.marks_relpath`): every one of
+    ``frames``, those without a view (no pose or point cloud) showing no object.
     """
     found = discover_objects(FrameSweep(v.frame.frame_index, _world(v, v.points_cam),
                                         _world(v, v.sensor_cam[None, :])[0]) for v in views())
@@ -125,6 +127,10 @@ def lidar_sightings(views: Callable[[], Iterator[FrameView]], detections_dir: Pa
         _vote(seen, votes, detections.get(index), detections_dir, frames_dir, view.frame,
               found, namer)
     if tracks_dir is not None:
+        for frame in frames:
+            if marks_relpath(frame.frame_index) not in written:
+                _write_marks(tracks_dir, frame.frame_index, [], found, frame)
+                written.add(marks_relpath(frame.frame_index))
         _prune_marks(Path(tracks_dir), written)
     decisions = decide_all(votes)
     names = {found.objects[i].number: (d.name or marked_name(found.objects[i].number))

@@ -8,17 +8,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from eval_assets.family_spec import families
 from eval_assets.schemas.spatial import SPATIAL_CASES, SPATIAL_LABELS, SpatialCase
 from eval_assets.schemas.vqa import (
     DATASET_ASSETS,
     DATASET_AUDIT,
     DATASET_CASES,
     DATASET_LABELS,
+    MARKED_ASSETS,
     Case,
 )
 
 _NUMBER = re.compile(r"(?<![\d.,])(\d+(?:[.,]\d+)?)(?![\d])")
 _ASSET = re.compile(r"^frame-\d{6}\.png$")
+# A spatial case's images: the frames, or the frames with the marked objects' numbers drawn.
+_SPATIAL_FOLDERS = (Path(DATASET_ASSETS), Path(DATASET_ASSETS) / MARKED_ASSETS)
 _FRACTION = re.compile(r"^-?\d+\.\d{2,}(e-?\d+)?$")
 # Evidence strings shorter than this (a "yes", a digit) legitimately occur in questions/choices.
 _MIN_SECRET_LEN = 6
@@ -67,8 +71,10 @@ def find_leaks(dataset_dir: Path) -> list[str]:
             problems.append(f"{case.id}: image {case.image!r} is not a frame PNG in assets/")
     assets = dataset_dir / DATASET_ASSETS
     for path in sorted(assets.rglob("*")) if assets.is_dir() else []:
-        if path.is_file() and (path.parent != assets or not _ASSET.match(path.name)):
-            problems.append(f"{path}: only frame-XXXXXX.png files may be public")
+        if path.is_file() and (path.parent not in (assets, assets / MARKED_ASSETS)
+                               or not _ASSET.match(path.name)):
+            problems.append(f"{path}: only frame-XXXXXX.png files (in assets/ or "
+                            f"assets/{MARKED_ASSETS}/) may be public")
     # What is left of cases.jsonl once the legitimately public values are cut out: only field
     # names and punctuation, so any private value found in it was leaked.
     residual = public_text
@@ -94,6 +100,19 @@ def find_leaks(dataset_dir: Path) -> list[str]:
             if telling or (len(secret) >= _MIN_SECRET_LEN and secret in rest):
                 problems.append(f"{path}: contains private evidence value {secret!r}")
     return problems
+
+
+def _numbers(text: str) -> set[str]:
+    return {m.replace(",", ".") for m in _NUMBER.findall(text)}
+
+
+def _wording_numbers(case_id: str) -> set[str]:
+    """The numbers every question of the case's family states (its declared wordings: "90 is to
+    your right"): a gold equal to one of them is not stated by the question."""
+    family = next((s for s in families("spatial") if f"spatial-{s.name}-" in case_id), None)
+    if family is None:
+        return set()
+    return _numbers(family.question) | _numbers(family.paraphrase or "")
 
 
 def _private_answers(dataset_dir: Path) -> set[str]:
@@ -127,14 +146,16 @@ def _spatial_public(dataset_dir: Path, problems: list[str]) -> list[tuple[Path, 
             problems.append(f"{path}:{number}: fields {extra} are not public")
         case = SpatialCase.model_validate({k: v for k, v in record.items() if k in allowed})
         for image in case.images:
-            if Path(image).parent != Path(DATASET_ASSETS) or not _ASSET.match(Path(image).name):
-                problems.append(f"{case.id}: image {image!r} is not a frame PNG in assets/")
+            if Path(image).parent not in _SPATIAL_FOLDERS or not _ASSET.match(Path(image).name):
+                problems.append(f"{case.id}: image {image!r} is not a frame PNG in assets/ or "
+                                f"assets/{MARKED_ASSETS}/")
         answer = answers.get(case.id)
-        stated = {m.replace(",", ".") for m in _NUMBER.findall(case.question)}
+        stated = _numbers(case.question) - _wording_numbers(case.id)
         if case.answer_type == "number" and answer is not None and answer in stated:
             problems.append(f"{path}: the question of {case.id!r} states its answer {answer!r}")
         public.update([case.id, case.question, case.answer_type, *case.images,
-                       *(case.choices or []), *([case.unit] if case.unit else [])])
+                       *(case.choices or []), *([case.unit] if case.unit else []),
+                       *([case.marks] if case.marks else [])])
     residual = text
     for value in sorted(public, key=len, reverse=True):
         residual = residual.replace(json.dumps(value), "")

@@ -23,6 +23,7 @@ from eval_assets.schemas.spatial import (
     ObjectTrack,
     ObjectTracks,
     SpatialLabel,
+    mark_number,
 )
 from eval_assets.sim.catalog import CATALOG
 from eval_assets.vqa.leakage import find_leaks
@@ -288,12 +289,22 @@ def test_motion_gold_answers_agree_with_the_scene_truth(tmp_path: Path) -> None:
     frames = {int(f["index"]): f for f in scene["frames"]}
     for label in (lab for lab in labels if lab.family == "egocentric_direction_deg"):
         track = label.evidence["tracks"][0]
-        obj = min((o for o in scene["objects"] if o["name"] == track["name"]),
+        # A marked object ("the object marked 3") is the scene object nearest its centre.
+        named = mark_number(track["name"]) is None
+        obj = min((o for o in [*scene["objects"], *scene.get("distractors", [])]
+                   if "center_world" in o and (o.get("name") == track["name"] or not named)),
                   key=lambda o: math.dist(o["center_world"], track["center_world"]))
         p, psi = scene_pose(frames[(label.frame_indices or [])[-1]])
         truth = bearing_cw_deg(Pose(0, 0.0, (float(p[0]), float(p[1]), float(p[2])), psi),
                                obj["center_world"])
-        assert abs(wrap_deg(float(label.answer) - truth)) <= 3.0, (label.id, truth)
+        # 3 degrees, and what the track's centre error subtends from there: a LiDAR object
+        # seen from one side has its centre up to half its unseen depth off (a box 37 cm deep
+        # seen 22 cm deep: 10 cm, 3.7 degrees at 1.5 m), which the centre check bounds.
+        off = math.dist(obj["center_world"][:2], track["center_world"][:2])
+        assert off <= 0.15, (label.id, off)
+        away = math.dist(obj["center_world"][:2], p[:2])
+        slack = math.degrees(math.atan2(off, away))
+        assert abs(wrap_deg(float(label.answer) - truth)) <= 3.0 + slack, (label.id, truth)
     assert find_leaks(out) == []
 
 

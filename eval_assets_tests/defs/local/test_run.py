@@ -353,6 +353,7 @@ def test_templates_switched_on_in_the_models_file_reach_the_report(
     assert "Not measured" not in section
     assert '<th class="num">Min</th><th class="num">Max</th>' in section
     # Each model's all-families row: record, paraphrase, format, min, max (percentages).
+    scores = {}
     for model in ("random", "random-1"):
         row = re.search(rf'<span class="model">{re.escape(model)}</span></td><td><b>all '
                         r'families</b>(.*?)</tr>', section)
@@ -360,7 +361,17 @@ def test_templates_switched_on_in_the_models_file_reach_the_report(
         record, paraphrase, fmt, low, high = (
             float(p) for p in re.findall(r">(\d+\.\d)%<", row.group(1))[:5])
         assert (low, high) == (min(record, paraphrase, fmt), max(record, paraphrase, fmt))
-    # The τ lines over both models; with two models τ-b is ±1, or n/a where one template ties
-    # them (seeded draws: here at least one pair ranks them).
+        scores[model] = {"record": record, "paraphrase": paraphrase, "format": fmt}
+    # The τ lines over both models (all families): with two models τ-b is +1 where both
+    # templates rank them alike, -1 where they swap, n/a where either template ties them.
     assert "Kendall" in section and "record vs paraphrase" in section
-    assert re.search(r"vs \w+ -?1\.00 \(2 models\)", section), section
+    line = section.split("all families): </b>", 1)[1].split("</p>", 1)[0]
+    a, b = scores["random"], scores["random-1"]
+    for x, y in (("record", "paraphrase"), ("record", "format"), ("paraphrase", "format")):
+        said = re.search(rf"{x} vs {y} (.*?) \(2 models\)", line)
+        assert said is not None, line
+        if a[x] == b[x] or a[y] == b[y]:
+            assert "n/a" in said.group(1), (x, y, line)
+        else:
+            same = (a[x] > b[x]) == (a[y] > b[y])
+            assert said.group(1) == ("1.00" if same else "-1.00"), (x, y, line)
