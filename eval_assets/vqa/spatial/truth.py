@@ -167,15 +167,21 @@ def match_object(objects: Sequence[Mapping[str, Any]], name: str, center: Sequen
     same = [dict(o) for o in objects if _key(o["name"]) == _key(name)]
     if not same:
         return None, "false_detection", f"no scene object is named {name!r}"
-    c = np.asarray(center, dtype=np.float64)
-    dist = [float(np.linalg.norm(np.asarray(o["center_world"], dtype=np.float64) - c))
-            for o in same]
-    best = int(np.argmin(dist))
+    best, dist = _nearest(same, center)
     if dist[best] > gate_m(same[best]):
         return None, "outside_gate", (f"the nearest {name!r} (object {same[best]['id']}) is "
                                       f"{dist[best]:.2f} m from the track; the gate is "
                                       f"{gate_m(same[best]):.2f} m")
     return same[best], "", ""
+
+
+def _nearest(objects: Sequence[Mapping[str, Any]], center: Sequence[float]
+             ) -> tuple[int, list[float]]:
+    """The index of the object whose centre is nearest ``center``, and every distance."""
+    c = np.asarray(center, dtype=np.float64)
+    dist = [float(np.linalg.norm(np.asarray(o["center_world"], dtype=np.float64) - c))
+            for o in objects]
+    return int(np.argmin(dist)), dist
 
 
 def match_marked(objects: Sequence[Mapping[str, Any]], name: str, center: Sequence[float],
@@ -184,10 +190,7 @@ def match_marked(objects: Sequence[Mapping[str, Any]], name: str, center: Sequen
     :data:`MARKED_GATE_M`; else ``(None, "outside_gate", detail)``."""
     if not objects:
         return None, "outside_gate", f"the scene has no object for {name!r} to match"
-    c = np.asarray(center, dtype=np.float64)
-    dist = [float(np.linalg.norm(np.asarray(o["center_world"], dtype=np.float64) - c))
-            for o in objects]
-    best = int(np.argmin(dist))
+    best, dist = _nearest(objects, center)
     if dist[best] > MARKED_GATE_M:
         return None, "outside_gate", (f"the nearest object to {name!r} ({objects[best]['name']!r}"
                                       f", object {objects[best]['id']}) is {dist[best]:.2f} m "
