@@ -143,11 +143,14 @@ def test_a_lidar_clouds_size_from_one_side_needs_a_near_whole_l() -> None:
     from eval_assets.vqa.spatial.evidence import CLOUD_SIDE_SEEN_SHARE, narrow_view
     from eval_assets_tests.vqa.spatial_tracks import track
 
-    def one_sided(seen: float, source: str) -> object:
-        t = track("object marked 3", [1.0, 0.0, 0.1], [0, 1], view_spread_deg=60.0)
+    def one_sided(seen: float, source: str, spread: float = 60.0) -> object:
+        t = track("object marked 3", [1.0, 0.0, 0.1], [0, 1], view_spread_deg=spread)
         return narrow_view("object_size_cm", t.model_copy(update={
             "footprint_seen": seen, "source": source, "outline_overhang": None}))
 
     assert one_sided(CLOUD_SIDE_SEEN_SHARE, "lidar") is None
     assert one_sided(0.84, "lidar") is not None
     assert one_sided(1.0, "detections") is not None  # no outline to check it against
+    # Seen all round, a mug's handle still lies between the rings: a cloud needs its L.
+    assert one_sided(0.6, "lidar", spread=240.0) is not None
+    assert one_sided(0.6, "detections", spread=240.0) is None
