@@ -9,7 +9,8 @@ from collections.abc import Mapping
 import cv2
 import numpy as np
 
-from eval_assets.perception.color_detector import ColorClassifier, ColorShapeParams
+from eval_assets.perception.color_detector import ColorClassifier
+from eval_assets.perception.color_params import ColorShapeParams
 from eval_assets.perception.protocols import check_rgb
 from eval_assets.synth.scene import PALETTE
 
