@@ -23,7 +23,7 @@ EXAMPLE_ROWS = 12
 
 
 @asset(key=keys.DETECTIONS_MASKS, partitions_def=recordings_partitions, group_name=GROUP,
-       deps=[keys.RECTIFIED_FRAMES], code_version="3", automation_condition=RECOMPUTE,
+       deps=[keys.RECTIFIED_FRAMES], code_version="4", automation_condition=RECOMPUTE,
        kinds={"opencv"}, owners=OWNERS)
 def detections_masks(context: AssetExecutionContext, storage: ProjectStorage,
                      perception: PerceptionResource) -> MaterializeResult:
