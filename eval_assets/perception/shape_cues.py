@@ -175,12 +175,7 @@ def _circle_fit(region: np.ndarray, origin: tuple[int, int] = (0, 0),
     """
     h, w = size or region.shape
     ox, oy = origin
-    contours, _ = cv2.findContours(region.astype(np.uint8), cv2.RETR_EXTERNAL,
-                                   cv2.CHAIN_APPROX_NONE)
-    pts = max(contours, key=len).reshape(-1, 2).astype(np.float64) + np.array([ox, oy])
-    # Outline points on the image border are where the frame cuts the object, not its silhouette.
-    inside = (pts[:, 0] > 0) & (pts[:, 0] < w - 1) & (pts[:, 1] > 0) & (pts[:, 1] < h - 1)
-    pts = pts[inside]
+    pts = _outline_points(region, origin, (h, w))
     if len(pts) < 8:
         return math.inf, 0.0
     # Algebraic (Kåsa) fit: x² + y² = a x + b y + c is linear in a, b, c.
@@ -209,6 +204,18 @@ def _circle_fit(region: np.ndarray, origin: tuple[int, int] = (0, 0),
     return residual, coverage
 
 
+def _outline_points(region: np.ndarray, origin: tuple[int, int], size: tuple[int, int]
+                    ) -> np.ndarray:
+    """The region's outer outline in image coordinates (float), without the points on the
+    image border: there the frame cuts the object, not its silhouette."""
+    h, w = size
+    contours, _ = cv2.findContours(region.astype(np.uint8), cv2.RETR_EXTERNAL,
+                                   cv2.CHAIN_APPROX_NONE)
+    pts = max(contours, key=len).reshape(-1, 2).astype(np.float64) + np.array(origin)
+    inside = (pts[:, 0] > 0) & (pts[:, 0] < w - 1) & (pts[:, 1] > 0) & (pts[:, 1] < h - 1)
+    return np.asarray(pts[inside])
+
+
 def _radial_ellipse_fit(region: np.ndarray, origin: tuple[int, int], size: tuple[int, int],
                         params: ColorShapeParams) -> tuple[float, float] | None:
     """(RMS residual, filled share) of the ellipse fitted to a region's outline, or None when
@@ -220,11 +227,7 @@ def _radial_ellipse_fit(region: np.ndarray, origin: tuple[int, int], size: tuple
     """
     h, w = size
     ox, oy = origin
-    contours, _ = cv2.findContours(region.astype(np.uint8), cv2.RETR_EXTERNAL,
-                                   cv2.CHAIN_APPROX_NONE)
-    pts = max(contours, key=len).reshape(-1, 2).astype(np.float64) + np.array([ox, oy])
-    inside = (pts[:, 0] > 0) & (pts[:, 0] < w - 1) & (pts[:, 1] > 0) & (pts[:, 1] < h - 1)
-    pts = pts[inside]
+    pts = _outline_points(region, origin, size)
     if len(pts) < 8:
         return None
     (cx, cy), (d0, d1), angle = cv2.fitEllipse(pts.astype(np.float32))
