@@ -314,6 +314,21 @@ def bearing_spread_deg(viewpoints: np.ndarray, center: np.ndarray) -> float:
     return 360.0 - max(gaps)
 
 
+def cloud_box(pts: np.ndarray, floor_z: float
+              ) -> tuple[float, float, float, np.ndarray, float, float]:
+    """``(length, width, yaw, centre_xy, low, top)`` of a LiDAR object's whole cloud: the
+    footprint fitted to every point (its floor is already cut, so its foot is kept), the top
+    where the highest rings crossed it (the third-highest return: two strays do not lift it; a
+    percentile cuts off a top of a few returns, such as a teddy bear's ears), and the floor as
+    its bottom when its lowest point lies within twice the floor band of it."""
+    top = float(np.sort(pts[:, 2])[-min(3, len(pts))])
+    low = float(pts[:, 2].min())
+    if low - floor_z <= 2 * FLOOR_CONTACT_M:
+        low = floor_z
+    along, across, yaw, centre_xy = _footprint(pts, foot_band=0.0)
+    return along, across, yaw, centre_xy, low, top
+
+
 def _cloud_extent(cloud: ObjectCloud, track: _Growing
                   ) -> tuple[list[float], float, np.ndarray, float, float, float | None]:
     """:func:`_extent` from the object's whole LiDAR cloud: the sweeps see every side the robot
@@ -323,14 +338,8 @@ def _cloud_extent(cloud: ObjectCloud, track: _Growing
     twice that band of the floor stands on it, and its height is measured from the floor. The
     outline check (:func:`outline_overhang`) is the track's own sightings' against that box."""
     pts = cloud.points_world
-    # The top is where the highest rings crossed it: the third-highest return (two strays do not
-    # lift it). A percentile cut the top off: a teddy's ears are a few returns of hundreds, and
-    # its 99.5th percentile stood 2.9 cm under the truth's 22.9 cm (simulated seed 5151).
-    top = float(np.sort(pts[:, 2])[-min(3, len(pts))])
-    low = float(pts[:, 2].min())
-    if low - cloud.floor_z <= 2 * FLOOR_CONTACT_M:
-        low = cloud.floor_z
-    along, across, yaw, centre_xy = _footprint(pts, foot_band=0.0)
+    box = cloud_box(pts, cloud.floor_z)
+    along, across, yaw, centre_xy, low, top = box
     seen = sides_seen(pts, along, across, yaw, centre_xy, foot_band=0.0)
     centre = np.array([centre_xy[0], centre_xy[1], (low + top) / 2])
     spread = bearing_spread_deg(cloud.sensors_world, centre)

@@ -43,7 +43,7 @@ from eval_assets.schemas.objects import (
 )
 from eval_assets.schemas.perception import FrameDetections
 from eval_assets.schemas.spatial import marked_name
-from eval_assets.tracks.fuse import ObjectCloud, bearing_spread_deg
+from eval_assets.tracks.fuse import ObjectCloud, bearing_spread_deg, cloud_box
 from eval_assets.tracks.lift import Sighting, Skipped, floor_heights, lift_detection, visible_points
 
 _PNG16 = [cv2.IMWRITE_PNG_COMPRESSION, 3]
@@ -103,6 +103,9 @@ def lidar_sightings(views: Callable[[], Iterator[FrameView]], detections_dir: Pa
     floor_z = found.floor_z if found.floor_z is not None else 0.0
     votes = {i: NameVotes() for i, o in enumerate(found.objects) if o.askable}
     occluded: dict[int, dict[int, float]] = {i: {} for i in votes}
+    # The oriented extent the taught names' size gate compares (the floor plan's grid box is
+    # a turned object's bounding square: a lego brick's 30 cm for its 19).
+    extents = {i: _extent(found.objects[i].points_world, floor_z) for i in votes}
     sightings: list[Sighting] = []
     skipped: list[Skipped] = []
     written: set[str] = set()
@@ -125,7 +128,7 @@ def lidar_sightings(views: Callable[[], Iterator[FrameView]], detections_dir: Pa
             else:
                 skipped.append(lifted)
         _vote(seen, votes, detections.get(index), detections_dir, frames_dir, view.frame,
-              found, namer)
+              extents, namer)
     if tracks_dir is not None:
         for frame in frames:
             if marks_relpath(frame.frame_index) not in written:
@@ -161,6 +164,11 @@ def _write_marks(marks_dir: Path, index: int, seen: Sequence[FrameObject], found
     write_bytes_atomic(Path(marks_dir) / marks_relpath(index), buf.tobytes())
 
 
+def _extent(points: np.ndarray, floor_z: float) -> tuple[float, float, float]:
+    along, across, _, _, low, top = cloud_box(points, floor_z)
+    return (along, across, top - low)
+
+
 def _prune_marks(tracks_dir: Path, written: set[str]) -> None:
     """Remove the number images of frames no longer in the recording's tracks (an earlier run
     selected more frames); another process's atomic write in flight is left alone."""
@@ -174,7 +182,8 @@ def _prune_marks(tracks_dir: Path, written: set[str]) -> None:
 
 def _vote(seen: Sequence[FrameObject], votes: dict[int, NameVotes],
           dets: FrameDetections | None, detections_dir: Path | None, frames_dir: Path,
-          frame: RectifiedFrame, found: LidarObjects, namer: Namer | None) -> None:
+          frame: RectifiedFrame, extents: Mapping[int, tuple[float, float, float]],
+          namer: Namer | None) -> None:
     """One frame's name votes for the objects it sees clean."""
     clean = [fo for fo in seen
              if not fo.touches_border and fo.occluded_share <= MAX_OCCLUDED_SHARE]
@@ -193,8 +202,7 @@ def _vote(seen: Sequence[FrameObject], votes: dict[int, NameVotes],
         if best >= 0 and iou >= NAME_IOU:
             votes[fo.index].add(names[best], "detector")
         if namer is not None and image is not None:
-            obj = found.objects[fo.index]
-            verdict = namer.name(image, fo.mask, (*obj.footprint_m, obj.height_m))
+            verdict = namer.name(image, fo.mask, extents[fo.index])
             taught = getattr(verdict, "name", None)
             if taught:
                 votes[fo.index].add(str(taught), "taught")

@@ -154,3 +154,23 @@ def test_a_lidar_clouds_size_from_one_side_needs_a_near_whole_l() -> None:
     # Seen all round, a mug's handle still lies between the rings: a cloud needs its L.
     assert one_sided(0.6, "lidar", spread=240.0) is not None
     assert one_sided(0.6, "detections", spread=240.0) is None
+
+
+def test_a_turned_boxs_cloud_measures_its_own_sides_not_the_floor_plan_square() -> None:
+    """The cloud's oriented box (what the taught names' size gate and the tracks use) is the
+    box's own length and width; the floor-plan grid's box of a box turned 45 degrees is about
+    1.4 times longer (a lego brick's 30 cm for its 19 refused its taught name)."""
+    from eval_assets.tracks.fuse import cloud_box
+
+    rng = np.random.default_rng(3)
+    pts = _box((0.0, 0.0), (0.3, 0.2, 0.15), 3000, rng)
+    turn = np.radians(45.0)
+    rot = np.array([[np.cos(turn), -np.sin(turn), 0], [np.sin(turn), np.cos(turn), 0],
+                    [0, 0, 1]])
+    pts = pts @ rot.T
+    found = discover_objects([FrameSweep(f, pts, np.array([2.0, 0.0, 0.5])) for f in range(3)])
+    (obj,) = found.objects
+    assert obj.footprint_m[0] > 0.33  # the grid's square round the turned box
+    along, across, _, _, low, top = cloud_box(pts, FLOOR)
+    assert along == pytest.approx(0.3, abs=0.02) and across == pytest.approx(0.2, abs=0.02)
+    assert top - low == pytest.approx(0.15, abs=0.01)

@@ -4,6 +4,7 @@ run, and asked about with marks drawn on the published images."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import cv2
@@ -132,3 +133,28 @@ def test_a_bad_reference_folder_is_refused_naming_the_file(
     assert result.exit_code == 2, result.output
     assert expected in result.output and "fix" in result.output.lower()
     assert not out.exists()
+
+
+def test_taught_names_name_the_catalogue_and_never_wrongly(tmp_path: Path) -> None:
+    """The simulator's reference views as taught names: every name given is the engine's name
+    of the object within 0.35 m, and most catalogue objects get one (the size gate compares the
+    cloud's oriented extent, not its floor-plan square: a turned lego brick is 19 cm, not 30)."""
+    from eval_assets.sim.references import ReferenceViews
+
+    db = simulate_recording(tmp_path / "taught.db", SimConfig(seed=41, frames=FRAMES),
+                            references=ReferenceViews(views=6)).db
+    frames_dir, clouds_dir, dets_dir = _stages(db, tmp_path / "stages")
+    namer = PerceptionConfig().build_namer(db)
+    assert namer is not None
+    with Recording.open(db) as rec:
+        tracks = build_tracks(rec, frames_dir, clouds_dir, dets_dir, objects="lidar",
+                              namer=namer)
+    assert tracks.objects is not None
+    scene = json.loads(db.with_suffix(".scene.json").read_text())
+    named = [o for o in tracks.objects.objects if o.name is not None]
+    for obj in named:
+        near = [o["name"] for o in scene["objects"]
+                if math.dist(o["center_world"][:2], obj.center_world[:2]) < 0.35]
+        assert near == [obj.name], (obj.number, obj.name, near)
+    seen = [o for o in tracks.objects.objects if o.askable and o.clean_frames >= 3]
+    assert len(named) >= len(seen) / 2, [(o.number, o.name_reason) for o in seen]
