@@ -106,7 +106,6 @@ class LidarObjects:
     origin_cell: tuple[int, int]
     labels: np.ndarray
     objects: list[LidarObject]
-    rejected_points: dict[str, int] = field(default_factory=dict)
 
     def object_index(self, points_world: np.ndarray, floor_z: float) -> np.ndarray:
         """Per point: 1 + the index in :attr:`objects` of the object it falls on, 0 for none
