@@ -35,13 +35,13 @@ import numpy as np
 from eval_assets.sim.catalog import CatalogEntry, SimConfigError
 from eval_assets.sim.geometry import PinholeCamera, VisualBox, view_matrix, visual_box
 from eval_assets.sim.world import quiet_stdout
+from eval_assets.synth.sample import _rounded  # one rounding for every scene file
 
 _FOV_Y_DEG = 60.0  # the simulator's camera
 _NEAR, _FAR = 0.05, 30.0
 _FILL = 0.8  # the object's bounding sphere spans this share of the image height
 _SETTLE_STEPS, _SETTLE_CHECK_STEPS, _SETTLE_MAX_STEPS = 480, 60, 4800
 _SETTLED_MOVE_M = 1e-3
-_DECIMALS = 6
 GENERATOR = "eval_assets.sim.references/1"
 
 
@@ -127,16 +127,6 @@ def render_body(p: Any, client: int, camera: PinholeCamera, world_from_camera: n
     rgb = np.asarray(rgba, dtype=np.uint8).reshape(*shape, 4)[:, :, :3].copy()
     seg_arr = np.asarray(seg, dtype=np.int64).reshape(shape)
     return rgb, (seg_arr >= 0) & ((seg_arr & 0xFFFFFF) == body)
-
-
-def _rounded(value: Any) -> Any:
-    if isinstance(value, float):
-        return round(value, _DECIMALS) + 0.0
-    if isinstance(value, dict):
-        return {k: _rounded(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_rounded(v) for v in value]
-    return value
 
 
 def _write_png(path: Path, image: np.ndarray) -> None:

@@ -86,6 +86,7 @@ from eval_assets.sim.world import (
     SimWorld,
     lidar_directions,
 )
+from eval_assets.synth.sample import _rounded  # one rounding for every scene file
 
 GENERATOR = "eval_assets.sim.simulate/1"
 T0 = 1_700_000_000.0
@@ -97,7 +98,6 @@ _LIDAR_OFFSET_S = 0.013
 _TF_PERIOD_S = 0.1
 _STATIC_TF_PERIOD_S = 0.2
 _JPEG_QUALITY = 90
-_DECIMALS = 6
 _FOV_Y_DEG = 60.0
 _NEAR, _FAR = 0.1, 30.0
 
@@ -224,18 +224,6 @@ def _point_cloud(points: np.ndarray, ts: float, seq: int) -> PointCloud2:
                        fields=fields, is_bigendian=False, point_step=16,
                        row_step=16 * len(points),
                        data=np.ascontiguousarray(points, dtype="<f4").tobytes(), is_dense=True)
-
-
-def _rounded(value: Any) -> Any:
-    if isinstance(value, float):
-        return round(value, _DECIMALS) + 0.0  # + 0.0 folds −0.0 into 0.0
-    if isinstance(value, dict):
-        return {k: _rounded(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_rounded(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _rounded(value.tolist())
-    return value
 
 
 def _third(u: float, width: int) -> str:
