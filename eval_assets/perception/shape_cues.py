@@ -174,7 +174,6 @@ def _circle_fit(region: np.ndarray, origin: tuple[int, int] = (0, 0),
     empty pixel around the region where the crop does not reach the image border.
     """
     h, w = size or region.shape
-    ox, oy = origin
     pts = _outline_points(region, origin, (h, w))
     if len(pts) < 8:
         return math.inf, 0.0
@@ -193,15 +192,7 @@ def _circle_fit(region: np.ndarray, origin: tuple[int, int] = (0, 0),
         return residual, 0.0
     yy, xx = np.mgrid[y0:y1, x0:x1]
     disc = (xx - cx) ** 2 + (yy - cy) ** 2 <= r2
-    # The region inside the circle's window (zero outside the crop).
-    window = np.zeros(disc.shape, dtype=bool)
-    rh, rw = region.shape
-    wy0, wy1 = max(y0, oy), min(y1, oy + rh)
-    wx0, wx1 = max(x0, ox), min(x1, ox + rw)
-    if wy1 > wy0 and wx1 > wx0:
-        window[wy0 - y0:wy1 - y0, wx0 - x0:wx1 - x0] = region[wy0 - oy:wy1 - oy, wx0 - ox:wx1 - ox]
-    coverage = float((disc & window).sum() / max(int(disc.sum()), 1))
-    return residual, coverage
+    return residual, _filled_share(disc, (x0, y0), region, origin)
 
 
 def _outline_points(region: np.ndarray, origin: tuple[int, int], size: tuple[int, int]
@@ -216,6 +207,22 @@ def _outline_points(region: np.ndarray, origin: tuple[int, int], size: tuple[int
     return np.asarray(pts[inside])
 
 
+def _filled_share(shape: np.ndarray, corner: tuple[int, int], region: np.ndarray,
+                  origin: tuple[int, int]) -> float:
+    """The share of a fitted ``shape`` (a boolean window whose top-left pixel is ``corner``,
+    x, y) that the ``region`` (a crop at ``origin``) fills; zero outside the crop."""
+    x0, y0 = corner
+    ox, oy = origin
+    h, w = shape.shape
+    window = np.zeros(shape.shape, dtype=bool)
+    rh, rw = region.shape
+    wy0, wy1 = max(y0, oy), min(y0 + h, oy + rh)
+    wx0, wx1 = max(x0, ox), min(x0 + w, ox + rw)
+    if wy1 > wy0 and wx1 > wx0:
+        window[wy0 - y0:wy1 - y0, wx0 - x0:wx1 - x0] = region[wy0 - oy:wy1 - oy, wx0 - ox:wx1 - ox]
+    return float((shape & window).sum() / max(int(shape.sum()), 1))
+
+
 def _radial_ellipse_fit(region: np.ndarray, origin: tuple[int, int], size: tuple[int, int],
                         params: ColorShapeParams) -> tuple[float, float] | None:
     """(RMS residual, filled share) of the ellipse fitted to a region's outline, or None when
@@ -226,7 +233,6 @@ def _radial_ellipse_fit(region: np.ndarray, origin: tuple[int, int], size: tuple
     normalised radius ``√((u/a)² + (v/b)²) − 1``.
     """
     h, w = size
-    ox, oy = origin
     pts = _outline_points(region, origin, size)
     if len(pts) < 8:
         return None
@@ -257,13 +263,7 @@ def _radial_ellipse_fit(region: np.ndarray, origin: tuple[int, int], size: tuple
     eu = (xx - cx) * math.cos(theta) + (yy - cy) * math.sin(theta)
     ev = -(xx - cx) * math.sin(theta) + (yy - cy) * math.cos(theta)
     disc = (eu / (d0 / 2.0)) ** 2 + (ev / (d1 / 2.0)) ** 2 <= 1.0
-    window = np.zeros(disc.shape, dtype=bool)
-    rh, rw = region.shape
-    wy0, wy1 = max(y0, oy), min(y1, oy + rh)
-    wx0, wx1 = max(x0, ox), min(x1, ox + rw)
-    if wy1 > wy0 and wx1 > wx0:
-        window[wy0 - y0:wy1 - y0, wx0 - x0:wx1 - x0] = region[wy0 - oy:wy1 - oy, wx0 - ox:wx1 - ox]
-    return residual, float((disc & window).sum() / max(int(disc.sum()), 1))
+    return residual, _filled_share(disc, (x0, y0), region, origin)
 
 
 def _column_slope(region: np.ndarray, luma: np.ndarray, params: ColorShapeParams) -> float | None:
