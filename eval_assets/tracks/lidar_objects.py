@@ -42,7 +42,7 @@ from eval_assets.schemas.objects import (
     marks_relpath,
 )
 from eval_assets.schemas.perception import FrameDetections
-from eval_assets.schemas.spatial import marked_name
+from eval_assets.schemas.spatial import mark_number, marked_name
 from eval_assets.tracks.fuse import ObjectCloud, bearing_spread_deg, cloud_box
 from eval_assets.tracks.lift import Sighting, Skipped, floor_heights, lift_detection, visible_points
 
@@ -84,10 +84,6 @@ class LidarEvidence:
     clouds: dict[str, ObjectCloud]
 
 
-def _provisional(number: int) -> str:
-    return f"lidar object {number}"
-
-
 def lidar_sightings(views: Callable[[], Iterator[FrameView]], detections_dir: Path | None,
                     detections: Mapping[int, FrameDetections], frames_dir: Path,
                     tracks_dir: Path | None, namer: Namer | None = None,
@@ -121,7 +117,8 @@ def lidar_sightings(views: Callable[[], Iterator[FrameView]], detections_dir: Pa
         floor_rel = floor_heights(xyz, view.world_from_camera)
         for fo in seen:
             occluded[fo.index][index] = round(fo.occluded_share, 4)
-            lifted = lift_detection(index, _provisional(found.objects[fo.index].number), fo.mask,
+            # Lifted under its mark; renamed below once the votes have decided its name.
+            lifted = lift_detection(index, marked_name(found.objects[fo.index].number), fo.mask,
                                     u, v, xyz, view.K, view.world_from_camera, floor_rel)
             if isinstance(lifted, Sighting):
                 sightings.append(dataclasses.replace(lifted, visible_range_m=fo.surface_range_m))
@@ -138,9 +135,8 @@ def lidar_sightings(views: Callable[[], Iterator[FrameView]], detections_dir: Pa
     decisions = decide_all(votes)
     names = {found.objects[i].number: (d.name or marked_name(found.objects[i].number))
              for i, d in decisions.items()}
-    renamed = [dataclasses.replace(s, name=names[int(s.name.rsplit(" ", 1)[1])])
-               for s in sightings]
-    reskipped = [dataclasses.replace(s, name=names.get(int(s.name.rsplit(" ", 1)[1]), s.name))
+    renamed = [dataclasses.replace(s, name=names[mark_number(s.name) or 0]) for s in sightings]
+    reskipped = [dataclasses.replace(s, name=names.get(mark_number(s.name) or 0, s.name))
                  for s in skipped]
     record = _record(found, decisions, occluded, namer)
     clouds = {names[found.objects[i].number]: ObjectCloud(
