@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from eval_assets.schemas.spatial import FrameCamera, ObjectTrack, ObjectTracks
+from eval_assets.schemas.spatial import (
+    FrameCamera,
+    ObjectTrack,
+    ObjectTracks,
+    SpatialCase,
+    SpatialLabel,
+)
+from eval_assets.vqa.spatial.evidence import SpatialRejection, TrackIndex
+from eval_assets.vqa.spatial.families import spatial_items
 
 # Optical axes in a z-up world for a level camera looking along world +x: optical z = world x,
 # optical x (right) = world -y, optical y (down) = world -z.
@@ -37,3 +45,13 @@ def tracks_of(*objects: ObjectTrack, frames: int = 6, camera_height_m: float = 0
     """The recording's tracks: ``objects`` seen by ``frames`` level cameras at one height."""
     return ObjectTracks(world_frame="world", tracks=list(objects), floor_z=floor_z,
                         cameras={f: level_camera(f, camera_height_m) for f in range(frames)})
+
+
+def family_items(family: str, *objects: ObjectTrack
+                 ) -> tuple[list[tuple[SpatialCase, SpatialLabel]], list[SpatialRejection]]:
+    """``family``'s cases and rejections over ``objects`` (:func:`tracks_of`, every frame)."""
+    tracks = tracks_of(*objects)
+    items = spatial_items(TrackIndex(tracks, tuple(sorted(tracks.cameras))))
+    cases = [i for i in items if not isinstance(i, SpatialRejection) and i[1].family == family]
+    return cases, [i for i in items if isinstance(i, SpatialRejection) and i.family == family]
+

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 from eval_assets.schemas.spatial import ObjectTrack, SpatialCase, SpatialLabel, marked_name
 from eval_assets.vqa.spatial.either_or import LARGER_MIN_RATIO
-from eval_assets.vqa.spatial.evidence import SpatialRejection, TrackIndex
-from eval_assets.vqa.spatial.families import ANSWER_BALANCE, balance_key, spatial_items
-from eval_assets_tests.vqa.spatial_tracks import track, tracks_of
+from eval_assets.vqa.spatial.evidence import SpatialRejection
+from eval_assets.vqa.spatial.families import ANSWER_BALANCE, balance_key
+from eval_assets_tests.vqa.spatial_tracks import family_items, track
 
 FAMILY = "larger_object"
 
 
 def _items(*objects: ObjectTrack) -> tuple[list[tuple[SpatialCase, SpatialLabel]],
                                            list[SpatialRejection]]:
-    tracks = tracks_of(*objects)
-    items = spatial_items(TrackIndex(tracks, tuple(sorted(tracks.cameras))))
-    cases = [i for i in items if not isinstance(i, SpatialRejection) and i[1].family == FAMILY]
-    return cases, [i for i in items if isinstance(i, SpatialRejection) and i.family == FAMILY]
+    return family_items(FAMILY, *objects)
 
 
 def _sized(k: int, name: str, longest: float, frames: tuple[int, ...] = (0, 1),
