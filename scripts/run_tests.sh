@@ -29,6 +29,8 @@ fi
 checks() {
     .venv/bin/ruff check eval_assets eval_assets_tests benchmarks scripts
     .venv/bin/mypy
+    # The documentation site: a broken link or an unknown anchor fails the build (mkdocs.yml).
+    NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
 }
 
 if [ "$FAST" -eq 1 ]; then
