@@ -53,6 +53,8 @@ JOIN_SPACINGS = 3.0
 sweep missing a column or two, not empty floor)."""
 TYPICAL_RANGE_M = 4.0
 """Range at which objects are seen for the join gap (the families ask about objects within it)."""
+STRUCTURE_REASON = "structure"
+"""The first word of a structure's ``reason`` (:attr:`LidarObject.structure`)."""
 MAX_OBJECT_M = 2.5
 """A component whose footprint is longer than this is structure (a wall), not an object."""
 MAX_OBJECT_HEIGHT_M = 1.8
@@ -89,6 +91,12 @@ class LidarObject:
     reason: str = ""
     sensors_world: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     top_ceiling_z: float | None = None
+
+    @property
+    def structure(self) -> bool:
+        """Too long or too tall to be an object (a wall, a shelf run): it hides what stands
+        behind it but is never asked about."""
+        return self.reason.startswith(STRUCTURE_REASON)
 
     @property
     def center_world(self) -> np.ndarray:
@@ -291,9 +299,10 @@ def _judged(label: int, cells: np.ndarray, pts: np.ndarray, frames: np.ndarray,
     height = float(pts[:, 2].max() - floor_z)
     reason = ""
     if footprint[0] > MAX_OBJECT_M:
-        reason = f"structure: its footprint is {footprint[0]:.1f} m long (> {MAX_OBJECT_M} m)"
+        reason = (f"{STRUCTURE_REASON}: its footprint is {footprint[0]:.1f} m long "
+                  f"(> {MAX_OBJECT_M} m)")
     elif height > MAX_OBJECT_HEIGHT_M:
-        reason = f"structure: it stands {height:.1f} m high (> {MAX_OBJECT_HEIGHT_M} m)"
+        reason = f"{STRUCTURE_REASON}: it stands {height:.1f} m high (> {MAX_OBJECT_HEIGHT_M} m)"
     elif len(pts) < MIN_OBJECT_POINTS:
         reason = f"too few points: {len(pts)} returns (at least {MIN_OBJECT_POINTS} needed)"
     elif len(seen) < MIN_OBJECT_FRAMES:

@@ -7,6 +7,13 @@ recording's sweeps, taken from many places, fill the object in), and the silhoue
 from the farthest object to the nearest. What a nearer object covers stays the nearer object's:
 the farther object's occluded share is kept per frame.
 
+Structure (a wall, a shelf run: :attr:`LidarObject.structure`) is not one silhouette: the convex
+hull of a wall's L spans the room's corner and, painted at the wall's median depth, it covered the
+objects standing in front of its far end (the sample: two of three blue boxes never drawn, so
+their count read 1). It is painted per pixel instead, each pixel at the depth of its own nearest
+points (:func:`_structure_depth`), and takes only the pixels where it is nearer than the object
+painted there.
+
 An object is *in* a frame only when the frame's own sweep sees it: at least
 :data:`MIN_FRAME_POINTS` of the frame's visible LiDAR points (the nearest point of each pixel) fall
 on it. An object hidden behind another, or outside the sweep, is not drawn from the other frames'
@@ -26,6 +33,10 @@ MIN_FRAME_POINTS = 5
 """An object is in a frame when this many of the frame's own visible points fall on it."""
 MAX_HULL_POINTS = 6000
 """Points projected per object and frame at most (an even stride): the hull does not change."""
+STRUCTURE_SPLAT_PX = 7
+"""Side of the square over which a structure's projected points spread their depth (a min
+filter): its rings and sweeps fill its face; a gap left between them only lets a farther object
+show through where the LiDAR would not have seen it anyway."""
 NEAR_Z_M = 0.1
 """Points nearer the camera plane than this are left out of the projection (they would project
 to infinity; an object that close fills the image anyway)."""
@@ -107,6 +118,7 @@ def frame_objects(objects: LidarObjects, visible_world: np.ndarray, world_from_c
                          minlength=len(objects.objects) + 1)
     camera_from_world = np.linalg.inv(world_from_camera)
     present: list[tuple[float, int, np.ndarray]] = []
+    structures: list[tuple[float, int, np.ndarray, np.ndarray]] = []
     projected: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for i, obj in enumerate(objects.objects):
         if counts[i + 1] < MIN_FRAME_POINTS:
@@ -115,12 +127,23 @@ def frame_objects(objects: LidarObjects, visible_world: np.ndarray, world_from_c
         if len(pts) < 3:
             continue
         projected[i] = (uv, pts)
-        present.append((float(np.median(pts[:, 2])), i, _silhouette(uv, width, height)))
+        if obj.structure:
+            depth = _structure_depth(uv, pts[:, 2], width, height)
+            structures.append((float(np.median(pts[:, 2])), i, np.isfinite(depth), depth))
+        else:
+            present.append((float(np.median(pts[:, 2])), i, _silhouette(uv, width, height)))
     # Far to near: a nearer object's silhouette is painted last and keeps its pixels.
     present.sort(key=lambda p: (-p[0], p[1]))
     owner = np.zeros((height, width), dtype=np.int32)
-    for _, i, silhouette in present:
+    owner_depth = np.full((height, width), np.inf, dtype=np.float32)
+    for depth_m, i, silhouette in present:
         owner[silhouette] = i + 1
+        owner_depth[silhouette] = depth_m
+    for _, i, _, depth in structures:
+        nearer = depth < owner_depth
+        owner[nearer] = i + 1
+        owner_depth[nearer] = depth[nearer]
+    present.extend((d, i, s) for d, i, s, _ in structures)
     out = []
     for depth_m, i, silhouette in sorted(present, key=lambda p: p[1]):
         full = int(np.count_nonzero(silhouette))
@@ -137,6 +160,17 @@ def frame_objects(objects: LidarObjects, visible_world: np.ndarray, world_from_c
                                surface_range_m=surface_range(projected[i][1], projected[i][0],
                                                              mask)))
     return out
+
+
+def _structure_depth(uv: np.ndarray, z: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Per pixel, the depth of a structure's nearest projected point within
+    :data:`STRUCTURE_SPLAT_PX`; inf where none falls."""
+    depth = np.full((height, width), np.inf, dtype=np.float32)
+    u, v = np.round(uv[:, 0]).astype(np.int64), np.round(uv[:, 1]).astype(np.int64)
+    inside = (u >= 0) & (u < width) & (v >= 0) & (v < height)
+    np.minimum.at(depth, (v[inside], u[inside]), z[inside].astype(np.float32))
+    kernel = np.ones((STRUCTURE_SPLAT_PX, STRUCTURE_SPLAT_PX), np.uint8)
+    return cv2.erode(depth, kernel, borderType=cv2.BORDER_CONSTANT, borderValue=np.inf)
 
 
 def _touches_border(mask: np.ndarray) -> bool:
