@@ -6,8 +6,8 @@
     .venv/bin/python scripts/docs_family_examples.py /tmp/sample-dataset /tmp/seed909-dataset
 
 Each image is the case's frames side by side (at most four, 240 px tall), as a JPEG small enough
-to keep in the repository; the first case of each family in the first dataset that has one is used, so the
-same dataset gives the same images. ``docs/families.md`` shows them.
+to keep in the repository; the first case of each family in the first dataset that has one is
+used, so the same datasets give the same images. ``docs/families.md`` shows them.
 """
 
 from __future__ import annotations
