@@ -21,7 +21,7 @@ from eval_assets.jsonio import parse_model
 from eval_assets.layout import SPATIAL_CASES
 from eval_assets.output_errors import too_long_name
 from eval_assets.schemas.spatial import SpatialCase
-from eval_assets.schemas.vqa import DATASET_ASSETS, DATASET_CASES, Case
+from eval_assets.schemas.vqa import DATASET_ASSETS, DATASET_CASES, MARKED_ASSETS, Case
 
 _CASE_LINE = ("each line must be a JSON object with exactly id, image, question and choices "
               "(a list of at least 2 strings); regenerate the dataset")
@@ -36,14 +36,16 @@ class DatasetInputError(InputError, ValueError):
 
 
 def dataset_image(dataset_dir: Path, image: str, where: str, field: str = "image") -> Path:
-    """The asset file a case names, refusing anything but a PNG inside ``assets/``.
+    """The asset file a case names, refusing anything but a PNG inside ``assets/`` (or, for a
+    spatial case's frames with marked objects drawn, ``marked/``).
 
     ``where`` is ``file:line`` of the case, ``field`` the field naming the image. Links are
-    followed: the resolved file must lie inside the resolved dataset's ``assets/`` folder.
+    followed: the resolved file must lie inside the resolved dataset's folder it names.
     """
     rel = PurePosixPath(image)
     if (rel.is_absolute() or ".." in rel.parts or len(rel.parts) < 2
-            or rel.parts[0] != DATASET_ASSETS or rel.suffix.lower() != ".png"):
+            or rel.parts[0] not in (DATASET_ASSETS, MARKED_ASSETS)
+            or rel.suffix.lower() != ".png"):
         raise DatasetInputError(
             f"{where}: field {field!r} is {image!r}; it must be a relative path to a PNG inside "
             f"{DATASET_ASSETS}/ (e.g. '{DATASET_ASSETS}/frame-000100.png'); fix the case"
@@ -63,12 +65,12 @@ def dataset_image(dataset_dir: Path, image: str, where: str, field: str = "image
             f"regenerate the dataset"
         )
     resolved = path.resolve()
-    if not resolved.is_relative_to(root / DATASET_ASSETS):
+    if not resolved.is_relative_to(root / rel.parts[0]):
         # A symbolic link (of the file or a folder on its way) leading out of assets/.
         raise DatasetInputError(
             f"{where}: field {field!r} is {image!r}, which is a link to {resolved}, outside "
-            f"the dataset's {root / DATASET_ASSETS}/; a run sends only files inside the "
-            f"dataset; fix: copy the file into {DATASET_ASSETS}/ instead of linking it"
+            f"the dataset's {root / rel.parts[0]}/; a run sends only files inside the "
+            f"dataset; fix: copy the file into {rel.parts[0]}/ instead of linking it"
         )
     return path
 

@@ -17,6 +17,10 @@ object's footprint and height, and a question about "the object marked 3" then m
 A component longer than :data:`MAX_OBJECT_M` or taller than :data:`MAX_OBJECT_HEIGHT_M` is
 structure (a wall, a shelf run): it occludes, but it is not asked about. Every object keeps why it
 is or is not askable.
+
+An askable object's top is bounded from above by the rays that passed over it (:func:`top_ceiling`:
+every top return needs a ray that went by just above it and came back from beyond), so a top seen
+only from below is still known to within that bound.
 """
 
 from __future__ import annotations
@@ -63,8 +67,15 @@ MIN_OBJECT_POINTS = 30
 """An object needs this many returns over the recording to be shaped at all."""
 MIN_OBJECT_FRAMES = 2
 """... seen in this many frames (a single frame's blob may be a person walking past)."""
-RING_GAP_DEG = 0.3
-"""Returns whose elevations (seen from the sensor) lie closer than this are one ring."""
+TOP_BAND_M = 0.01
+"""An object's top returns: those within this of its top (:func:`cloud_top_z`)."""
+TOP_PASS_M = 0.01
+"""A ray passed over a top return when it went by within this of it sideways, at the
+return's range, and came back from beyond it: the object there is lower than the ray
+(:func:`lowest_pass`)."""
+TOP_SLACK_M = 0.005
+"""Beyond a top return means at least this much further away; a ray that went more than this
+below the return without hitting the object went beside it, not over it, and bounds nothing."""
 
 
 @dataclass(frozen=True)
@@ -150,29 +161,86 @@ def floor_height(points_world: np.ndarray, sensor_world: np.ndarray) -> float | 
     return float(np.median(band))
 
 
-def ring_elevations(sweep: FrameSweep) -> np.ndarray:
-    """The sweep's ring elevations (radians, ascending) seen from its sensor: its returns'
-    elevations grouped where they lie within :data:`RING_GAP_DEG` of each other."""
-    d = sweep.points_world - sweep.sensor_world
-    elev = np.sort(np.arctan2(d[:, 2], np.hypot(d[:, 0], d[:, 1])))
-    if not len(elev):
-        return elev
-    breaks = np.flatnonzero(np.diff(elev) > math.radians(RING_GAP_DEG)) + 1
-    return np.array([float(np.median(g)) for g in np.split(elev, breaks)])
+def cloud_top_z(points: np.ndarray) -> float:
+    """An object's top from its whole cloud: its third-highest return (two strays do not lift
+    it; a percentile would cut off a top of a few returns, such as a teddy bear's ears)."""
+    return float(np.sort(points[:, 2])[-min(3, len(points))])
 
 
-def top_ceiling(points: np.ndarray, sensor: np.ndarray, rings: np.ndarray) -> float | None:
-    """How high the object's top may be, from one sweep: the height at which the ring above
-    its highest return passes the object (that ring missed it, so the top lies below it). None
-    when its highest return is on the top ring (nothing bounds it from above)."""
-    d = points - sensor
-    horizontal = np.hypot(d[:, 0], d[:, 1])
-    highest = int(np.argmax(points[:, 2]))
-    elev = math.atan2(float(d[highest, 2]), float(horizontal[highest]))
-    above = rings[rings > elev + math.radians(RING_GAP_DEG) / 2]
-    if not len(above):
+@dataclass(frozen=True)
+class SweepRays:
+    """One sweep's returns seen from its sensor, in order of azimuth and repeated over three
+    turns (a window across +-pi is one slice): azimuth, horizontal range and elevation slope
+    (rise over horizontal range) of each, and the object number it was counted to (0: none)."""
+
+    sensor: np.ndarray
+    azimuth: np.ndarray
+    horizontal: np.ndarray
+    slope: np.ndarray
+    label: np.ndarray
+
+    @classmethod
+    def of(cls, points: np.ndarray, sensor: np.ndarray, label: np.ndarray) -> SweepRays:
+        """The rays of ``points`` (world) from ``sensor``, ``label`` the object number of each."""
+        sensor = np.asarray(sensor, dtype=np.float64)
+        d = np.asarray(points, dtype=np.float64) - sensor
+        horizontal = np.hypot(d[:, 0], d[:, 1])
+        ok = horizontal > 1e-6  # straight up or down: no azimuth
+        az = np.arctan2(d[ok, 1], d[ok, 0])
+        order = np.argsort(az, kind="stable")
+        horizontal, label = horizontal[ok][order], np.asarray(label)[ok][order]
+        slope, az = d[ok, 2][order] / horizontal, az[order]
+        return cls(sensor, np.concatenate([az - 2 * math.pi, az, az + 2 * math.pi]),
+                   np.tile(horizontal, 3), np.tile(slope, 3), np.tile(label, 3))
+
+
+def lowest_pass(top_points: np.ndarray, number: int, rays: SweepRays) -> np.ndarray:
+    """Per point of ``top_points``, the lowest height at which one of ``rays`` passed over it
+    (inf where none did).
+
+    A ray passed over a point when its azimuth from the sensor lies within :data:`TOP_PASS_M`
+    of the point's sideways (at the point's range) and it came back from at least
+    :data:`TOP_SLACK_M` beyond the point, not from this object (``number``): the object there is
+    lower than the ray was. A ray more than :data:`TOP_SLACK_M` lower than the point went
+    beside the object, not over it, and is left out."""
+    n = len(top_points)
+    d = np.asarray(top_points, dtype=np.float64) - rays.sensor
+    az = np.arctan2(d[:, 1], d[:, 0])
+    horizontal = np.maximum(np.hypot(d[:, 0], d[:, 1]), 1e-6)
+    window = TOP_PASS_M / horizontal
+    lo = np.searchsorted(rays.azimuth, az - window, side="left")
+    counts = np.searchsorted(rays.azimuth, az + window, side="right") - lo
+    out = np.full(n, np.inf)
+    total = int(counts.sum())
+    if not total:
+        return out
+    point = np.repeat(np.arange(n), counts)
+    ray = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(lo, counts)
+    height = rays.sensor[2] + horizontal[point] * rays.slope[ray]
+    passed = ((rays.horizontal[ray] >= horizontal[point] + TOP_SLACK_M)
+              & (rays.label[ray] != number)
+              & (height >= d[point, 2] + rays.sensor[2] - TOP_SLACK_M))
+    np.minimum.at(out, point[passed], height[passed])
+    return out
+
+
+def top_ceiling(top_points: np.ndarray, number: int, sweeps: Iterable[SweepRays]
+                ) -> float | None:
+    """How high object ``number``'s top may be: over its ``top_points`` (its returns within
+    :data:`TOP_BAND_M` of :func:`cloud_top_z`), the highest of the lowest heights at which a
+    ray of ``sweeps`` passed over each (:func:`lowest_pass`). None when some top point no ray
+    passed over: nothing bounds the top there.
+
+    Rays, not rings: a tilted LiDAR's rings are not level in the world (the synthesizer's
+    Mid-360 is pitched 28 degrees), so "the ring above the highest return" is no one
+    elevation, and a bound from the ring above the highest return holds only along that
+    return's column; each ray is its own, and every top point needs one."""
+    if not len(top_points):
         return None
-    return float(sensor[2] + horizontal[highest] * math.tan(float(above[0])))
+    bound = np.full(len(top_points), np.inf)
+    for rays in sweeps:
+        bound = np.minimum(bound, lowest_pass(top_points, number, rays))
+    return float(bound.max()) if np.isfinite(bound).all() else None
 
 
 def join_gap_m(columns: int = 1024) -> float:
@@ -186,11 +254,15 @@ def join_gap_m(columns: int = 1024) -> float:
 def object_points(sweep: FrameSweep, floor_z: float) -> np.ndarray:
     """The sweep's points that may belong to an object: above the floor band, below
     :data:`MAX_HEIGHT_M`, within :data:`MAX_RANGE_M` of the sensor."""
+    return np.asarray(sweep.points_world[_object_mask(sweep, floor_z)])
+
+
+def _object_mask(sweep: FrameSweep, floor_z: float) -> np.ndarray:
+    """Which of the sweep's points :func:`object_points` keeps."""
     pts = sweep.points_world
     height = pts[:, 2] - floor_z
     reach = np.linalg.norm(pts - sweep.sensor_world, axis=1)
-    keep = (height > FLOOR_BAND_M) & (height < MAX_HEIGHT_M) & (reach < MAX_RANGE_M)
-    return np.asarray(pts[keep])
+    return np.asarray((height > FLOOR_BAND_M) & (height < MAX_HEIGHT_M) & (reach < MAX_RANGE_M))
 
 
 def discover_objects(sweeps: Iterable[FrameSweep], columns: int = 1024) -> LidarObjects:
@@ -203,15 +275,16 @@ def discover_objects(sweeps: Iterable[FrameSweep], columns: int = 1024) -> Lidar
     kept_frames: list[np.ndarray] = []
     floors: dict[int, float] = {}
     sensors: dict[int, np.ndarray] = {}
-    rings: dict[int, np.ndarray] = {}
+    whole: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # every return, and which were kept
     for sweep in sweeps:
         sensors[sweep.frame_index] = np.asarray(sweep.sensor_world, dtype=np.float64)
-        rings[sweep.frame_index] = ring_elevations(sweep)
         floor = floor_height(sweep.points_world, sweep.sensor_world)
         if floor is None:
             continue
         floors[sweep.frame_index] = floor
-        pts = object_points(sweep, floor)
+        mask = _object_mask(sweep, floor)
+        whole[sweep.frame_index] = (sweep.points_world, mask)
+        pts = np.asarray(sweep.points_world[mask])
         kept.append(pts)
         kept_frames.append(np.full(len(pts), sweep.frame_index, dtype=np.int64))
     floor_z = float(np.median(list(floors.values()))) if floors else None
@@ -227,9 +300,7 @@ def discover_objects(sweeps: Iterable[FrameSweep], columns: int = 1024) -> Lidar
     labels = _components(occupied, join_gap_m(columns))
     point_label = labels[local[:, 0], local[:, 1]]
     objects = _objects(labels, point_label, points, point_frames, floor_z or 0.0)
-    for obj in objects:
-        obj.top_ceiling_z = _ceiling(obj, points[point_label == obj.number],
-                                     point_frames[point_label == obj.number], sensors, rings)
+    _bound_tops(objects, whole, sensors, point_label)
     # Renumber the grid so that label k is objects[k - 1].
     remap = np.zeros(int(labels.max()) + 1, dtype=np.int32)
     for i, obj in enumerate(objects, start=1):
@@ -241,13 +312,30 @@ def discover_objects(sweeps: Iterable[FrameSweep], columns: int = 1024) -> Lidar
     return LidarObjects(floor_z, floors, (int(origin[0]), int(origin[1])), grid, objects)
 
 
-def _ceiling(obj: LidarObject, points: np.ndarray, frames: np.ndarray,
-             sensors: dict[int, np.ndarray], rings: dict[int, np.ndarray]) -> float | None:
-    """The lowest :func:`top_ceiling` over the sweeps that hit the object (None if none
-    bounds it): its top lies between its highest return and this."""
-    ceilings = [c for f in obj.frames
-                if (c := top_ceiling(points[frames == f], sensors[f], rings[f])) is not None]
-    return min(ceilings) if ceilings else None
+def _bound_tops(objects: list[LidarObject], whole: dict[int, tuple[np.ndarray, np.ndarray]],
+                sensors: dict[int, np.ndarray], point_label: np.ndarray) -> None:
+    """Each askable object's ``top_ceiling_z``: :func:`top_ceiling` over the sweeps that hit
+    it, one sweep's rays at a time. ``whole`` holds each sweep's returns and which were kept
+    (in the order ``point_label`` counts the kept ones)."""
+    askable = [o for o in objects if o.askable]
+    tops = {o.number: o.points_world[o.points_world[:, 2] >= cloud_top_z(o.points_world)
+                                     - TOP_BAND_M] for o in askable}
+    bounds = {o.number: np.full(len(tops[o.number]), np.inf) for o in askable}
+    hit = {o.number: set(o.frames) for o in askable}
+    offset = 0
+    for frame, (pts, mask) in whole.items():
+        label = np.zeros(len(pts), dtype=np.int32)
+        label[mask] = point_label[offset:offset + int(mask.sum())]
+        offset += int(mask.sum())
+        numbers = [n for n in bounds if frame in hit[n]]
+        if not numbers:
+            continue
+        rays = SweepRays.of(pts, sensors[frame], label)
+        for n in numbers:
+            bounds[n] = np.minimum(bounds[n], lowest_pass(tops[n], n, rays))
+    for o in askable:
+        b = bounds[o.number]
+        o.top_ceiling_z = float(b.max()) if len(b) and np.isfinite(b).all() else None
 
 
 def _occupied(local: np.ndarray, frames: np.ndarray, shape: tuple[int, int]) -> np.ndarray:

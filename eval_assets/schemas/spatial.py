@@ -215,10 +215,11 @@ class ObjectTrack(BaseModel):
                     "are both measured however narrow the view spread; 0 for a single sighting")
     top_margin_m: float | None = Field(
         default=None, ge=0.0,
-        description="how far above its measured top its true top may lie: the lowest height "
-                    "at which a LiDAR ring that missed it passed over it, less the measured "
-                    "top (eval_assets.objects.lidar.top_ceiling); None when not bounded or "
-                    "not measured (tracks from detector masks)")
+        description="how far above its measured top its true top may lie: over its top "
+                    "returns, the highest of the lowest heights at which a LiDAR ray passed "
+                    "over each and came back from beyond, less the measured top (eval_assets."
+                    "objects.lidar.top_ceiling); None when some top return no ray passed over, "
+                    "or not measured (tracks from detector masks)")
     source: Literal["detections", "lidar"] = Field(
         default="detections",
         description="where its extent comes from: its sightings' points (detector masks "

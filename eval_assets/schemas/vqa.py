@@ -105,12 +105,14 @@ def asset_relpath(frame_index: int) -> str:
 
 
 MARKED_ASSETS = "marked"
+"""The folder, beside ``assets/``, of the frames with their marked objects drawn: dimOS's
+``assets/`` stays exactly dimOS's (one image per selected frame, nothing else)."""
 
 
 def marked_asset_relpath(frame_index: int) -> str:
     """A frame's public image with the marked objects' numbers drawn on it (Set-of-Mark),
     relative to the dataset folder: what a case about "the object marked 3" shows."""
-    return f"{DATASET_ASSETS}/{MARKED_ASSETS}/{frame_stem(frame_index)}.png"
+    return f"{MARKED_ASSETS}/{frame_stem(frame_index)}.png"
 
 
 def audit_frame_relpath(frame_index: int) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from eval_assets.atomic import write_text_atomic
+from eval_assets.objects.lidar import cloud_top_z
 from eval_assets.schemas.spatial import (
     TRACKS_FILE,
     CameraSample,
@@ -327,10 +328,9 @@ def cloud_box(pts: np.ndarray, floor_z: float
     """``(length, width, yaw, centre_xy, low, top)`` of a LiDAR object's whole cloud: the
     footprint's sides chosen from every point (its floor is already cut, so its foot is kept)
     and spanning all but :data:`CLOUD_TRIM_POINTS` points either side of each, the top
-    where the highest rings crossed it (the third-highest return: two strays do not lift it; a
-    percentile cuts off a top of a few returns, such as a teddy bear's ears), and the floor as
-    its bottom when its lowest point lies within twice the floor band of it."""
-    top = float(np.sort(pts[:, 2])[-min(3, len(pts))])
+    where the highest rings crossed it (:func:`~eval_assets.objects.lidar.cloud_top_z`), and the
+    floor as its bottom when its lowest point lies within twice the floor band of it."""
+    top = cloud_top_z(pts)
     low = float(pts[:, 2].min())
     if low - floor_z <= 2 * FLOOR_CONTACT_M:
         low = floor_z

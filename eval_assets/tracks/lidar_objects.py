@@ -230,7 +230,9 @@ def frame_views(frames: Sequence[RectifiedFrame], clouds: Mapping[int, PointClou
                 correct: Callable[[np.ndarray, RectifiedFrame, PointCloudFrame], np.ndarray]
                 ) -> Iterator[FrameView]:
     """Each frame with a pose and an ``ok`` point cloud, its points in the camera frame
-    (``correct``: the caller's motion correction) and the sensor's position in it."""
+    (``correct``: the caller's motion correction) and the sensor's position in it, corrected
+    alike: the rays keep their directions from the sensor (the top bound follows them,
+    :func:`~eval_assets.objects.lidar.top_ceiling`)."""
     for frame in sorted(frames, key=lambda f: f.frame_index):
         cloud = clouds.get(frame.frame_index)
         if cloud is None or cloud.status != "ok" or frame.frame_index not in poses:
@@ -238,6 +240,7 @@ def frame_views(frames: Sequence[RectifiedFrame], clouds: Mapping[int, PointClou
         camera_from_cloud = np.asarray(cloud.camera_from_cloud, dtype=np.float64).reshape(4, 4)
         pts = correct(camera_points(load_points(clouds_dir, cloud), camera_from_cloud), frame,
                       cloud)
+        sensor = correct(camera_from_cloud[None, :3, 3].copy(), frame, cloud)[0]
         yield FrameView(frame=frame, K=np.asarray(frame.K_rect, dtype=np.float64).reshape(3, 3),
                         world_from_camera=poses[frame.frame_index], points_cam=pts,
-                        sensor_cam=camera_from_cloud[:3, 3].copy())
+                        sensor_cam=np.asarray(sensor, dtype=np.float64))

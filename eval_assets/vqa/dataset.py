@@ -47,6 +47,7 @@ from eval_assets.schemas.vqa import (
     DATASET_AUDIT,
     DATASET_CASES,
     DATASET_LABELS,
+    MARKED_ASSETS,
     AnswerAudit,
     AnswerBalance,
     Case,
@@ -574,9 +575,9 @@ def dataset_fingerprint(dataset_dir: Path) -> str | None:
         path = root / name
         if path.is_file():
             parts += [name.encode("utf-8") + b"\0", file_digest(path)]
-    assets = root / DATASET_ASSETS
-    for image in sorted(assets.rglob("*")) if assets.is_dir() else []:
-        if image.is_file():
-            parts += [image.relative_to(root).as_posix().encode("utf-8") + b"\0",
-                      file_digest(image)]
+    images = [p for folder in (root / DATASET_ASSETS, root / MARKED_ASSETS) if folder.is_dir()
+              for p in folder.rglob("*") if p.is_file()]
+    for image in sorted(images, key=lambda p: p.relative_to(root).as_posix()):
+        parts += [image.relative_to(root).as_posix().encode("utf-8") + b"\0",
+                  file_digest(image)]
     return bytes_sha256(b"".join(parts))

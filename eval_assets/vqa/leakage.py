@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from eval_assets.family_spec import families
 from eval_assets.schemas.spatial import SPATIAL_CASES, SPATIAL_LABELS, SpatialCase
 from eval_assets.schemas.vqa import (
     DATASET_ASSETS,
@@ -18,11 +17,12 @@ from eval_assets.schemas.vqa import (
     MARKED_ASSETS,
     Case,
 )
+from eval_assets.vqa.declarations import families
 
 _NUMBER = re.compile(r"(?<![\d.,])(\d+(?:[.,]\d+)?)(?![\d])")
 _ASSET = re.compile(r"^frame-\d{6}\.png$")
 # A spatial case's images: the frames, or the frames with the marked objects' numbers drawn.
-_SPATIAL_FOLDERS = (Path(DATASET_ASSETS), Path(DATASET_ASSETS) / MARKED_ASSETS)
+_SPATIAL_FOLDERS = (Path(DATASET_ASSETS), Path(MARKED_ASSETS))
 _FRACTION = re.compile(r"^-?\d+\.\d{2,}(e-?\d+)?$")
 # Evidence strings shorter than this (a "yes", a digit) legitimately occur in questions/choices.
 _MIN_SECRET_LEN = 6
@@ -69,12 +69,11 @@ def find_leaks(dataset_dir: Path) -> list[str]:
         image = Path(case.image)
         if image.parent != Path(DATASET_ASSETS) or not _ASSET.match(image.name):
             problems.append(f"{case.id}: image {case.image!r} is not a frame PNG in assets/")
-    assets = dataset_dir / DATASET_ASSETS
-    for path in sorted(assets.rglob("*")) if assets.is_dir() else []:
-        if path.is_file() and (path.parent not in (assets, assets / MARKED_ASSETS)
-                               or not _ASSET.match(path.name)):
-            problems.append(f"{path}: only frame-XXXXXX.png files (in assets/ or "
-                            f"assets/{MARKED_ASSETS}/) may be public")
+    for folder in (dataset_dir / DATASET_ASSETS, dataset_dir / MARKED_ASSETS):
+        for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+            if path.is_file() and (path.parent != folder or not _ASSET.match(path.name)):
+                problems.append(f"{path}: only frame-XXXXXX.png files (in {DATASET_ASSETS}/ "
+                                f"or {MARKED_ASSETS}/) may be public")
     # What is left of cases.jsonl once the legitimately public values are cut out: only field
     # names and punctuation, so any private value found in it was leaked.
     residual = public_text
@@ -148,7 +147,7 @@ def _spatial_public(dataset_dir: Path, problems: list[str]) -> list[tuple[Path, 
         for image in case.images:
             if Path(image).parent not in _SPATIAL_FOLDERS or not _ASSET.match(Path(image).name):
                 problems.append(f"{case.id}: image {image!r} is not a frame PNG in assets/ or "
-                                f"assets/{MARKED_ASSETS}/")
+                                f"{MARKED_ASSETS}/")
         answer = answers.get(case.id)
         stated = _numbers(case.question) - _wording_numbers(case.id)
         if case.answer_type == "number" and answer is not None and answer in stated:

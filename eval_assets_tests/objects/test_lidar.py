@@ -9,10 +9,15 @@ import pytest
 
 from eval_assets.objects.lidar import (
     MAX_OBJECT_M,
+    TOP_SLACK_M,
     FrameSweep,
+    SweepRays,
+    cloud_top_z,
     discover_objects,
     floor_height,
     join_gap_m,
+    lowest_pass,
+    top_ceiling,
 )
 from eval_assets.objects.masks import frame_objects
 from eval_assets.objects.naming import NAME_MIN_FRAMES, NameVotes, decide, decide_all
@@ -222,3 +227,77 @@ def test_a_walls_l_does_not_cover_what_stands_in_front_of_its_far_end() -> None:
     box_seen = seen[boxes[0].number]
     assert box_seen.occluded_share < 0.05
     assert not np.any(box_seen.mask & seen[walls[0].number].mask)
+
+
+def _cast(sensor: np.ndarray, pitch_deg: float, box_lo: np.ndarray, box_hi: np.ndarray,
+          wall_x: float | None) -> np.ndarray:
+    """One sweep of a 32-ring LiDAR pitched ``pitch_deg`` nose down (rings 1.25 degrees apart,
+    -7 to +32, columns 0.5 degree apart), ray-cast at a box, the floor and, when given, a wall
+    at x = ``wall_x``: each ray's nearest hit (no return where it hits nothing)."""
+    az, el = np.meshgrid(np.radians(np.arange(-60.0, 60.0, 0.5)),
+                         np.radians(np.linspace(-7.0, 32.0, 32)), indexing="ij")
+    d = np.stack([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)], -1).reshape(-1, 3)
+    p = np.radians(pitch_deg)
+    d = d @ np.array([[np.cos(p), 0, np.sin(p)], [0, 1, 0], [-np.sin(p), 0, np.cos(p)]]).T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t1, t2 = (box_lo - sensor) / d, (box_hi - sensor) / d
+        near = np.nanmax(np.minimum(t1, t2), axis=1)
+        far = np.nanmin(np.maximum(t1, t2), axis=1)
+        t_box = np.where((near <= far) & (near > 0), near, np.inf)
+        t_floor = np.where(d[:, 2] < 0, (FLOOR - sensor[2]) / d[:, 2], np.inf)
+        t_wall = (np.where(d[:, 0] > 0, (wall_x - sensor[0]) / d[:, 0], np.inf)
+                  if wall_x is not None else np.full(len(d), np.inf))
+    t = np.minimum(np.minimum(t_box, t_floor), t_wall)
+    hit = np.isfinite(t) & (t < 12.0)
+    return sensor + d[hit] * t[hit, None]
+
+
+def _box_sweeps(pitch_deg: float, wall_x: float | None) -> tuple[list[FrameSweep], float]:
+    """Sweeps of a 50 cm tall box (its top 0.60 m up, above the sensor) from a robot driving
+    towards it, and the true top."""
+    lo, hi = np.array([3.0, -0.2, FLOOR]), np.array([3.4, 0.2, FLOOR + 0.5])
+    sweeps = [FrameSweep(f, _cast(np.array([0.1 * f, 0.05 * f, 0.42]), pitch_deg, lo, hi,
+                                  wall_x), np.array([0.1 * f, 0.05 * f, 0.42]))
+              for f in range(12)]
+    return sweeps, float(hi[2])
+
+
+@pytest.mark.parametrize("pitch_deg", [0.0, 28.0])
+def test_rays_that_passed_over_every_top_return_bound_the_top_closely(pitch_deg: float) -> None:
+    # Level, or tilted like the synthesizer's Mid-360 (its rings are then not level in the
+    # world, and no "ring above the highest return" has one elevation).
+    sweeps, true_top = _box_sweeps(pitch_deg, wall_x=6.0)
+    (box,) = [o for o in discover_objects(sweeps).objects if o.askable]
+    measured = cloud_top_z(box.points_world)
+    assert box.top_ceiling_z is not None
+    assert measured <= true_top + 1e-6 <= box.top_ceiling_z + TOP_SLACK_M
+    assert box.top_ceiling_z - measured < 0.03  # many ranges: a ray passed close above
+
+
+def test_a_top_no_returning_ray_passed_over_is_not_bounded() -> None:
+    # Nothing behind the box: the rays above it never came back, so none says it passed.
+    sweeps, _ = _box_sweeps(0.0, wall_x=None)
+    (box,) = [o for o in discover_objects(sweeps).objects if o.askable]
+    assert box.top_ceiling_z is None
+
+
+def _rays(points: list[list[float]], labels: list[int]) -> SweepRays:
+    return SweepRays.of(np.array(points, dtype=float), np.array([0.0, 0.0, 0.4]),
+                        np.array(labels))
+
+
+def test_a_ray_bounds_a_top_return_only_when_it_passed_over_it_and_came_back_from_beyond() -> None:
+    top = np.array([[2.0, 0.0, 0.5]])  # seen from (0, 0, 0.4)
+    over = [4.0, 0.0, 0.7]  # 0.55 m high at the top return's range, came back from 4 m
+    assert lowest_pass(top, 1, _rays([over], [0]))[0] == pytest.approx(0.55)
+    assert lowest_pass(top, 1, _rays([over, [4.0, 0.0, 0.64]], [0, 0]))[0] == \
+        pytest.approx(0.52)  # the lowest that passed
+    for ray, label in [([4.0, 0.0, 0.7], 1),  # came back from the object itself
+                       ([1.5, 0.0, 0.6], 0),  # stopped in front of it
+                       ([4.0, 0.2, 0.7], 0),  # went by 10 cm aside
+                       ([4.0, 0.0, 0.4], 0)]:  # 10 cm below the return: beside, not over
+        assert lowest_pass(top, 1, _rays([ray], [label]))[0] == np.inf
+    assert top_ceiling(top, 1, [_rays([over], [0])]) == pytest.approx(0.55)
+    # Every top return needs a ray: one no ray passed over leaves the top unbounded.
+    two = np.array([[2.0, 0.0, 0.5], [2.0, 0.5, 0.5]])
+    assert top_ceiling(two, 1, [_rays([over], [0])]) is None

@@ -162,8 +162,11 @@ def test_two_runs_are_byte_identical(sample_db: Path, tmp_path: Path) -> None:
     generate(sample_db, second, [0, 8, 16])
     assert hashes(first) == hashes(second)
     # cases, labels, audit labels, run.json; per frame 5 audit files + asset; the spatial
-    # cases, labels, audit labels and rejections; the blind-solvability audit (2)
-    assert len(hashes(first)) == 4 + 3 * 6 + 4 + 2
+    # cases, labels, audit labels and rejections; the blind-solvability audit (2); per frame
+    # its marked image (marked/, beside dimOS's assets/), the sample having marked objects
+    assert len(hashes(first)) == 4 + 3 * 6 + 4 + 2 + 3
+    assert sorted(p for p in hashes(first) if p.startswith("marked/")) == [
+        f"marked/frame-{i:06d}.png" for i in (0, 8, 16)]
 
 
 def test_cli_generate_and_refuse_a_non_empty_output(sample_db: Path, tmp_path: Path,

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from eval_assets.schemas.spatial import ObjectTracks, SpatialLabel, marked_name
 from eval_assets.vqa.spatial.evidence import SpatialRejection, TrackIndex
-from eval_assets.vqa.spatial.families import TOP_SEEN_MARGIN_M, spatial_items
+from eval_assets.vqa.spatial.families import (
+    TOP_BOUND_SHARE,
+    TOP_SEEN_MARGIN_M,
+    spatial_items,
+    top_bounded,
+)
 from eval_assets_tests.vqa.spatial_tracks import level_camera, track, tracks_of
 
 FAMILY = "object_height_cm"
@@ -60,3 +65,39 @@ def test_a_marked_object_is_asked_about_by_its_mark() -> None:
     assert question == ("How high above the floor is the top of the object marked 3, in "
                         "centimetres?")
     assert label.object_names == ["object marked 3"] and label.answer == "20"
+
+
+def test_a_top_the_lidar_bounds_closely_is_asked_though_no_camera_looked_down_on_it() -> None:
+    # The top at 0.45 m, the cameras at 0.50 m: not seen from above. Rays passed within 2 cm
+    # above every top return: 4 % of its 45 cm, so the LiDAR top is the gold.
+    tall = track("green box", [3.0, 0.0, 0.25], [0, 1, 2, 3], extent=(0.4, 0.3, 0.40))
+    bounded = tall.model_copy(update={"top_margin_m": 0.018})
+    assert TOP_BOUND_SHARE * 0.45 >= 0.018
+    (_, label), = _asked(tracks_of(bounded, camera_height_m=0.50))[0]
+    assert label.answer == "45"
+    assert label.evidence["top_measured_by"] == "lidar_bound"
+    assert label.evidence["top_margin_m"] == 0.018
+    assert label.frame_indices == [1, 2, 3]  # its best frames: none is from above
+    # Seen from above as well: the frames from above are shown, as before.
+    tracks = tracks_of(bounded, camera_height_m=0.50)
+    high = tracks.model_copy(update={"cameras": {**tracks.cameras, 0: level_camera(0, 0.56)}})
+    (_, label), = _asked(high)[0]
+    assert label.evidence["top_measured_by"] == "camera_above" and label.frame_index == 0
+
+
+def test_a_loose_or_missing_lidar_bound_does_not_measure_the_top() -> None:
+    tall = track("green box", [3.0, 0.0, 0.25], [0, 1, 2], extent=(0.4, 0.3, 0.40))
+    for margin in (0.03, None):  # 3 cm is 6.7 % of 45 cm; None: no ray passed over it all
+        cases, rejections = _asked(tracks_of(tall.model_copy(update={"top_margin_m": margin}),
+                                             camera_height_m=0.50))
+        assert cases == []
+        (why,) = rejections
+        assert why.reason == "top_unseen"
+        assert ("3.0 cm above" if margin else "no LiDAR ray passed over") in why.detail
+
+
+def test_the_bound_is_a_share_of_the_height_not_centimetres() -> None:
+    # 1.5 cm is 3 % of a 50 cm table but 17 % of a 9 cm jenga block.
+    assert top_bounded(0.015, 0.50) and not top_bounded(0.015, 0.09)
+    assert top_bounded(0.0, 0.30) and not top_bounded(None, 0.30)
+    assert not top_bounded(0.0, 0.0)

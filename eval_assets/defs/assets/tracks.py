@@ -19,7 +19,7 @@ GROUP = "perception"
 
 
 @asset(key=keys.OBJECT_TRACKS, partitions_def=recordings_partitions, group_name=GROUP,
-       deps=[keys.POINTCLOUD_FRAMES, keys.DETECTIONS_MASKS], code_version="9",
+       deps=[keys.POINTCLOUD_FRAMES, keys.DETECTIONS_MASKS], code_version="10",
        automation_condition=RECOMPUTE, kinds={"json"}, owners=OWNERS)
 def object_tracks(context: AssetExecutionContext, storage: ProjectStorage,
                   perception: PerceptionResource) -> MaterializeResult:
