@@ -39,7 +39,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from eval_assets.openai_chat import ChatClient, RetryPolicy
+from eval_assets.openai_chat import ChatClient
+from eval_assets.retry import RetryPolicy
 from eval_assets.schemas.chat import ChatResult, Message, Outcome
 from eval_assets.schemas.endpoint import Endpoint, EndpointCapabilities, TokenLimitParam
 

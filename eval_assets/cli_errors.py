@@ -15,6 +15,7 @@ import os
 import traceback
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 import click
@@ -24,7 +25,7 @@ from rich.markup import escape
 from eval_assets.console import make_console, print_error, showing_progress
 from eval_assets.env_names import check_env_var_name
 from eval_assets.errors import InputError
-from eval_assets.output_errors import output_problem
+from eval_assets.output_errors import not_a_folder, output_problem
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -49,6 +50,8 @@ def debug_enabled() -> bool:
 # Every config error of the package (models file, judge config, ...) is an InputError.
 _BAD_INPUT_TYPES: tuple[type[BaseException], ...] = (
     InputError, FileNotFoundError, NotADirectoryError)
+# The options naming where a command writes (a full disk's error may name no file).
+_OUTPUT_OPTIONS = ("output", "storage_root")
 
 
 def env_name_option(value: str | None, option: str, example: str = "OPENAI_API_KEY") -> None:
@@ -89,12 +92,17 @@ def guarded(command: Callable[P, R]) -> Callable[P, R]:
             console = make_console()
             if debug_enabled():
                 console.print(traceback.format_exc(), markup=False, highlight=False)
-            refused = output_problem(exc)  # a full disk, a read-only or unwritable output
+            # A full disk, a read-only or unwritable output; an error naming no file is put
+            # on the fullest disk written, the command's own output folders measured first.
+            refused = output_problem(exc, [v for k, v in kwargs.items()
+                                           if k in _OUTPUT_OPTIONS and isinstance(v, Path)])
             if refused is not None:
                 print_error(console, refused)
                 raise typer.Exit(EXIT_FAILED) from None
-            if isinstance(exc, _BAD_INPUT_TYPES):
-                print_error(console, str(exc))
+            # A path through a file where a folder must be ($EVAL_ASSETS_HOME naming a file).
+            folder = not_a_folder(exc)
+            if folder is not None or isinstance(exc, _BAD_INPUT_TYPES):
+                print_error(console, folder or str(exc))
                 raise typer.Exit(EXIT_BAD_INPUT) from None
             print_error(console, f"{type(exc).__name__}: {exc}",
                         hint="" if debug_enabled() else "Rerun with --debug for the traceback.")

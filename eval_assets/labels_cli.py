@@ -12,11 +12,14 @@ applies it: the metrics that read gold answers are recomputed, no model is asked
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import typer
 
 from eval_assets.cli_errors import guarded
+from eval_assets.cli_options import CORRECTION, INPUT, storage_root_option
+from eval_assets.errors import InputError
 from eval_assets.layout import (
     OVERRIDES_SUFFIX,
     StorageLayout,
@@ -28,34 +31,72 @@ from eval_assets.layout import (
 labels_app = typer.Typer(no_args_is_help=True,
                          help="Correct gold answers (label overrides) and list the corrections.")
 
-_STORAGE = typer.Option(None, help="Output root holding the published datasets "
-                        "(default $EVAL_ASSETS_HOME or ./.eval_assets).")
+_STORAGE = storage_root_option("Storage root holding the published datasets (default "
+                               "$EVAL_ASSETS_HOME or ./.eval_assets).", panel=INPUT)
 _LABELS = typer.Option(None, help="Folder of the overrides files "
-                       "(default $EVAL_ASSETS_LABELS or data/labels).")
+                       "(default $EVAL_ASSETS_LABELS or data/labels).", rich_help_panel=INPUT)
 
 
 def _layout(storage_root: Path | None) -> StorageLayout:
     return StorageLayout(storage_root.resolve() if storage_root else default_storage_root())
 
 
+# The advice read_labels ends with: a regeneration `eval-assets run` does not do by itself.
+_REGENERATE = re.compile(r"[;.,]?\s*(fix: )?regenerate (it|the dataset|the file)\b.*$",
+                         re.IGNORECASE | re.DOTALL)
+
+
+def republish_fix(layout: StorageLayout, recording: str) -> str:
+    """How to publish ``recording``'s dataset again from its recording: Dagster keeps it as
+    materialized whatever became of its files, so its record is wiped first (checked: the next
+    ``eval-assets run`` then rebuilds it, and asks no model again)."""
+    return (f"publish it again from the recording: `DAGSTER_HOME={layout.dagster_home()} "
+            "dagster asset wipe public_cases private_labels --noprompt`, then `eval-assets run "
+            f"<{recording}'s recording file>` (it rebuilds the dataset and rescores; the models' "
+            "answers are journalled and not asked again), then record the override")
+
+
+def _edited(layout: StorageLayout, recording: str, dataset: Path, why: str) -> InputError:
+    return InputError(
+        f"{dataset} is not as it was published ({why}): its files were edited or damaged "
+        "after publishing, so the gold answer in force cannot be told and no override was "
+        f"recorded. Fix: {republish_fix(layout, recording)}")
+
+
 @labels_app.command("override")
 @guarded
 def override(
-    recording: str = typer.Option(..., help="The recording (its partition key: file stem)."),
-    case: str = typer.Option(..., help="The case id (from the dataset's cases.jsonl)."),
-    answer: str = typer.Option(..., help="The correct answer: one of the case's choices."),
-    by: str = typer.Option(..., help="Who makes the correction."),
-    reason: str = typer.Option(..., help="Why the gold answer is wrong."),
+    recording: str = typer.Option(..., help="The recording (its partition key: file stem).",
+                                  rich_help_panel=CORRECTION),
+    case: str = typer.Option(..., help="The case id (from the dataset's cases.jsonl).",
+                             rich_help_panel=CORRECTION),
+    answer: str = typer.Option(..., help="The correct answer: one of the case's choices.",
+                               rich_help_panel=CORRECTION),
+    by: str = typer.Option(..., help="Who makes the correction.", rich_help_panel=CORRECTION),
+    reason: str = typer.Option(..., help="Why the gold answer is wrong.",
+                               rich_help_panel=CORRECTION),
     storage_root: Path | None = _STORAGE,
     labels_dir: Path | None = _LABELS,
 ) -> None:
     """Record that CASE's gold answer should be ANSWER (appended; applied on the next run)."""
+    from eval_assets.jsonio import read_jsonl
+    from eval_assets.schemas.vqa import DATASET_CASES, DATASET_LABELS, Case
     from eval_assets.vqa.labels import read_labels
     from eval_assets.vqa.overrides import record_override
 
-    dataset = _layout(storage_root).dataset_dir(recording)
+    layout = _layout(storage_root)
+    dataset = layout.dataset_dir(recording)
     path = overrides_file_for(labels_dir or default_labels_dir(), recording)
-    labels = read_labels(dataset) if dataset.is_dir() else []
+    try:
+        labels = read_labels(dataset) if dataset.is_dir() else []
+    except ValueError as exc:  # the labels disagree with the cases or their audit copy
+        raise _edited(layout, recording, dataset, _REGENERATE.sub("", str(exc))) from None
+    cases = dataset / DATASET_CASES
+    if labels and cases.is_file():
+        unlabelled = sorted({c.id for c in read_jsonl(cases, Case)} - {lab.id for lab in labels})
+        if unlabelled:
+            raise _edited(layout, recording, dataset, f"cases without a label in "
+                          f"{DATASET_LABELS}: {unlabelled[:3]}")
     record = record_override(dataset, path, labels, case_id=case, answer=answer, by=by,
                              reason=reason)
     typer.echo(f"{path}: {record.case_id}: {record.old_answer!r} -> {record.new_answer!r} "
@@ -67,7 +108,8 @@ def override(
 @labels_app.command("list")
 @guarded
 def list_overrides(
-    recording: str | None = typer.Option(None, help="Only this recording (default: all)."),
+    recording: str | None = typer.Option(None, help="Only this recording (default: all).",
+                                         rich_help_panel=INPUT),
     storage_root: Path | None = _STORAGE,
     labels_dir: Path | None = _LABELS,
 ) -> None:
@@ -104,11 +146,12 @@ def list_overrides(
 @labels_app.command("migrate-annotations")
 @guarded
 def migrate_annotations_command(
-    recording: str = typer.Option(..., help="The recording whose annotations to migrate."),
+    recording: str = typer.Option(..., help="The recording whose annotations to migrate.",
+                                  rich_help_panel=INPUT),
     storage_root: Path | None = _STORAGE,
     annotations_dir: Path | None = typer.Option(
         None, help="Folder of the annotations (default $EVAL_ASSETS_ANNOTATIONS or "
-        "data/annotations)."),
+        "data/annotations).", rich_help_panel=INPUT),
 ) -> None:
     """Key an old annotations file (by frame index) by each frame's image hash, once.
 

@@ -87,6 +87,9 @@ RUN_REPEATS_JOURNAL = "repeats.journal.jsonl"
 RUN_STRUCTURED = "structured.jsonl"
 RUN_STRUCTURED_JOURNAL = "structured.journal.jsonl"
 RUN_LOCK = ".run.lock"
+# Every call the run folder's runs made, one line each, as it was sent: what the server billed
+# (eval_assets.model_runs.ledger).
+RUN_USAGE = "usage.jsonl"
 # mcq_avlm and description_judge: an AVLM inference folder, in AVLM's own names so that AVLM's
 # tools read it: the rows scored, then each scorer's outputs in its sub-folder.
 AVLM_PREDICTIONS = "predictions.jsonl"
@@ -103,9 +106,13 @@ LEADERBOARD_JSON = "leaderboard.json"
 REPORT_FILE = "report.html"
 
 
+HOME_ENV = "EVAL_ASSETS_HOME"
+"""The variable naming the storage root."""
+
+
 def default_storage_root() -> Path:
     """``$EVAL_ASSETS_HOME`` if set, else ``.eval_assets`` under the current directory."""
-    return Path(os.environ.get("EVAL_ASSETS_HOME", Path.cwd() / ".eval_assets")).resolve()
+    return Path(os.environ.get(HOME_ENV, Path.cwd() / ".eval_assets")).resolve()
 
 
 def default_recordings_dir() -> Path:
@@ -275,6 +282,20 @@ class StorageLayout:
     def automation_cursor_file(self) -> Path:
         """The CLI's cursor of Dagster's automation conditions (what it has already handled)."""
         return self.root / "state" / "automation_cursor.txt"
+
+    def publications_dir(self) -> Path:
+        """What each asset published, by content (:mod:`eval_assets.publication`)."""
+        return self.root / "state" / "publications"
+
+    def publication_file(self, asset: str, recording: str | None = None,
+                         model: str | None = None) -> Path:
+        """The publication record of ``asset``'s partition: its recording's, its (recording,
+        model) cell's, or (neither) the unpartitioned asset's."""
+        if recording is None:
+            return self.publications_dir() / f"{asset}.json"
+        folder = self.publications_dir() / asset
+        return (folder / f"{recording}.json" if model is None
+                else folder / recording / f"{model}.json")
 
     def vqa_run_dir(self, dataset: str, model: str) -> Path:
         """Run folder of ``eval-assets vqa run`` for a dataset (name-content hash) and a model."""

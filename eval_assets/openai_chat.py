@@ -16,9 +16,11 @@ caller's ``jitter_key``): no global random state, and the same request waits the
 ``Retry-After: 0`` (or a past date) is no hint: the backoff applies. A 429 without a hint waits a
 backoff growing fourfold, jitter added (the defaults: 81 s or more over the four retries, past a
 minute's rate-limit window). A run's adaptive controller may hold each retry further
-(:attr:`ChatClient.retry_wait`). A wait of ``announce_wait_s`` or more is logged as a warning with
-its length. A ``Retry-After`` beyond ``retry_after_max_s`` is not shortened: the call fails at once
-as ``retry_after_too_long``, naming the wait asked for.
+(:attr:`ChatClient.retry_wait`), and make a 429's retry free while it paces the limiter
+(:attr:`ChatClient.retry_charge`: waiting one's turn at a rate limit is no failed attempt). A
+wait of ``announce_wait_s`` or more is logged as a warning with its length. A ``Retry-After``
+beyond ``retry_after_max_s`` is not shortened: the call fails at once as ``retry_after_too_long``,
+naming the wait asked for.
 
 Replies are read in chunks up to a cap (:func:`default_reply_limits`, or the caller's
 ``max_reply_bytes`` / ``max_reply_chars``): a body or message over it is a ``reply_too_large``
@@ -31,7 +33,6 @@ installed), imported when the first client is built, so importing this module st
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import json
 import logging
 import random
@@ -39,19 +40,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
 
 from eval_assets.hashing import bytes_sha256
+from eval_assets.retry import RetryPolicy, backoff_delay, is_retryable_status, parse_retry_after
 from eval_assets.schemas.chat import ChatErrorCategory, ChatResult, TokenUsage
 from eval_assets.schemas.endpoint import (
-    DEFAULT_ANNOUNCE_WAIT_S,
-    DEFAULT_BACKOFF_BASE_S,
-    DEFAULT_BACKOFF_MAX_S,
-    DEFAULT_JITTER,
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_RETRY_AFTER_MAX_S,
     NO_KEY,
     Endpoint,
     EndpointError,
@@ -65,40 +60,6 @@ AttemptObserver = Callable[[int | None, float, Mapping[str, str]], None]
 _PACING_HEADERS = ("retry-after", "retry-after-ms", "x-ratelimit-limit-requests",
                    "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests")
 
-
-def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
-    """Seconds to wait from ``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms``.
-
-    Header names are matched case-insensitively. Returns ``None`` when no usable header is
-    present; never a negative number.
-    """
-    lower = {k.lower(): v for k, v in headers.items()}
-    if "retry-after-ms" in lower:
-        try:
-            return max(0.0, float(lower["retry-after-ms"]) / 1000.0)
-        except ValueError:
-            pass
-    value = lower.get("retry-after")
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    now = now or datetime.now(UTC)
-    return max(0.0, (when - now).total_seconds())
-
-
-
-RETRYABLE_STATUS: frozenset[int] = frozenset({408, 409, 425, 429})
-"""Statuses below 500 worth another try; every 5xx is too."""
 
 _MAX_ERROR_CHARS = 500
 _MAX_RAW_CHARS = 2000
@@ -117,51 +78,6 @@ def default_reply_limits(max_tokens: int | None) -> tuple[int, int]:
     tokens = max_tokens if max_tokens is not None and max_tokens > 0 else 4096
     chars = max(4096, 64 * tokens)
     return 65536 + 8 * chars, chars
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How hard one call tries: retries, backoff, and the longest wait a server may ask for."""
-
-    max_retries: int = DEFAULT_MAX_RETRIES
-    backoff_base_s: float = DEFAULT_BACKOFF_BASE_S
-    backoff_max_s: float = DEFAULT_BACKOFF_MAX_S
-    jitter: float = DEFAULT_JITTER
-    retry_after_max_s: float = DEFAULT_RETRY_AFTER_MAX_S
-    announce_wait_s: float = DEFAULT_ANNOUNCE_WAIT_S
-
-    def __post_init__(self) -> None:
-        if self.max_retries < 0:
-            raise ValueError(f"max_retries is {self.max_retries}; it must be 0 or more")
-        if not 0 <= self.jitter <= 1:
-            raise ValueError(f"jitter is {self.jitter}; it must be between 0 and 1")
-        for name in ("backoff_base_s", "backoff_max_s", "retry_after_max_s", "announce_wait_s"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} is {getattr(self, name)}; it must be 0 or more")
-
-
-def backoff_delay(retry: int, policy: RetryPolicy, rng: random.Random,
-                  rate_limited: bool = False) -> float:
-    """Seconds before retry ``retry`` (1-based) when the server named no wait.
-
-    ``backoff_base_s * 2**(retry - 1)``, at most ``backoff_max_s``, less a random share of up to
-    ``jitter`` of it, so workers that failed together do not come back together.
-
-    ``rate_limited``: a 429 without a usable ``Retry-After``. A rate limiter's window (commonly a
-    minute) must pass before a retry can succeed, so the wait grows fourfold per retry and the
-    jitter is added, not taken off: with the defaults the four retries come 1, 5, 21 and 81 s
-    (nominal) after the refusal, so the last one falls past a 60 s window whatever the draw.
-    """
-    if rate_limited:
-        nominal = min(policy.backoff_max_s, policy.backoff_base_s * 4 ** max(0, retry - 1))
-        return nominal * (1.0 + policy.jitter * rng.random())
-    nominal = min(policy.backoff_max_s, policy.backoff_base_s * 2 ** max(0, retry - 1))
-    return nominal * (1.0 - policy.jitter * rng.random())
-
-
-def is_retryable_status(status: int) -> bool:
-    """Whether another try of the same request may get a different answer."""
-    return status in RETRYABLE_STATUS or status >= 500
 
 
 def _httpx() -> ModuleType:
@@ -189,6 +105,7 @@ class _Attempt:
     reasoning_field: str | None = None
     refusal: str | None = None
     has_logprobs: bool = False
+    served_model: str | None = None
 
 
 class _DeadlinePassed(Exception):
@@ -303,6 +220,11 @@ class ChatClient:
         # waiting, and holds the retry further where it spaces requests at a learnt or announced
         # rate or lets one probe at a time test a rate limiter that gave no hint.
         self.retry_wait: Callable[[float], float] | None = None
+        # Also set by the controller: what a retry after this thread's last attempt costs of
+        # max_retries, given what it would cost (0 for a 429 while the controller paces the
+        # limiter and the endpoint answers others: waiting one's turn is no failed attempt).
+        self.retry_charge: Callable[[float], float] | None = None
+        self.meter: Callable[[ChatResult], object] = lambda _: None  # a run's ledger
         self._seen = threading.local()
         httpx = _httpx()
         self._httpx = httpx
@@ -340,6 +262,13 @@ class ChatClient:
             return self.max_reply_bytes, chars
         return (65536 + 8 * chars if self.max_reply_chars else default_bytes), chars
 
+    def get_json(self, path: str) -> Any:
+        """The JSON of ``GET base_url/path`` (``models``), or None: an optional route failed."""
+        with contextlib.suppress(Exception):
+            response = self._http.get(f"{self.base_url}/{path}")
+            return response.json() if response.is_success else None
+        return None
+
     # --- one logical call --------------------------------------------------------------------
     def complete(self, request: Mapping[str, Any], *, label: str = "",
                  jitter_key: str | None = None, policy: RetryPolicy | None = None) -> ChatResult:
@@ -372,13 +301,16 @@ class ChatClient:
                 return self._result(attempt, cost)
             log.debug("%s: attempt %d failed: %s", where, attempts, self._redact(attempt.message))
             hinted = attempt.retry_after_s is not None and attempt.retry_after_s > 0
-            if not attempt.retryable or spent + (0.5 if hinted else 1.0) > policy.max_retries:
-                return self._result(attempt, cost)
             # A retry at the wait the server named costs half a retry: the server said when it
             # can answer, so the call follows it twice as far (a gateway failing 30 % of
             # requests with Retry-After then fails one call in 50,000 with the defaults, not
-            # one in 400).
-            spent += 0.5 if hinted else 1.0
+            # one in 400). The controller may say it costs nothing (retry_charge).
+            charge = 0.5 if hinted else 1.0
+            if attempt.retryable and self.retry_charge is not None:
+                charge = self.retry_charge(charge)
+            if not attempt.retryable or spent + charge > policy.max_retries:
+                return self._result(attempt, cost)
+            spent += charge
             # Retry-After: 0 (or a date already past) is no hint: retrying at once is the storm
             # the server is refusing, so it gets the backoff like a missing or garbled header.
             if attempt.retry_after_s is not None and attempt.retry_after_s > 0:
@@ -410,10 +342,11 @@ class ChatClient:
             "error_category": attempt.category, "error_message": attempt.message,
             "raw_response": attempt.raw, "reasoning": attempt.reasoning,
         "reasoning_field": attempt.reasoning_field, "refusal": attempt.refusal,
-        "has_logprobs": attempt.has_logprobs, **cost, **changes}
-        for key in ("error_message", "raw_response"):
-            fields[key] = self._redact(fields[key])
-        return ChatResult(**fields)
+        "has_logprobs": attempt.has_logprobs, "served_model": attempt.served_model,
+        "retry_after_s": attempt.retry_after_s, **cost, **changes}
+        fields.update({k: self._redact(fields[k]) for k in ("error_message", "raw_response")})
+        self.meter(result := ChatResult(**fields))  # each complete() returns here: counted once
+        return result
 
     # --- one HTTP try -------------------------------------------------------------------------
     def _redact(self, text: str | None) -> str | None:
@@ -504,9 +437,10 @@ def _read_completion(data: bytes, status: int, max_chars: int) -> _Attempt:
     usage = _usage(doc.get("usage"))
     reasoning, reasoning_field = _reasoning(message)
     refusal = message.get("refusal") if isinstance(message.get("refusal"), str) else None
+    served = doc.get("model")
     extra: dict[str, Any] = {"reasoning": reasoning, "reasoning_field": reasoning_field,
-                             "refusal": refusal,
-                             "has_logprobs": first.get("logprobs") is not None}
+                             "refusal": refusal, "has_logprobs": first.get("logprobs") is not None,
+                             "served_model": served if isinstance(served, str) else None}
     if content is None:
         return _Attempt(status_code=status, category="empty_response", usage=usage,
                         finish_reason=finish_reason,

@@ -5,11 +5,16 @@ A full disk, a quota, a read-only mount or a folder this user may not write surf
 storage), as ``OperationalError: disk I/O error`` / ``database or disk is full`` / ``attempt to
 write a readonly database``, possibly wrapped by SQLAlchemy or Dagster. :func:`output_problem`
 finds such an error anywhere in an exception's chain and words it with the path (the
-``OSError``'s file, which :func:`eval_assets.atomic.naming` and ``naming_database`` fill in;
-for Dagster's SQLite storage the instance folder, ``DAGSTER_HOME``; for an error naming no file,
-the place written to whose disk has the least free space, measured, never a guess), the cause
-and the fix. Finished work is never lost: every
+``OSError``'s file, which :func:`eval_assets.atomic.naming` and ``naming_database`` fill in,
+or for a copy or rename its destination, ``filename2``, the file written; for Dagster's SQLite
+storage the instance folder, ``DAGSTER_HOME``; for an error naming no file, the place written
+to whose disk has the least free space, measured, never a guess: the command's own output
+folders first, ``written``), the cause and the fix. Finished work is never lost: every
 output is written atomically and every model call is journalled, so a rerun continues.
+
+A path that runs through a file where a folder must be (``ENOTDIR``, or ``EEXIST`` from making
+a folder over a file) is worded by :func:`not_a_folder`, naming ``EVAL_ASSETS_HOME`` when the
+path lies under it.
 """
 
 from __future__ import annotations
@@ -19,10 +24,10 @@ import os
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from eval_assets.layout import default_storage_root
+from eval_assets.layout import HOME_ENV, default_storage_root
 
 _CAUSES = {
     errno.ENOSPC: "the disk is full",
@@ -68,22 +73,28 @@ def _free_bytes(path: Path) -> tuple[Path, int] | None:
     return None
 
 
-def _fullest_disk() -> Path:
-    """Of the places a command writes (the Dagster instance, the storage root, the temporary
-    folder, the working folder), the one on the file system with the least free space.
+def _fullest_disk(written: Sequence[Path] = ()) -> Path:
+    """Of the places a command writes (its own outputs, ``written``; the Dagster instance, the
+    storage root, the temporary folder, the working folder), the one on the file system with
+    the least free space; on a tie the command's own output.
 
     For an error that names no file: measuring beats guessing the working folder, which may be
     on another disk altogether.
     """
     home = os.environ.get("DAGSTER_HOME")
-    places = [Path(home)] if home else []
+    places = [Path(p) for p in written] + ([Path(home)] if home else [])
     places += [default_storage_root(), Path(tempfile.gettempdir()), Path.cwd()]
-    measured = [found for found in map(_free_bytes, places) if found is not None]
+    # The place itself is named (an output folder not made yet too), measured on its disk.
+    measured = [(place, found[1]) for place in places
+                if (found := _free_bytes(place)) is not None]
     return min(measured, key=lambda found: found[1])[0] if measured else Path.cwd()
 
 
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EIO)
+
+
 def _fix(code: int, path: Path) -> str:
-    if code in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+    if code in _FULL:
         return (f"free space on the disk holding {path} ({_free_space(path)}) or write "
                 f"elsewhere (--output / --storage-root / EVAL_ASSETS_HOME)")
     if code == errno.EROFS:
@@ -123,9 +134,10 @@ def too_long_name(path: Path) -> str | None:
     return None
 
 
-def output_problem(exc: BaseException) -> str | None:
+def output_problem(exc: BaseException, written: Sequence[Path] = ()) -> str | None:
     """One line naming the path, the cause and the fix when ``exc`` is a refused write, else
-    None."""
+    None. ``written``: the command's output folders (``--output``, ``--storage-root``), measured
+    first when the error names no file."""
     for error in _chain(exc):
         if (isinstance(error, OSError) and error.errno == errno.ENAMETOOLONG
                 and error.filename is not None):
@@ -135,9 +147,12 @@ def output_problem(exc: BaseException) -> str | None:
                     "output's name comes from its input's: the recording, dataset or image)")
         if isinstance(error, OSError) and error.errno in _CAUSES:
             code = error.errno
-            where = Path(os.fsdecode(error.filename)) if error.filename is not None else None
+            # A copy's or a rename's error names its source first: the file written is second.
+            named = (error.filename2 if error.filename2 is not None and code in _FULL
+                     else error.filename)
+            where = Path(os.fsdecode(named)) if named is not None else None
             if where is None:
-                fullest = _fullest_disk()
+                fullest = _fullest_disk(written)
                 return (f"a write failed: {_CAUSES[code]} ({errno.errorcode[code]}: "
                         f"{error.strerror}); the error names no file, and of the disks written "
                         f"to the fullest holds {fullest}; fix: {_fix(code, fullest)}; {_KEPT}")
@@ -152,7 +167,7 @@ def output_problem(exc: BaseException) -> str | None:
                         f"writable; {_KEPT}")
             # Our own SQLite files name themselves (eval_assets.atomic.naming_database): this
             # one is not known, so the fullest disk is named, measured.
-            fullest = _fullest_disk()
+            fullest = _fullest_disk(written)
             return (f"cannot write an SQLite database the error does not name: {error}; of the "
                     f"disks written to the fullest holds {fullest}; fix: "
                     f"{_fix(errno.ENOSPC, fullest)}, or make it writable; {_KEPT}")
@@ -162,3 +177,34 @@ def output_problem(exc: BaseException) -> str | None:
 def _through_sqlalchemy(exc: BaseException) -> bool:
     """Whether SQLAlchemy wrapped an error of ``exc``'s chain (Dagster's storage did the write)."""
     return any(type(error).__module__.startswith("sqlalchemy") for error in _chain(exc))
+
+
+def _file_in_the_way(path: Path) -> Path | None:
+    """The nearest of ``path`` and its parents that exists and is not a folder, if any."""
+    for place in (path, *path.parents):
+        if place.exists():
+            return None if place.is_dir() else place
+    return None
+
+
+def not_a_folder(exc: BaseException) -> str | None:
+    """One line for a path that runs through a file where a folder must be (``[Errno 20] Not a
+    directory``, or a folder made over a file): which file, what named the path
+    (``EVAL_ASSETS_HOME`` when the path lies under it) and the fix; else None."""
+    for error in _chain(exc):
+        if not (isinstance(error, OSError) and error.errno in (errno.ENOTDIR, errno.EEXIST)
+                and error.filename is not None):
+            continue
+        path = Path(os.fsdecode(error.filename)).absolute()
+        blocker = _file_in_the_way(path)
+        if blocker is None:
+            continue
+        home = os.environ.get(HOME_ENV)
+        if home and (path == Path(home).absolute() or Path(home).absolute() in path.parents):
+            return (f"{HOME_ENV}={home} names a file, not a folder ({blocker} is a file), so "
+                    f"the storage root cannot be made there. Fix: point {HOME_ENV} at a folder "
+                    f"(absent or holding eval-assets' outputs), e.g. `export {HOME_ENV}="
+                    f"{blocker}.d`, or unset it to use ./.eval_assets, or pass --storage-root")
+        return (f"cannot make {path}: {blocker} is a file, not a folder. Fix: give a folder "
+                "path (absent or a folder) for the output, or move that file away")
+    return None

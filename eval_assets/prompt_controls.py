@@ -280,8 +280,8 @@ def _json_object(text: str | None) -> Mapping[str, Any] | None:
         return None
     try:
         value = json.loads(text)
-    except json.JSONDecodeError:
-        return None
+    except (ValueError, RecursionError):  # invalid JSON, an integer past Python's digit limit,
+        return None  # or nesting past the recursion limit: the schema was not honoured
     return value if isinstance(value, Mapping) else None
 
 

@@ -6,7 +6,8 @@ import pytest
 
 from eval_assets.metrics.judge import JudgeConfig
 from eval_assets.model_runs.client import ClientSettings
-from eval_assets.openai_chat import RetryPolicy, open_endpoint, retry_policy
+from eval_assets.openai_chat import open_endpoint, retry_policy
+from eval_assets.retry import RetryPolicy
 from eval_assets.schemas.endpoint import NO_KEY, Endpoint, EndpointError, split_endpoint_fields
 from eval_assets.schemas.predictions import ModelSpec
 from eval_assets.vqa.authors import AuthorConfig

@@ -1,6 +1,8 @@
 """Asset checks: a dataset must be non-empty and leak-free before any model sees it (blocking);
 a model whose answers mostly match no choice is flagged (warning); a model whose nightly results
-really changed since the previous night is flagged (warning, ``nightly_drift``)."""
+really changed since the previous night is flagged (warning, ``nightly_drift``); every board the
+daemon builds first finds every published dataset, results file and board file as its asset
+published it, by content (blocking, ``published_files_intact``)."""
 
 # No `from __future__ import annotations`: Dagster inspects the context annotation at runtime.
 
@@ -19,7 +21,6 @@ from dagster import (
 
 from eval_assets.defs import keys
 from eval_assets.defs.accepted import quietly
-from eval_assets.defs.assets.metrics import VQA_FILE
 from eval_assets.defs.automation_conditions import NIGHT_TAG
 from eval_assets.defs.partitions import (
     cell_of,
@@ -30,8 +31,10 @@ from eval_assets.defs.resources import ProjectStorage, ScoringResource
 from eval_assets.jsonio import read_model
 from eval_assets.metrics.drift import NightDrift
 from eval_assets.metrics.vqa import VqaReport
+from eval_assets.publication import verify_publications
 from eval_assets.report.history import load_history, night_cell_drift
 from eval_assets.schemas.vqa import DATASET_CASES, DATASET_LABELS
+from eval_assets.scoring.vqa import VQA
 from eval_assets.vqa.leakage import find_leaks
 
 
@@ -70,7 +73,7 @@ def no_label_leakage(context: AssetCheckExecutionContext,
         "num_problems": len(leaks), "problems": MetadataValue.json(leaks[:20])})
 
 
-@partitioned_check(asset=keys.VQA_ACCURACY, partitions_def=recording_model_partitions,
+@partitioned_check(asset=keys.METRICS[VQA.name], partitions_def=recording_model_partitions,
                    blocking=False,
                    description="Warns when too many answers match no choice (ScoringResource "
                                "bound).")
@@ -78,8 +81,8 @@ def parse_failure_rate_below_bound(context: AssetCheckExecutionContext, storage:
                                    scoring: ScoringResource) -> AssetCheckResult:
     """Parse-failure rate of the model's answers at or under ``max_parse_failure_rate``."""
     recording, model = cell_of(context.partition_key)
-    folder = storage.layout().metric_dir(keys.name(keys.VQA_ACCURACY), recording, model)
-    report = read_model(folder / VQA_FILE, VqaReport)
+    folder = storage.layout().metric_dir(VQA.name, recording, model)
+    report = read_model(folder / VQA.file, VqaReport)
     rate, bound = report.overall.parse_failure_rate, scoring.max_parse_failure_rate
     # No answered case means no rate (n/a), which is not a failure of this check.
     return AssetCheckResult(passed=rate is None or rate <= bound, severity=AssetCheckSeverity.WARN,
@@ -120,6 +123,28 @@ def nightly_drift(context: AssetCheckExecutionContext,
             "n_common": drift[0].n_common if drift else 0,
             "flagged": MetadataValue.json([_drift_json(d) for d in flagged]),
             "comparisons": MetadataValue.md(_drift_table(drift))})
+
+
+@asset_check(asset=keys.LEADERBOARD, blocking=True,
+             description="Every published dataset (public cases, private labels), results file, "
+                         "the leaderboard and the report is, by content, what its asset "
+                         "published; else the report is not built on it (each damaged file is "
+                         "named with the assets that rebuild it).")
+def published_files_intact(context: AssetCheckExecutionContext,
+                           storage: ProjectStorage) -> AssetCheckResult:
+    """Each publication record of the storage root against its files now
+    (:mod:`eval_assets.publication`)."""
+    damaged = verify_publications(storage.layout())
+    fixes = sorted({f"materialize {', '.join(d.record.assets)}{d.record.partition_text()}"
+                    for d in damaged})
+    return AssetCheckResult(
+        passed=not damaged,
+        description=("every published file is as published" if not damaged else
+                     f"{len(damaged)} published files are not as published; fix: "
+                     + "; ".join(fixes) + " (each rebuilds its files from their inputs), or "
+                     "`eval-assets run` the recording, which does so"),
+        metadata={"num_damaged": len(damaged),
+                  "damaged": MetadataValue.json([d.describe() for d in damaged[:50]])})
 
 
 def _drift_summary(night: str | None, drift: list[NightDrift], flagged: list[NightDrift]) -> str:

@@ -8,7 +8,10 @@ asset and ``eval-assets run`` all call :func:`admit_recording`.
 
 The frame check is the frame stage's own plan (:func:`plan_selection`) and rule
 (:func:`check_bad_share`), over a reduced-size decode of every selected frame (a few percent of
-a full decode each; the quality-window mode has decoded them already while choosing). Bad
+a full decode each; the quality-window mode has decoded them already while choosing). The plan
+includes the frames whose image and TF disagree (a frozen camera:
+:mod:`eval_assets.frames.image_motion`), so a recording mostly frozen is refused here. A
+calibration that changes within the recording is refused by :func:`validate_recording`. Bad
 calibrations and size mismatches are found by the frame stage only: they need the full decode.
 """
 

@@ -29,6 +29,7 @@ from eval_assets.geometry.camera import CameraModel
 from eval_assets.recording import Recording, RecordingError, image_to_rgb
 from eval_assets.recording.messages import CameraInfo
 from eval_assets.recording.names import CAMERA_INFO_STREAM, IMAGE_STREAM
+from eval_assets.recording.validate import check_one_calibration
 from eval_assets.schemas.frames import (
     IMAGES_DIR,
     RECTIFIED_TABLE,
@@ -252,13 +253,16 @@ def prepare_rectified_frames(recording: Recording, out_dir: Path,
     fix); PNGs of frames no longer selected are removed. Raises
     :class:`~eval_assets.frames.selection.TooManyBadFramesError` when more than the plan's
     ``max_bad_fraction`` of the examined frames is bad (``frames.parquet`` is then not written,
-    the two JSON files are, for diagnosis) and :class:`FramePreparationError` when no frame is
-    left.
+    the two JSON files are, for diagnosis), :class:`FramePreparationError` when no frame is
+    left, and :class:`~eval_assets.recording.validate.CalibrationChangeError` when the frames to
+    prepare use different calibrations (one recording, one camera: a change is refused as a size
+    change is, not skipped frame by frame).
     """
     out_dir = Path(out_dir)
     path = getattr(recording, "path", None)
     _clear_outputs(out_dir)
     _require_calibration(recording, path)
+    check_one_calibration(recording, plan.to_prepare)
     skipped = list(plan.skipped)
     listed_in = out_dir / SKIPPED_FRAMES_FILE
     try:

@@ -28,7 +28,11 @@ the sharpest frame per :data:`DEFAULT_QUALITY_WINDOW_S` seconds brighter than
 
 Bad frames found while selecting (missing or corrupt payloads, undecodable images, repeated
 timestamps, no calibration yet) are returned as :class:`SkippedFrame` records, never raised;
-:func:`check_bad_share` fails only past ``max_bad_fraction``.
+:func:`check_bad_share` fails only past ``max_bad_fraction``. So are frames whose image and TF
+disagree (a frozen camera, or TF standing still while the images move:
+:mod:`eval_assets.frames.image_motion`): every mode compares its frames in time order with TF,
+over every frame from the first selected one to the last (a quality window: every candidate, in
+the scan that scores them, so a window chooses among the frames that agree).
 """
 
 from __future__ import annotations
@@ -40,21 +44,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 import yaml
 from pydantic import ValidationError
 
 from eval_assets import progress
 from eval_assets.errors import InputError, validation_message, yaml_problem
+from eval_assets.frames.image_motion import IMAGE_MOTION_REASONS, RecordingCheck, thumbnail
 from eval_assets.frames.near_ties import refine_near_ties, window_groups
-from eval_assets.frames.quality import FrameQuality as FrameQuality
+from eval_assets.frames.quality import (
+    FrameQuality,
+    measure_quality,
+    quality_of,
+    reduced_bgr,
+    sharpness_score,
+)
+from eval_assets.frames.skips import (
+    FIXES,
+    decode_failure,
+    pre_skips,
+    read_image,
+    skipped_frame,
+)
 from eval_assets.hashing import file_sha256
-from eval_assets.recording import Recording, RecordingError, image_to_rgb
-from eval_assets.recording.image_size import ImageTooLargeError, check_decode_size
-from eval_assets.recording.messages import Image
-from eval_assets.recording.names import CAMERA_INFO_STREAM, IMAGE_STREAM
-from eval_assets.recording.validate import find_duplicate_images
+from eval_assets.recording import Recording
+from eval_assets.recording.names import IMAGE_STREAM
 from eval_assets.schemas.frames import (
     SKIPPED_FRAMES_FILE,
     FrameSelectionConfig,
@@ -62,7 +76,6 @@ from eval_assets.schemas.frames import (
     QualityChoice,
     SelectionMode,
     SkippedFrame,
-    SkipReason,
 )
 
 DEFAULT_EVERY_FRAME_MAX_IMAGES = 300
@@ -72,30 +85,7 @@ DEFAULT_QUALITY_WINDOW_S = 5.0
 DEFAULT_MIN_BRIGHTNESS = 0.05
 """... among frames brighter than this (drops black frames: lens cap, lights off)."""
 
-SHARPNESS_WIDTH = 160  # dimOS Image.sharpness downsamples to 160 px wide
 SCAN_WORKERS = 2
-
-FIXES: dict[str, str] = {
-    "missing_blob": "the recording is incomplete at this row; copy or re-record it, or leave "
-                    "the frame skipped",
-    "corrupt_blob": "the row's payload is truncated or corrupt; copy or re-record the "
-                    "recording, or leave the frame skipped",
-    "undecodable_image": "the image data is truncated or corrupt; copy or re-record the "
-                         "recording, or leave the frame skipped",
-    "image_too_large": "record images at the camera's resolution (or raise "
-                       "$EVAL_ASSETS_MAX_IMAGE_PIXELS if such a size is meant), or leave the "
-                       "frame skipped",
-    "no_calibration": "record camera_info before the first image, or start the selection "
-                      "after the first camera_info",
-    "bad_calibration": "the camera_info used by this frame is unreadable or invalid; re-record "
-                       "camera_info, or leave the frame skipped",
-    "size_mismatch": "record camera_info from the same camera and resolution as color_image",
-    "duplicate_row": "nothing to do: the recorder wrote this row twice and the first copy is "
-                     "used; fix the recorder to avoid the duplicate",
-    "duplicate_timestamp": "fix the recorder's time stamping: different images must not share "
-                           "a ts; these frames stay skipped",
-}
-
 
 class FrameSelectionError(InputError):
     """A selection file or option is invalid, or selects nothing usable from the recording."""
@@ -144,69 +134,6 @@ def selection_digest(path: Path) -> str | None:
     if not path.is_file():
         return None
     return file_sha256(path)
-
-
-# --- image quality (dimOS Image.sharpness / Image.brightness) ------------------------------------
-
-
-def sharpness_score(gray: np.ndarray) -> float:
-    """dimOS ``Image.sharpness`` of a greyscale image: Laplacian variance on a log 0-1 scale."""
-    h, w = gray.shape[:2]
-    if w > SHARPNESS_WIDTH:
-        scale = SHARPNESS_WIDTH / w
-        gray = cv2.resize(gray, (SHARPNESS_WIDTH, int(h * scale)), interpolation=cv2.INTER_AREA)
-    lap_var = float(cv2.Laplacian(gray, cv2.CV_32F).var())
-    if lap_var <= 0:
-        return 0.0
-    return float(np.clip((np.log10(lap_var + 1) - 1.0) / 3.0, 0.0, 1.0))
-
-
-def _reduced_flag(width: int) -> int:
-    for factor, flag in ((8, cv2.IMREAD_REDUCED_COLOR_8), (4, cv2.IMREAD_REDUCED_COLOR_4),
-                         (2, cv2.IMREAD_REDUCED_COLOR_2)):
-        if width // factor >= SHARPNESS_WIDTH:
-            return flag
-    return cv2.IMREAD_COLOR
-
-
-def measure_quality(image: Image, exact: bool = False) -> FrameQuality:
-    """Sharpness and brightness of a recorded image, from a reduced-size decode of its JPEG, or
-    with ``exact`` from the full image exactly as dimOS computes them.
-
-    Raises ``ValueError`` when the image does not decode.
-    """
-    if exact:
-        return _dimos_quality(image)
-    if image.encoding == "jpeg":
-        # Reduced decoding shrinks a JPEG's DCT only: a huge PNG would still decode in full.
-        check_decode_size(image.data, f"Image data ({image.width}x{image.height} by its header)")
-        bgr = cv2.imdecode(np.frombuffer(image.data, np.uint8), _reduced_flag(image.width))
-        if bgr is None:
-            raise ValueError(f"Image data ({len(image.data)} bytes) is not a decodable JPEG")
-    else:
-        bgr = image_to_rgb(image)[:, :, ::-1]  # raw encodings: the full image
-    w = bgr.shape[1]
-    if w > SHARPNESS_WIDTH:
-        # Same size as dimOS's (W -> 160 px, H scaled from the full image) before the Laplacian.
-        size = (SHARPNESS_WIDTH, max(1, int(image.height * SHARPNESS_WIDTH / image.width)))
-        bgr = cv2.resize(np.ascontiguousarray(bgr), size, interpolation=cv2.INTER_AREA)
-    gray = cv2.cvtColor(np.ascontiguousarray(bgr), cv2.COLOR_BGR2GRAY)
-    return FrameQuality(sharpness=sharpness_score(gray), brightness=float(bgr.mean() / 255.0))
-
-
-def _dimos_quality(image: Image) -> FrameQuality:
-    # dimOS decodes the whole JPEG (TurboJPEG, RGB), greys it, and strides the brightness mean
-    # to ~256 px on the long edge; channel order changes neither the grey nor the mean.
-    if image.encoding == "jpeg":
-        check_decode_size(image.data, f"Image data ({image.width}x{image.height} by its header)")
-    bgr = (cv2.imdecode(np.frombuffer(image.data, np.uint8), cv2.IMREAD_COLOR)
-           if image.encoding == "jpeg" else image_to_rgb(image)[:, :, ::-1])
-    if bgr is None:
-        raise ValueError(f"Image data ({len(image.data)} bytes) is not a decodable JPEG")
-    step = max(1, max(bgr.shape[:2]) // 256)
-    return FrameQuality(
-        sharpness=sharpness_score(cv2.cvtColor(np.ascontiguousarray(bgr), cv2.COLOR_BGR2GRAY)),
-        brightness=float(bgr[::step, ::step].mean() / 255.0))
 
 
 # --- pure rules over timestamps ------------------------------------------------------------------
@@ -312,95 +239,66 @@ def resolve_selection(config: FrameSelectionConfig, image_count: int,
     return ResolvedSelection("every_frame", start, stop, why=f"every frame of {span}")
 
 
-# --- skipped frames ------------------------------------------------------------------------------
+# --- images scanned: quality, and against TF ------------------------------------------------------
 
 
-def skipped_frame(rec: Recording, frame_index: int, reason: SkipReason, detail: str, *,
-                  stream: str = IMAGE_STREAM, row_id: int | None = None) -> SkippedFrame:
-    """A :class:`SkippedFrame` of ``rec`` with the standard fix for ``reason``.
-
-    ``row_id`` defaults to the image's own row (for an image ``stream``).
-    """
-    if row_id is None and stream == IMAGE_STREAM:
-        row_id = rec.row_id(IMAGE_STREAM, frame_index)
-    return SkippedFrame(
-        recording=str(rec.path), stream=stream, row_id=row_id, frame_index=frame_index,
-        image_ts=rec.timestamp(IMAGE_STREAM, frame_index), reason=reason,
-        detail=detail, fix=FIXES[reason], counts_as_bad=reason != "duplicate_row")
-
-
-def decode_failure(rec: Recording, index: int, exc: ValueError) -> SkippedFrame:
-    """The skip record of frame ``index`` whose image did not decode (``exc`` says why):
-    ``image_too_large`` when its header declares more pixels than may be decoded, else
-    ``undecodable_image``."""
-    reason: SkipReason = ("image_too_large" if isinstance(exc, ImageTooLargeError)
-                          else "undecodable_image")
-    return skipped_frame(rec, index, reason, f"frame {index}: {exc}")
-
-
-def read_image(rec: Recording, index: int) -> Image | SkippedFrame:
-    """The decoded ``Image`` message of frame ``index``, or why it cannot be read."""
-    data = rec.payload(IMAGE_STREAM, index)
-    try:
-        return rec.decode(IMAGE_STREAM, index, data)
-    except RecordingError as exc:
-        reason: SkipReason = "missing_blob" if data is None else "corrupt_blob"
-        return skipped_frame(rec, index, reason, str(exc).removeprefix(f"{rec.path}: "))
-
-
-def _no_calibration(rec: Recording, index: int, t: float, info_ts: np.ndarray,
-                    image_ts: np.ndarray) -> SkippedFrame:
-    first_ok = int(np.searchsorted(image_ts, info_ts[0], side="left"))
-    return skipped_frame(
-        rec, index, "no_calibration",
-        f"frame {index} ({IMAGE_STREAM} ts={t:.6f}) has no {CAMERA_INFO_STREAM} at or before "
-        f"it (the first is at ts={info_ts[0]:.6f}); select frames from index {first_ok} on",
-        stream=CAMERA_INFO_STREAM)
-
-
-def pre_skips(rec: Recording, indices: Iterable[int]) -> dict[int, SkippedFrame]:
-    """Frames of ``indices`` that are unusable without decoding them: repeated timestamps
-    (see :func:`~eval_assets.recording.validate.find_duplicate_images`) and frames before the
-    first camera_info."""
-    indices = list(indices)
-    found: dict[int, SkippedFrame] = {}
-    for p, problem in find_duplicate_images(rec, indices).items():
-        found[p] = skipped_frame(rec, p, problem.kind, problem.detail)
-    image_ts = rec.timestamps(IMAGE_STREAM)
-    info_ts = rec.timestamps(CAMERA_INFO_STREAM)
-    for i in indices:
-        if i not in found and (info_ts.size == 0 or image_ts[i] < info_ts[0]):
-            found[i] = _no_calibration(rec, i, float(image_ts[i]), info_ts, image_ts)
-    wanted = set(indices)
-    return {i: s for i, s in found.items() if i in wanted}
-
-
-def scan_quality(rec: Recording, indices: Sequence[int], workers: int = SCAN_WORKERS
+def scan_quality(rec: Recording, indices: Sequence[int], workers: int = SCAN_WORKERS,
+                 against_tf: bool = False, label: str = "scoring frame quality"
                  ) -> tuple[dict[int, FrameQuality], list[SkippedFrame]]:
     """dimOS quality scores of frames ``indices``, and the frames that do not decode.
 
-    Reduced-size decodes on ``workers`` threads (OpenCV releases the GIL while decoding).
+    Reduced-size decodes on ``workers`` threads (OpenCV releases the GIL while decoding). With
+    ``against_tf`` the same decodes are also compared with TF in index order
+    (:mod:`eval_assets.frames.image_motion`): a frame whose image and TF disagree is among the
+    bad frames (``frozen_image``, ``image_moved_tf_still``), not among the scored ones.
     """
-    def one(index: int) -> FrameQuality | SkippedFrame:
+    tf_check = RecordingCheck(rec) if against_tf and len(indices) > 1 else None
+
+    def one(index: int) -> tuple[FrameQuality, np.ndarray | None, str] | SkippedFrame:
         image = read_image(rec, index)
         if isinstance(image, SkippedFrame):
             return image
         try:
-            return measure_quality(image)
+            bgr = reduced_bgr(image)
         except ValueError as exc:
             return decode_failure(rec, index, exc)
+        look = thumbnail(bgr) if tf_check is not None else None
+        return quality_of(image, bgr), look, image.header.frame_id
 
     scores: dict[int, FrameQuality] = {}
     bad: list[SkippedFrame] = []
-    with progress.task("scoring frame quality", total=len(indices)) as advance, \
+    with progress.task(label, total=len(indices)) as advance, \
             ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         for index, result in zip(indices, pool.map(one, indices, chunksize=16), strict=True):
+            advance(1)
             if isinstance(result, SkippedFrame):
                 bad.append(result)
+                continue
+            quality, look, frame_id = result
+            refused = (None if tf_check is None or look is None
+                       else tf_check.add(index, frame_id, look))
+            if refused is not None:
+                bad.append(refused)
             else:
-                scores[index] = result
-            advance(1)
+                scores[index] = quality
     return scores, bad
+
+
+def image_tf_skips(rec: Recording, frames: Sequence[int], already: Iterable[int] = (),
+                   workers: int = SCAN_WORKERS) -> list[SkippedFrame]:
+    """Frames of ``frames`` whose image and TF disagree.
+
+    Judged over every frame from the one before the first of ``frames`` to the last, less the
+    ``already`` skipped ones: a frozen image is found against the frame it repeats, which the
+    selection may have left out. Frames that do not decode are left to the frame stage.
+    """
+    if not frames:
+        return []
+    wanted, gone = set(frames), set(already)
+    span = [i for i in range(max(0, min(frames) - 1), max(frames) + 1) if i not in gone]
+    _, bad = scan_quality(rec, span, workers, against_tf=True,
+                          label="checking images against TF")
+    return [s for s in bad if s.reason in IMAGE_MOTION_REASONS and s.frame_index in wanted]
 
 
 def _exact_quality(rec: Recording, index: int) -> FrameQuality | None:
@@ -436,8 +334,10 @@ def plan_selection(rec: Recording, config: FrameSelectionConfig,
                    config_file: Path | None = None, workers: int = SCAN_WORKERS) -> FramePlan:
     """Select frames of ``rec`` with ``config`` (read from ``config_file``, if any).
 
-    Only ``quality_window`` decodes images (reduced size), and only within its range; the other
-    modes choose from the timestamps. Frames found bad on the way are in ``skipped``.
+    Only ``quality_window`` decodes images to choose them (reduced size, within its range); the
+    other modes choose from the timestamps, then decode the span of their frames at reduced size
+    to compare them with TF (:func:`image_tf_skips`). Frames found bad on the way are in
+    ``skipped``.
     """
     source = str(config_file) if config_file is not None else "the selection"
     image_ts = rec.timestamps(IMAGE_STREAM)
@@ -448,7 +348,8 @@ def plan_selection(rec: Recording, config: FrameSelectionConfig,
         assert resolved.quality_window is not None
         candidates = list(range(resolved.start, resolved.stop))
         early = pre_skips(rec, candidates)
-        scores, bad = scan_quality(rec, [i for i in candidates if i not in early], workers)
+        scores, bad = scan_quality(rec, [i for i in candidates if i not in early], workers,
+                                   against_tf=True)
         scores = refine_near_ties(image_ts, candidates, scores, resolved.quality_window,
                                   resolved.min_brightness, lambda i: _exact_quality(rec, i))
         quality = quality_window_choices(image_ts, candidates, scores, resolved.quality_window,
@@ -470,7 +371,8 @@ def plan_selection(rec: Recording, config: FrameSelectionConfig,
         else:
             selected = list(range(resolved.start, resolved.stop, resolved.stride))
         examined = len(selected)
-        skipped = list(pre_skips(rec, selected).values())
+        early = pre_skips(rec, selected)
+        skipped = [*early.values(), *image_tf_skips(rec, selected, early, workers)]
     record = FrameSelectionRecord(
         recording=str(rec.path), config_file=None if config_file is None else str(config_file),
         config=config, mode=resolved.mode, start=resolved.start, stop=resolved.stop,
@@ -496,7 +398,8 @@ def plan_indices(rec: Recording, frame_indices: Iterable[int],
         recording=str(rec.path), config_file=None, config=config, mode="image_index",
         start=chosen[0], stop=chosen[-1] + 1, why=f"frames {compact_indices(chosen)} as given",
         image_count=count, examined=len(chosen), selected=chosen)
-    return FramePlan(record=record, skipped=tuple(pre_skips(rec, chosen).values()),
+    early = pre_skips(rec, chosen)
+    return FramePlan(record=record, skipped=(*early.values(), *image_tf_skips(rec, chosen, early)),
                      max_bad_fraction=config.max_bad_fraction)
 
 
@@ -566,6 +469,7 @@ __all__ = [
     "DEFAULT_EVERY_FRAME_MAX_IMAGES",
     "DEFAULT_MIN_BRIGHTNESS",
     "DEFAULT_QUALITY_WINDOW_S",
+    "FIXES",
     "SKIPPED_FRAMES_FILE",
     "BadShare",
     "FramePlan",
@@ -577,15 +481,20 @@ __all__ = [
     "check_bad_share",
     "compact_indices",
     "decode_failure",
+    "image_tf_skips",
     "load_selection_config",
     "measure_quality",
     "plan_indices",
     "plan_selection",
+    "pre_skips",
     "quality_window_choices",
+    "read_image",
+    "reduced_bgr",
     "resolve_selection",
     "scan_quality",
     "selection_digest",
     "selection_from",
     "sharpness_score",
+    "skipped_frame",
     "throttle_indices",
 ]

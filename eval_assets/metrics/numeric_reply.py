@@ -6,12 +6,15 @@ read as another number. So:
 
 - Only quantities count. A number naming something (``frame 2``, ``image 3``, ``object 5``,
   ``#4``, a list marker ``1.``, an ordinal ``2nd``, ``3D``, a time ``10:30``, a fraction ``1/2``),
-  a number in a unit of another dimension (``3 s``, ``40 px``, ``50 %``, ``2 m²`` asked in metres,
-  ``1 m/s``) or a bare number counting something else (``3 frames``, ``2 chairs`` when a distance
-  is asked) is not a candidate.
-- Units convert: mm, cm, m, km, in/inch/``"``, ft/feet/foot/``'``, yd, their squares for areas,
-  °/deg/degrees, rad, and ``N o'clock`` ((N mod 12)·30° wrapped into (−180°, 180°]). A bare
-  number is in the unit asked. ``5'10"`` and ``1 m 20 cm`` are one length.
+  a number in a unit of another dimension (``3 s``, ``40 px``, ``50 %``, ``2 m²`` or ``3 cm³``
+  asked in metres, ``1 m/s``) or followed by a word that is no unit (``3 frames``, ``2 chairs``,
+  ``3 units`` when a distance is asked) is not a candidate. A reply with no other number, or
+  whose marked answer is such a number, is unparseable with the reason (``unknown unit
+  'units'``, ``volume unit 'cm³' for a length``): a unit is never guessed.
+- Units convert: µm, mm, cm, dm, m, km, in/inch/``"``, ft/feet/foot/``'``, yd, mi, their squares
+  for areas, °/deg/degrees, rad, and ``N o'clock`` ((N mod 12)·30° wrapped into (−180°, 180°]). A
+  bare number is in the unit asked. ``5'10"`` and ``1 m 20 cm`` are one length. (Words in
+  other scripts than Latin are not judged: ``۲٫۵ متر`` is 2.5 in the unit asked.)
 - A signed angle takes its sign from a direction next to it: ``45° left`` is −45°, ``45° right``
   +45° (clockwise positive, as the motion families ask); a direction named elsewhere in the reply
   than next to an unsigned angle makes the sign unknown, so the reply is unparseable. A magnitude
@@ -20,7 +23,14 @@ read as another number. So:
   three digits is a thousands separator (``1,500``); any other single comma is a decimal comma
   (``2,5``, ``0,500``); with both marks the last one is the decimal mark (``1.500,5``,
   ``1,500.5``); groupings that fit neither (``1,2,3``, ``1.2.3``) are unparseable.
-  Scientific notation (``1.5e2``, ``1.5 × 10^2``) reads.
+  Scientific notation (``1.5e2``, ``1.5 × 10^2``) reads; a number a float cannot hold as
+  written (``1e400``, ``1e-400``, a subnormal, an overflow in conversion) or beyond 10^15 in the
+  unit asked (no distance or angle, and past it scores lose their meaning) is ``out of range``.
+- Numbers in words read where they are quantities: before a unit (``about two metres``, ``one
+  and a half metres``, ``one point five m``, ``twenty-five cm``, ``a hundred and fifty cm``,
+  ``half a metre``), alone (``Two.``, ``Answer: about three``), in a range (``two or three
+  metres``: several values) and, for a count, before a noun (``There are three chairs.``);
+  ``the one on the left``, ``one of them`` and ``a metre`` are no numbers.
 - An uncertainty is no second value: ``2 ± 0.5 m`` and ``1.2 m, give or take 10 cm`` are 2 m
   and 1.2 m.
 - Where the reply marks its answer (``\\boxed{…}``, then ``final answer``, then ``answer:`` /
@@ -30,39 +40,56 @@ read as another number. So:
   reply does.
 - The quantities that count must all give one value (``2 m (200 cm)``; in two different units
   within 5%, the rounding of a conversion: ``1.5 m (5 ft)`` is 1.5 m, the first written);
-  several values (``2 or 3 m``, ``between 2 and 3 m``, ``2-3 m``, ``2 x 3 m``) or a bound
-  (``less than 2 m``, ``at least 3``) are unparseable.
+  several values (``2 or 3 m``, ``between 2 and 3 m``, ``2-3 m``, ``2 x 3 m``), a bound
+  (``less than 2 m``, ``at least 3``, ``2 m or more``), an open value (``2+ m``: ``not a single
+  value``) or a self-correction (``3 m, no wait, 4 m``; ``Answer: 3 m. Actually 4 m.``) are
+  unparseable; a hedge (``about``, ``~``) is not. A correction that ends on the marked answer
+  (``I thought 3 m, but actually the answer is 4 m``) reads it.
+- No reply string raises: whatever it holds, it is a value or one case's parse failure with
+  its reason.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
-import unicodedata
-from collections.abc import Callable
+import sys
 from dataclasses import dataclass
 from typing import Literal
 
 from eval_assets.metrics.angular import wrap_degrees
+from eval_assets.metrics.reply_text import (
+    _AFTER_A_UNIT,
+    _ANY_DIRECTION,
+    _BOUND_AFTER,
+    _BOUND_BEFORE,
+    _CHAIN,
+    _DIRECTION_AFTER,
+    _DIRECTION_BEFORE,
+    _FUNCTION_WORDS,
+    _ID_BEFORE,
+    _ID_WORD,
+    _LETTERS,
+    _NEXT_WORD,
+    _PLUS_AFTER,
+    _WORD_ALONE_AFTER,
+    _WORD_ALONE_BEFORE,
+    _WORD_RANGE_AFTER,
+    _direction_sign,
+    _normalise,
+    _shown,
+)
+from eval_assets.metrics.reply_units import (
+    UNITS,
+    WRITTEN_UNITS,
+    Dimension,
+    _Unit,
+    _unit_at,
+)
 
 __all__ = ["UNITS", "WRITTEN_UNITS", "Dimension", "ParsedNumber", "Unparseable",
            "parse_numeric_reply", "read_numeric_reply"]
-
-Dimension = Literal["length", "area", "angle", "count", "other"]
-
-_LENGTHS: dict[str, float] = {"mm": 0.001, "cm": 0.01, "m": 1.0, "km": 1000.0, "in": 0.0254,
-                              "ft": 0.3048, "yd": 0.9144}
-# Every unit a reply may write that converts, with its dimension and size in the dimension's
-# base unit (metre, square metre, degree).
-WRITTEN_UNITS: dict[str, tuple[Dimension, float]] = {
-    **{name: ("length", size) for name, size in _LENGTHS.items()},
-    **{f"{name}²": ("area", size * size) for name, size in _LENGTHS.items()},
-    "deg": ("angle", 1.0), "rad": ("angle", 180.0 / math.pi), "o'clock": ("angle", 30.0),
-}
-# The units a case may ask for (the metric ones its labels use, and degrees).
-UNITS: dict[str, tuple[Dimension, float]] = {
-    name: WRITTEN_UNITS[name] for name in ("mm", "cm", "m", "mm²", "cm²", "m²", "deg")}
-
 
 @dataclass(frozen=True)
 class ParsedNumber:
@@ -77,159 +104,6 @@ class Unparseable:
     """Why a reply gives no number that can be scored."""
 
     reason: str
-
-
-# --- normalising the text -------------------------------------------------------------------
-
-_CHARS = {"\u066b": ".", "\u066c": ",", "\u2212": "-", "\u2010": "-", "\u2011": "-",
-          "\u2019": "'", "\u2018": "'", "\u2032": "'", "\u201c": '"', "\u201d": '"',
-          "\u2033": '"', "\uff1a": ":", "\uff0c": ",", "\uff0e": ".", "\uff5e": "~"}
-_THIN_SPACES = "\u00a0\u202f\u2009\u2007"
-_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
-_LATEX: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p, r in (
-    (r"\\(?:text|mathrm|textbf|mathbf|operatorname)\s*\{([^{}]*)\}", r" \1"),
-    (r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree", "°"),
-    (r"\\times", "×"), (r"\\approx", "≈"), (r"\\%", "%"), (r"\\pm", "±"),
-    (r"\\[,;!: ]", " "), (r"\\[()\[\]]|\$", " "),
-))
-
-
-def _normalise(reply: str) -> str:
-    # Digits of any script (category Nd: Arabic-Indic, Devanagari, full-width, ...) as ASCII,
-    # and the look-alike marks models emit, so one grammar reads them all.
-    chars = []
-    for ch in reply:
-        if ch in _CHARS:
-            chars.append(_CHARS[ch])
-        elif unicodedata.category(ch) == "Nd":
-            chars.append(str(unicodedata.decimal(ch)))
-        else:
-            chars.append(ch)
-    text = "".join(chars)
-    for pattern, replacement in _LATEX:
-        text = pattern.sub(replacement, text)
-    # A thin or no-break space between digit groups separates thousands ("1 500").
-    text = re.sub(rf"(?<=\d)[{_THIN_SPACES}](?=\d{{3}}(?!\d))", "", text)
-    text = re.sub(rf"[{_THIN_SPACES}]", " ", text)
-    text = re.sub(r"10([⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)",
-                  lambda m: "10^" + m.group(1).translate(_SUPERSCRIPT), text)
-    # "2 ± 0.5 m" is 2 m: the uncertainty is not a second value, and its unit is the value's.
-    return re.sub(r"(?<=\d)\s*(?:±|\+/-|\+-)\s*(?:\d+(?:[.,]\d+)*|\.\d+)", "", text)
-
-
-# --- units ------------------------------------------------------------------------------------
-
-_LENGTH_WORDS = (
-    (r"millimet(?:re|er)s?|mm", "mm"), (r"centimet(?:re|er)s?|cm", "cm"),
-    (r"kilomet(?:re|er)s?|km", "km"), (r"met(?:re|er)s?|m", "m"),
-    # A bare "in" is inches only where it ends the clause; before a word it is the preposition.
-    (r"inch(?:es)?|in(?=\s*(?:[.,;:!?)\]]|$))", "in"),
-    (r"feet|foot|ft", "ft"), (r"yards?|yds?", "yd"),
-)
-_LENGTH_ALTERNATIVES = "|".join(f"(?P<{unit}>{pattern})" for pattern, unit in _LENGTH_WORDS)
-_WORD_END = r"(?![A-Za-z0-9])"
-
-
-def _length_name(match: re.Match[str]) -> str:
-    return next(unit for _, unit in _LENGTH_WORDS if match.group(unit) is not None)
-
-
-# (pattern, how to name the unit it matched, dimension), tried in order at a number's end.
-_UNIT_PATTERNS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str], Dimension], ...] = (
-    (re.compile(r"°\s?(?-i:[CF])(?![A-Za-z])", re.I), lambda m: "°C", "other"),
-    (re.compile(rf"(?:square|sq\.?)\s*(?:{_LENGTH_ALTERNATIVES}){_WORD_END}", re.I),
-     lambda m: _length_name(m) + "²", "area"),
-    (re.compile(rf"(?:{_LENGTH_ALTERNATIVES})(?:²|\^2|2)(?![0-9])", re.I),
-     lambda m: _length_name(m) + "²", "area"),
-    (re.compile(r"o'?\s?clock" + _WORD_END, re.I), lambda m: "o'clock", "angle"),
-    (re.compile(r"°|º|˚", re.I), lambda m: "deg", "angle"),
-    (re.compile(r"(?:deg(?:ree)?s?)" + _WORD_END, re.I), lambda m: "deg", "angle"),
-    (re.compile(r"(?:rad(?:ian)?s?)" + _WORD_END, re.I), lambda m: "rad", "angle"),
-    (re.compile(rf"(?:{_LENGTH_ALTERNATIVES}){_WORD_END}", re.I), _length_name, "length"),
-    (re.compile(r"(?:seconds?|secs?|s|ms|minutes?|mins?|hours?|hrs?|h|pixels?|px|percent|"
-                r"per\s?cent|fps|hz|kg|grams?|lbs?|pounds?|kph|kmh|mph|years?|days?|"
-                r"dollars?|euros?|usd|eur)" + _WORD_END, re.I), lambda m: "other", "other"),
-    (re.compile(r"%"), lambda m: "%", "other"),
-)
-# Written right after the digits (no space): feet and inches; never after an opening quote.
-_QUOTE_UNITS = {"'": "ft", '"': "in"}
-
-
-@dataclass(frozen=True)
-class _Unit:
-    name: str
-    dimension: Dimension
-    end: int
-
-
-def _unit_at(text: str, pos: int, number_start: int) -> _Unit | None:
-    """The unit written at ``pos`` (after spaces and markdown emphasis, or in parentheses)."""
-    if (pos < len(text) and text[pos] in _QUOTE_UNITS
-            and not text[pos + 1:pos + 2].isalpha()  # "the 90's"
-            and (number_start == 0 or text[number_start - 1] != text[pos])):
-        name = _QUOTE_UNITS[text[pos]]
-        return _Unit(name, "length", pos + 1)
-    lead = re.compile(r"[ \t]*(?:[*_]{1,3}[ \t]*)?(\()?[ \t]*")
-    opened = lead.match(text, pos)
-    assert opened is not None  # the pattern matches the empty string
-    start = opened.end()
-    for pattern, name_of, dimension in _UNIT_PATTERNS:
-        found = pattern.match(text, start)
-        if found is None:
-            continue
-        end = found.end()
-        if opened.group(1):  # "2 (m)": the parenthesis must close right after the unit
-            closing = re.compile(r"[ \t]*\)").match(text, end)
-            if closing is None:
-                return None
-            end = closing.end()
-        # "m/s", "°/s", "km/h": a rate, another dimension.
-        if re.compile(r"[ \t]*/[ \t]*[A-Za-z]").match(text, end):
-            return _Unit("rate", "other", end)
-        return _Unit(name_of(found), dimension, end)
-    return None
-
-
-# --- context words ------------------------------------------------------------------------------
-
-# Nouns whose number names one of them ("frame 2") or counts them ("3 frames"), never a quantity.
-_ID_NOUNS = (r"frames?|images?|imgs?|pictures?|photos?|photographs?|views?|snapshots?|shots?|"
-             r"keyframes?|objects?|obj|tags?|ids?|markers?|labels?|steps?|options?|choices?|"
-             r"questions?|figures?|figs?|cameras?|cams?|numbers?|index|idx|points?|"
-             r"positions?|timestamps?|panels?|items?|boxes|box|regions?|candidates?")
-_ID_BEFORE = re.compile(rf"(?:\b(?:{_ID_NOUNS})\.?[ \t]*[#=]?[ \t]*|\b(?:no|nos|nr)\.[ \t]*"
-                        rf"|#[ \t]*)$", re.I)
-_CHAIN = re.compile(r"^[ \t]*(?:,|and|&|-|–|—|to|through|or|/)[ \t]*(?:and[ \t]+)?$", re.I)
-_BOUND_BEFORE = re.compile(
-    r"(?:\b(?:less|more|fewer|greater|smaller|larger|bigger|higher|lower|longer|shorter|"
-    r"further|farther|closer|nearer)\s+than|\bat\s+(?:least|most)|\bup\s+to|\bunder|\bover|"
-    r"\bbelow|\babove|\bexceeding|\bwithin|[<>≤≥]=?)\s*(?:about\s+|approximately\s+|"
-    r"roughly\s+|around\s+|nearly\s+|almost\s+|~\s*|≈\s*)?[-+]?$", re.I)
-# Words that may follow a bare number that still is the quantity asked ("2 or 3 m", "2 away").
-_FUNCTION_WORDS = frozenset({"or", "and", "to", "away", "from", "apart", "in", "at", "on", "is",
-    "are", "was", "were", "be", "which", "that", "because", "since", "as", "but", "so", "with",
-    "for", "meaning", "ie", "eg", "i", "e", "give", "plus", "minus", "roughly", "approximately",
-    "about", "around", "approx", "if", "when", "while", "then", "than", "x", "by", "along",
-    "between", "into", "toward", "towards", "off", "further", "farther", "closer", "total",
-    "overall", "straight", "directly", "diagonally", "horizontally", "vertically", "high", "tall",
-    "wide", "long", "deep", "across", "ahead", "behind", "forward", "forwards", "back",
-    "backward", "backwards", "up", "down", "left", "right", "clockwise", "counterclockwise",
-    "anticlockwise", "counter", "anti", "ccw", "cw", "units", "unit"})
-_NEXT_WORD = re.compile(r"[ \t]*(?:[*_]{1,3}[ \t]*)?([A-Za-z]+)")
-_DIRECTIONS = r"left|right|counter-?clockwise|anti-?clockwise|clockwise|ccw|cw"
-_DIRECTION_AFTER = re.compile(
-    rf"[ \t]*[(,]?[ \t]*(?:to[ \t]+(?:the|my|your|its|our|their)[ \t]+|towards?[ \t]+"
-    rf"(?:the[ \t]+)?|on[ \t]+(?:the|my|your|its)[ \t]+)?(?P<d>{_DIRECTIONS})\b", re.I)
-_DIRECTION_BEFORE = re.compile(
-    rf"\b(?P<d>{_DIRECTIONS})[ \t]*[,:]?[ \t]*(?:by[ \t]+|of[ \t]+|at[ \t]+)?(?:about[ \t]+|"
-    rf"approximately[ \t]+|roughly[ \t]+|around[ \t]+|nearly[ \t]+|almost[ \t]+|~[ \t]*|"
-    rf"≈[ \t]*)?$", re.I)
-_ANY_DIRECTION = re.compile(rf"\b(?:{_DIRECTIONS})\b", re.I)
-
-
-def _direction_sign(word: str) -> int:
-    word = word.lower().replace("-", "")
-    return -1 if word in ("left", "counterclockwise", "anticlockwise", "ccw") else 1
 
 
 # --- numbers ----------------------------------------------------------------------------------
@@ -303,9 +177,37 @@ class _Number:
     digits: str
     value: float | None  # None: digits that read neither way
     signed: bool
+    in_words: bool  # written in words ("two"), now digits
 
 
-def _number_at(text: str, match: re.Match[str]) -> _Number | None:
+# A float holds magnitudes from about 2.2e-308 to 1.8e308; a number beyond them cannot be read
+# as written (it would become inf or 0), and a longer exponent than this is beyond them.
+_EXPONENT_DIGITS = 5
+# The largest magnitude read, in the unit asked: beyond it no distance or angle is meant, an
+# angle's wrapping loses whole degrees and the mean relative error's sum overflows a float.
+_LARGEST = 1e15
+
+
+def _in_range(value: float, written: float) -> bool:
+    """Whether ``value`` (``written`` after a scale or a conversion) is read as written and can
+    be scored: finite, at most :data:`_LARGEST`, not 0 or subnormal where ``written`` is not 0."""
+    return (math.isfinite(value) and abs(value) <= _LARGEST
+            and (written == 0 or abs(value) >= sys.float_info.min))
+
+
+def _scaled(value: float, exponent: str) -> float:
+    """``value × 10^exponent``; ±inf where that overflows, 0 where it underflows."""
+    if value == 0:
+        return 0.0
+    if len(exponent.lstrip("+-").lstrip("0")) > _EXPONENT_DIGITS:
+        return 0.0 if exponent.startswith("-") else math.copysign(math.inf, value)
+    try:
+        return value * 10.0 ** int(exponent)
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def _number_at(text: str, match: re.Match[str], words: frozenset[int]) -> _Number | None:
     """The number ``match`` starts, with its sign and exponent; None where it is glued to what
     comes before ("x2", "A4", "$3", "1/2", "10^2", "10:30") or is an uncertainty ("± 0.1 m")."""
     start = match.start()
@@ -327,72 +229,140 @@ def _number_at(text: str, match: re.Match[str]) -> _Number | None:
     scale = _EXPONENT.match(text, pos) or _TIMES_TEN.match(text, pos)
     if scale:
         if value is not None:
-            value *= 10.0 ** int(scale.group(1))
+            value = _scaled(value, scale.group(1))
         pos = scale.end()
-    return _Number(start, pos, match.group(), value, signed)
+    return _Number(start, pos, match.group(), value, signed, match.start() in words)
+
+
+_ASKED_NOUN = {"length": "a length", "area": "an area", "angle": "an angle", "count": "a count"}
+# Why a number is not the answer: "name" for "frame 2" and the numbers listed after it,
+# "other" for the rest, with the reason to give when the reply holds no other number (None:
+# nothing worth saying, as for "2nd", "3D", a list marker).
+_Skip = tuple[Literal["name", "other"], str | None]
+
+
+def _word_number_skip(text: str, number: _Number, asked: _Asked) -> _Skip | None:
+    """Whether a number written in words without a unit is a quantity (None) or not: only
+    alone ("Two.", "Answer: about two"), in a range ("two or three m") or right after another
+    quantity's unit ("five foot ten"); for a count also before a noun ("three chairs")."""
+    pos = number.end
+    before = _context_before(text, number.start)
+    if number.start <= _CONTEXT:
+        before = "\n" + before
+    if _WORD_RANGE_AFTER.match(text, pos) or _AFTER_A_UNIT.search(before):
+        return None
+    if not _WORD_ALONE_BEFORE.search(before):
+        return "other", None
+    if _WORD_ALONE_AFTER.match(text, pos):
+        return None
+    word = _NEXT_WORD.match(text, pos)
+    if (asked.dimension == "count" and word is not None
+            and word.group(1).lower() not in _FUNCTION_WORDS | {"of"}):
+        return None
+    return "other", None
 
 
 def _not_a_quantity(text: str, number: _Number, unit: _Unit | None, asked: _Asked,
-                    chain_end: int | None) -> Literal["name", "other"] | None:
+                    chain_end: int | None) -> _Skip | None:
     """Why a number is no quantity: ``"name"`` for "frame 2" and the numbers listed after it;
     ``"other"`` for "2nd", "3D", a list marker, a bare number counting something else ("2
-    chairs" when a distance is asked), a number in another dimension. None: a quantity."""
+    chairs" when a distance is asked) or in an unknown unit ("3 units"), a number in another
+    dimension. None: a quantity."""
     pos = number.end
     if unit is not None:
-        other = (unit.dimension == "other" or asked.dimension == "count"
-                 or unit.dimension != asked.dimension)
-        return "other" if other else None
-    if re.compile(r"[:/^]\d|[A-Za-z]").match(text, pos):
-        return "other"  # "10:30", "1/2", "2^3", "2nd", "3D", "2x"
+        if unit.dimension == "other" or unit.dimension != asked.dimension or (
+                asked.dimension == "count"):
+            written = text[pos:unit.end].strip(" \t*_()")
+            noun = _ASKED_NOUN.get(asked.dimension, "this quantity")
+            if unit.dimension in ("length", "area", "volume", "angle"):
+                return "other", f"{unit.dimension} unit {_shown(written)} for {noun}"
+            return "other", f"unit {_shown(written)} is not {noun}"
+        return None
+    if re.compile(rf"[:/^]\d|[{_LETTERS}]").match(text, pos):
+        return "other", None  # "10:30", "1/2", "2^3", "2nd", "3D", "2x"
     before = _context_before(text, number.start)
-    if (not before[before.rfind("\n") + 1:].strip(" \t>*-")
-            and re.compile(r"[.)][ \t]").match(text, pos)):
-        return "other"  # a list marker "1. " / "2) "
     if number.digits.isdigit() and (_ID_BEFORE.search(before) or (
             chain_end is not None and _CHAIN.match(text[chain_end:number.start]))):
-        return "name"
+        return "name", None
+    if number.in_words:
+        return _word_number_skip(text, number, asked)
+    if (not before[before.rfind("\n") + 1:].strip(" \t>*-")
+            and re.compile(r"[.)][ \t]").match(text, pos)):
+        return "other", None  # a list marker "1. " / "2) "
     word = _NEXT_WORD.match(text, pos)
     if (word is not None and asked.dimension != "count"
-            and word.group(1).lower() not in _FUNCTION_WORDS):
-        return "other"
+            and word.group(1).lower() not in _FUNCTION_WORDS
+            and not _BOUND_AFTER.match(text, pos)):
+        name = word.group(1)
+        return "other", None if _ID_WORD.match(name) else f"unknown unit {_shown(name)}"
     return None
 
 
-def _candidates(text: str, asked: _Asked) -> tuple[list[_Candidate], list[tuple[int, int]]]:
-    """Every quantity of ``text`` that may be the answer, and the spans of the direction words
-    attached to one."""
+def _problem_after(text: str, number: _Number, end: int) -> str | None:
+    """A bound or open value written right after a quantity ending at ``end``: "2+ m", "2 m+",
+    "2 m or more", "3 at least"."""
+    plus = _PLUS_AFTER.match(text, number.end) or _PLUS_AFTER.match(text, end)
+    if plus:
+        return f"not a single value: {_shown(text[number.start:plus.end()].strip())}"
+    if _BOUND_AFTER.match(text, end):
+        return "a bound, not a value"
+    return None
+
+
+@dataclass(frozen=True)
+class _Found:
+    """The quantities of a reply that may be its answer, the spans of the direction words
+    attached to one, and the numbers that are no quantity with why (position, reason)."""
+
+    candidates: list[_Candidate]
+    directions: list[tuple[int, int]]
+    refused: list[tuple[int, str]]
+
+
+def _candidates(text: str, asked: _Asked, words: frozenset[int]) -> _Found:
+    """Every quantity of ``text`` that may be the answer (module docstring)."""
     found: list[_Candidate] = []
     directions: list[tuple[int, int]] = []
+    refused: list[tuple[int, str]] = []
     chain_end: int | None = None  # end of the last number naming something ("frames 2, 3")
     consumed = 0  # end of the last number's exponent: "5e-1" holds no second number "1"
     for match in _NUMBER.finditer(text):
-        number = _number_at(text, match) if match.start() >= consumed else None
+        number = _number_at(text, match, words) if match.start() >= consumed else None
         if number is None:
             continue
         consumed = number.end
         unit = _unit_at(text, number.end, number.start)
         why_not = _not_a_quantity(text, number, unit, asked, chain_end)
-        if why_not == "name":
-            chain_end = number.end  # "frames 2, 3 and 5": the list goes on
         if why_not is not None:
+            kind, reason = why_not
+            if kind == "name":
+                chain_end = number.end  # "frames 2, 3 and 5": the list goes on
+            if reason is not None:
+                refused.append((number.start, reason))
             continue
         value = number.value
         candidate = _Candidate(number.start, unit.end if unit else number.end, value,
                                unit.name if unit else None, signed=number.signed)
+        written = text[number.start:candidate.end]
         if value is None:
-            candidate.problem = f"digits that read neither way: {number.digits!r}"
+            candidate.problem = f"digits that read neither way: {_shown(number.digits)}"
         elif unit is not None and unit.name == "o'clock":
             if not (value.is_integer() and 1 <= value <= 12) or number.signed:
                 continue  # not a clock position
             candidate.value = wrap_degrees((value % 12) * 30.0)
-        elif unit is not None:
-            candidate.value = value * WRITTEN_UNITS[unit.name][1] / asked.size
+        else:
+            if unit is not None:
+                candidate.value = value * WRITTEN_UNITS[unit.name][1] / asked.size
+            assert candidate.value is not None
+            if not _in_range(candidate.value, _digits_value(number.digits) or 0.0):
+                candidate.problem = f"out of range: {_shown(written)}"
         if _BOUND_BEFORE.search(_context_before(text, number.start)):
             candidate.problem = "a bound, not a value"
+        candidate.problem = _problem_after(text, number, candidate.end) or candidate.problem
         if asked.dimension == "angle" and candidate.value is not None:
             _orient(text, candidate, asked, directions)
         found.append(candidate)
-    return _compounds(text, found), directions
+    return _Found(_compounds(text, found), directions, refused)
 
 
 def _orient(text: str, candidate: _Candidate, asked: _Asked,
@@ -429,8 +399,10 @@ def _compounds(text: str, found: list[_Candidate]) -> list[_Candidate]:
                 and not text[last.end:candidate.start].strip()
                 and last.value is not None and candidate.value is not None
                 and not (last.signed or candidate.signed or last.problem or candidate.problem)):
-            out[-1] = _Candidate(last.start, candidate.end, last.value + candidate.value,
-                                 last.unit)
+            total = last.value + candidate.value
+            out[-1] = _Candidate(last.start, candidate.end, total, last.unit,
+                                 problem=None if _in_range(total, total) else
+                                 f"out of range: {_shown(text[last.start:candidate.end])}")
             continue
         out.append(candidate)
     return out
@@ -518,35 +490,82 @@ def _decide(candidates: list[_Candidate]) -> ParsedNumber | Unparseable:
     return ParsedNumber(values[0].value, values[0].unit)
 
 
-def read_numeric_reply(reply: str | None, unit: str | None, *,
-                       magnitude: bool = False) -> ParsedNumber | Unparseable:
-    """The number ``reply`` gives as its answer, in ``unit`` (one of :data:`UNITS`; None: a
-    count), or why it gives none (module docstring). ``magnitude``: an angle asked as a size
-    ("by how many degrees"), so directions and signs do not matter."""
-    if unit is not None and unit not in UNITS:
-        raise ValueError(f"unknown unit {unit!r}: expected one of {sorted(UNITS)} or None")
-    dimension, size = UNITS[unit] if unit is not None else ("count", 1.0)
-    asked = _Asked(dimension, size, magnitude)
-    if not reply or not reply.strip():
-        return Unparseable("empty reply")
-    text = _normalise(reply)
-    candidates, directions = _candidates(text, asked)
+# Words with which a reply takes back a value for another: "3 m, no wait, 4 m".
+_CORRECTION = re.compile(
+    r"\b(?:no[ \t,]+wait|wait|actually|correction|i[ \t]+mean|sorry|scratch[ \t]+that|"
+    r"on[ \t]+second[ \t]+thoughts?|make[ \t]+that|let[ \t]+me[ \t]+correct|"
+    r"i[ \t]+was[ \t]+wrong)\b", re.I)
+
+
+def _self_correction(text: str, candidates: list[_Candidate],
+                     decided: ParsedNumber | Unparseable) -> Unparseable | None:
+    """A value the reply takes back for another ("3 m, no wait, 4 m", "Answer: 3 m. Actually,
+    4 m."): which one it means would be a guess. None where there is none, or the correction
+    ends on the value decided ("I thought 3 m, but actually the answer is 4 m")."""
+    if isinstance(decided, Unparseable) and not decided.reason.startswith("several values"):
+        return None
+    chosen = (_Candidate(0, 0, decided.value, decided.written_unit)
+              if isinstance(decided, ParsedNumber) else None)
+    valued = [c for c in candidates if c.value is not None]
+    starts = [c.start for c in valued]
+    for mark in _CORRECTION.finditer(text):
+        at = bisect.bisect_left(starts, mark.start())
+        if at == 0 or at == len(valued):
+            continue
+        earlier, later = valued[at - 1], valued[at]
+        if earlier.end > mark.start() or later.start < mark.end():
+            continue
+        if not _same(earlier, later) and (chosen is None or not _same(later, chosen)):
+            return Unparseable(f"self-correction: {_shown(text[earlier.start:earlier.end])}, "
+                               f"then {_shown(text[later.start:later.end])}")
+    return None
+
+
+def _read(reply: str, asked: _Asked, unit: str | None) -> ParsedNumber | Unparseable:
+    text, words = _normalise(reply)
+    found = _candidates(text, asked, words)
+    candidates = found.candidates
     boxed, final, answer, bold = _marked_tiers(text)
     for tier in (boxed, final, answer, _bold_values(text, bold, candidates)):
         marked = [c for c in candidates if any(a <= c.start < b for a, b in tier)]
         if marked:
-            return _decide(marked)
+            decided = _decide(marked)
+            return _self_correction(text, candidates, decided) or decided
+        # "Answer: 3 units": the marked answer is refused, not replaced by an unmarked number.
+        refused = [why for at, why in found.refused if any(a <= at < b for a, b in tier)]
+        if refused:
+            return Unparseable(refused[0])
     if not candidates:
-        return Unparseable(f"no number in {unit or 'a count'}")
+        return Unparseable(found.refused[0][1] if found.refused
+                           else f"no number in {unit or 'a count'}")
     decided = _decide(candidates)
-    if (isinstance(decided, ParsedNumber) and dimension == "angle" and not magnitude
+    if (isinstance(decided, ParsedNumber) and asked.dimension == "angle" and not asked.magnitude
             and not any(c.directed or c.signed or c.unit == "o'clock" for c in candidates)
             and decided.value % 180 != 0):
-        stray = [m for m in _ANY_DIRECTION.finditer(text) if m.span() not in directions]
+        stray = [m for m in _ANY_DIRECTION.finditer(text) if m.span() not in found.directions]
         if stray:
             return Unparseable(f"a direction ({stray[0].group()!r}) is named apart from the "
                                f"angle, so its sign is unknown")
-    return decided
+    return _self_correction(text, candidates, decided) or decided
+
+
+def read_numeric_reply(reply: str | None, unit: str | None, *,
+                       magnitude: bool = False) -> ParsedNumber | Unparseable:
+    """The number ``reply`` gives as its answer, in ``unit`` (one of :data:`UNITS`; None: a
+    count), or why it gives none (module docstring). ``magnitude``: an angle asked as a size
+    ("by how many degrees"), so directions and signs do not matter. Raises only for a ``unit``
+    no case asks in: no reply string makes it raise."""
+    if unit is not None and unit not in UNITS:
+        raise ValueError(f"unknown unit {unit!r}: expected one of {sorted(UNITS)} or None")
+    dimension, size = UNITS[unit] if unit is not None else ("count", 1.0)
+    if not reply or not reply.strip():
+        return Unparseable("empty reply")
+    try:
+        return _read(reply, _Asked(dimension, size, magnitude), unit)
+    except (ArithmeticError, ValueError, RecursionError) as error:
+        # Not expected (the reader checks every range it meets), but a reply is one case's
+        # parse failure, never a failed run.
+        return Unparseable(f"unreadable reply ({type(error).__name__}: {str(error)[:80]})")
 
 
 def parse_numeric_reply(reply: str | None, unit: str | None, *,

@@ -128,7 +128,7 @@ def result_of(line: Mapping[str, Any], max_chars: int) -> ChatResult:
         return ChatResult(content=attempt.content, finish_reason=attempt.finish_reason,
                           usage=attempt.usage, wall_s=0.0, attempts=1, status_code=200,
                           error_category=attempt.category, error_message=attempt.message,
-                          raw_response=attempt.raw)
+                          raw_response=attempt.raw, served_model=attempt.served_model)
     error = line.get("error") or (body.get("error") if isinstance(body, Mapping) else None)
     category = "server_error" if status is None or status >= 500 else "client_error"
     return ChatResult(wall_s=0.0, attempts=1, status_code=status, error_category=category,

@@ -9,6 +9,12 @@ which resumes from the journal without repeating a call. The very first call's p
 unknown, so only its reply is reserved and no other call starts until it has settled (a second
 call reserved that way could still be in flight when the budget is reached, and overrun it); a
 budget smaller than one prompt can still be overrun by that first call.
+
+Every call counts: the run's ledger (:mod:`eval_assets.model_runs.ledger`) tells the budget of
+each call as the one chat client completes it (:meth:`Budget.count`), whatever it was for: the
+preflight's probes, answers, descriptions, rotations, flips, time controls and prompt controls.
+Each of the run's stages pulls its calls through :meth:`Budget.gate`; once the budget stopped one
+stage, the later ones start nothing and their calls are counted as left.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterator
 
 from eval_assets.schemas.chat import TokenUsage
-from eval_assets.schemas.cost import BudgetOutcome, Price
+from eval_assets.schemas.cost import BudgetOutcome, CallUsage, Price
 
 
 class Budget:
@@ -71,11 +77,24 @@ class Budget:
             self._spent += self.price.cost(usage)
             self._settled_or_freed.notify_all()
 
+    def count(self, call: CallUsage) -> None:
+        """Account one call as the run's ledger counted it: a probe is spent only; any other
+        call is also a sample of the prompt cost that reserves the next call."""
+        if call.kind == "probes":
+            self.spend(call.usage)
+        else:
+            self.settle(call.usage, batch=call.batch)
+
     def gate(self, tasks: Iterator[Callable[[], None]]) -> Iterator[Callable[[], None]]:
         """``tasks`` while the next one fits the budget; each holds its reservation until done.
 
-        Pulled lazily by the scheduler, so each check sees the calls settled so far.
+        Pulled lazily by the scheduler, so each check sees the calls settled so far. Once the
+        budget stopped a stage, a later stage's gate starts nothing: its calls are left too.
         """
+        with self._lock:
+            if self._stopped:
+                self._calls_left += sum(1 for _ in tasks)
+                return
         for task in tasks:
             with self._lock:
                 # Until a call has settled, the prompt's cost is unknown: one call at a time.
@@ -83,7 +102,7 @@ class Budget:
                 reservation = self._estimate()
                 if self._spent + self._reserved + reservation > self.budget_usd:
                     self._stopped = True
-                    self._calls_left = 1 + sum(1 for _ in tasks)
+                    self._calls_left += 1 + sum(1 for _ in tasks)
                     return
                 self._reserved += reservation
             yield self._holding(task, reservation)

@@ -193,6 +193,17 @@ class OpenAIVLMClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @contextlib.contextmanager
+    def metered(self, meter: Callable[[ChatResult], object]) -> Iterator[None]:
+        """Tell ``meter`` of every call this client's chat client completes while the block
+        runs (a run's :class:`~eval_assets.model_runs.ledger.UsageLedger`): answers, probes,
+        controls, every re-send alike."""
+        previous, self._chat.meter = self._chat.meter, meter
+        try:
+            yield
+        finally:
+            self._chat.meter = previous
+
     def prepare(self, run_dir: Path, images: int = 1,
                 on_probed: Callable[[EndpointCapabilities], None] | None = None,
                 ) -> EndpointCapabilities:
@@ -244,6 +255,7 @@ class OpenAIVLMClient:
             "outcome": reply.outcome,
             "reasoning": reply.reasoning,
             "answer_field": reply.answer_field,
+            "served_model": result.served_model,
         }
         return fields, reply.text if reply.outcome == "answered" else None
 

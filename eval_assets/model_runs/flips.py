@@ -17,7 +17,6 @@ journalled (``flips.journal.jsonl``) and resumed by its content hash, like the r
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from eval_assets.hashing import bytes_sha256
 from eval_assets.journal import Journal, exclusive_run_lock
 from eval_assets.model_runs.client import VLMClient
 from eval_assets.model_runs.prompts import read_png, vqa_content_sha256
+from eval_assets.model_runs.scheduling import Gate, ask_each
 from eval_assets.recording.image_size import check_decode_size
 from eval_assets.schemas.predictions import RUN_FLIPS, RUN_FLIPS_JOURNAL, RUN_LOCK, FlipRecord
 from eval_assets.schemas.vqa import Case
@@ -93,9 +93,11 @@ class FlipRun:
 
 
 def run_flips(dataset_dir: Path, client: VLMClient, out_dir: Path, cases: Sequence[Case],
-              max_concurrency: int = 1, *, ask: bool = True) -> FlipRun:
+              max_concurrency: int = 1, *, ask: bool = True,
+              gate: Gate | None = None) -> FlipRun:
     """Ask every left/right case of ``cases`` about its mirrored image, resuming what is
-    journalled; write ``flips.jsonl`` (standing records, case order).
+    journalled; write ``flips.jsonl`` (standing records, case order). ``gate`` (a budget's)
+    lets each call start.
 
     With ``ask`` off a ``flips.jsonl`` of an earlier run is removed (its journal stays), so the
     file always belongs to the current answers, as ``rotations.jsonl`` does.
@@ -125,11 +127,8 @@ def run_flips(dataset_dir: Path, client: VLMClient, out_dir: Path, cases: Sequen
     with exclusive_run_lock(out_dir / RUN_LOCK), \
             Journal(out_dir / RUN_FLIPS_JOURNAL, FlipRecord, flip_key) as journal:
         pending = [v for v in variants if not journal.succeeded(keys[v.case.id])]
-        with ThreadPoolExecutor(max_workers=max(1, max_concurrency),
-                                thread_name_prefix="flip") as pool:
-            for record in pool.map(call, pending):
-                journal.append(record)
+        asked = ask_each(pending, call, journal.append, max_concurrency, gate)
         standing = [r for v in variants if (r := journal.get(keys[v.case.id])) is not None]
     write_text_atomic(out_dir / RUN_FLIPS, "".join(r.model_dump_json() + "\n"
                                                    for r in standing))
-    return FlipRun(standing, len(pending), len(variants) - len(pending))
+    return FlipRun(standing, asked, len(variants) - len(pending))

@@ -15,7 +15,17 @@ found to the run folder's ``endpoint.json`` (:class:`EndpointCapabilities`):
    only when the reply validates (a server that ignores the parameter answers 200 anyway);
 4. logprobs, asked once, recorded, never required;
 5. where reasoning arrives (``reasoning_content``, ``reasoning``, inline think tags), read off
-   every probe's reply.
+   every probe's reply;
+6. which model answered: each probe reply's ``model`` field is counted and ``GET /v1/models``'s
+   listing kept (:mod:`eval_assets.served_model`); another model than the declared one is a
+   warning here, and every case's reply is checked the same way.
+
+The first probe must come back as a chat completion with a choice holding text (or reasoning):
+an endpoint that answers an HTML page, an empty body or no choices is refused before any case,
+naming what it answered. After it, the other probes (1, 2, 4, ... images, the canary, logprobs,
+the listing) go out together, a few at a time. A probe answered 429 is no finding: it is asked
+again under the client's own retry policy (``Retry-After`` honoured), and still refused it
+stops the preflight with nothing recorded, never a capability set to "no".
 
 Cost: 5 to 7 small requests (16 tokens each, the canary up to 64), once per endpoint setting:
 the record is reused while its ``config_sha256`` (the hash of the settings that decide how the
@@ -30,8 +40,13 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
+import threading
 import time
+import warnings
+from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -39,7 +54,8 @@ from eval_assets.atomic import write_text_atomic
 from eval_assets.chat_request import RequestBuilder, refuses_field
 from eval_assets.layout import RUN_ENDPOINT
 from eval_assets.model_runs.prompts import image_data_url
-from eval_assets.openai_chat import ChatClient, RetryPolicy
+from eval_assets.openai_chat import ChatClient
+from eval_assets.retry import RetryPolicy
 from eval_assets.schemas.chat import ChatResult, Message, TokenUsage
 from eval_assets.schemas.endpoint import (
     Endpoint,
@@ -48,6 +64,9 @@ from eval_assets.schemas.endpoint import (
     ReasoningWhere,
     TokenLimitParam,
 )
+from eval_assets.served_model import ServedModelWarning, mismatch_message, parse_listing
+
+log = logging.getLogger(__name__)
 
 
 class ClientSettings(Protocol):
@@ -67,7 +86,7 @@ class ClientSettings(Protocol):
     @property
     def model(self) -> str: ...
 
-PREFLIGHT_VERSION = 1
+PREFLIGHT_VERSION = 2  # 2: the served model and the /v1/models listing recorded
 MAX_IMAGES_PROBED = 4
 PROBE_TOKENS = 16
 CANARY_TOKENS = 64
@@ -83,6 +102,8 @@ CANARY_SCHEMA: dict[str, Any] = {
 }
 # Probes after the first are retried at most once: a 500 to an image part is an answer here.
 _PROBE_POLICY = RetryPolicy(max_retries=1, backoff_base_s=0.2, backoff_max_s=1.0)
+PROBE_WORKERS = 4
+"""Probes in flight at once after the first (a small pool: the preflight is a few requests)."""
 
 
 class PreflightError(EndpointError):
@@ -122,8 +143,24 @@ def _images_message(count: int) -> list[Message]:
 
 
 def _accepted(result: ChatResult) -> bool:
-    """The server took the request (2xx), whatever the reply held."""
-    return result.status_code is not None and 200 <= result.status_code < 300
+    """The server took the request (2xx) and sent a chat completion back, whatever it held."""
+    return (result.status_code is not None and 200 <= result.status_code < 300
+            and result.error_category != "malformed_response")
+
+
+def _answered(result: ChatResult) -> bool:
+    """A chat completion whose first choice holds text, or reasoning (a model that spent the
+    probe's few tokens thinking still answered)."""
+    return _accepted(result) and bool(result.content or result.reasoning) and (
+        result.error_category in (None, "empty_response"))
+
+
+def _what_came(result: ChatResult) -> str:
+    """What a reply that is no answer held, in words: its status, why, how its body began."""
+    status = f"HTTP {result.status_code}" if result.status_code else "no response"
+    began = " ".join((result.raw_response or "").split())[:120]
+    return (f"{status}, {result.error_message or 'a choice without text'}"
+            + (f"; the body began {began!r}" if began else ""))
 
 
 def _canary_valid(content: str | None) -> bool:
@@ -137,31 +174,64 @@ def _canary_valid(content: str | None) -> bool:
 
 
 class _Prober:
-    """Sends the probes and remembers what they saw."""
+    """Sends the probes (several threads at once) and remembers what they saw."""
 
-    def __init__(self, chat: ChatClient, settings: ClientSettings) -> None:
+    def __init__(self, chat: ChatClient, settings: ClientSettings, where: str) -> None:
         self.chat = chat
         self.model = settings.model
+        self.where = where
         self.think_tags = settings.endpoint.think_tags
         # The one request builder, so probes are built as every later request is.
         self.requests = RequestBuilder(settings.endpoint, temperature=0.0)
         self.calls = 0
         self.usage: TokenUsage | None = None
-        self.notes: list[str] = []
         self.reasoning: ReasoningWhere = "none"
+        self.served: Counter[str] = Counter()
+        self._notes: list[tuple[int, str]] = []
+        self._lock = threading.Lock()
+
+    @property
+    def notes(self) -> list[str]:
+        """What each probe saw, in the order the probes were planned."""
+        return [note for _, note in sorted(self._notes, key=lambda n: n[0])]
 
     def ask(self, messages: list[Message], label: str, *, tokens: int = PROBE_TOKENS,
-            policy: RetryPolicy | None = _PROBE_POLICY, **extra: Any) -> ChatResult:
+            policy: RetryPolicy | None = _PROBE_POLICY, order: int = 0,
+            **extra: Any) -> ChatResult:
         # Sent as built, not through RequestBuilder.send: a refusal here is the finding.
         request = self.requests.wire(self.requests.request(messages, max_tokens=tokens, **extra))
-        self.calls += 1
         result = self.chat.complete(request, label=f"preflight {label}", policy=policy)
-        self.usage = add_usage(self.usage, result.usage)
-        self._see_reasoning(result)
+        limited = result.error_category in ("rate_limited", "retry_after_too_long")
+        if limited and policy is not None and result.error_category == "rate_limited":
+            # A 429 is no finding: asked again as any call is (the client's own retry policy,
+            # Retry-After honoured).
+            self._saw(result, label, order)
+            wait = min(result.retry_after_s or 0.0, self.chat.policy.retry_after_max_s)
+            log.debug("preflight %s: rate-limited; waiting %.1f s (Retry-After) before asking "
+                      "again under the client's retry policy", label, wait)
+            time.sleep(wait)
+            result = self.chat.complete(request, label=f"preflight {label}", policy=None)
+            limited = result.error_category in ("rate_limited", "retry_after_too_long")
+        self._saw(result, label, order)
+        if limited:
+            raise PreflightError(
+                f"{self.where}: the preflight's {label!r} probe was refused as rate-limited "
+                f"after {result.attempts} tries ({result.error_message}); a refusal says nothing "
+                "of what the endpoint can do, so nothing is recorded and no case was asked. "
+                "Fix: rerun once the rate limit has reset, or give this endpoint a larger "
+                "limit (a rerun continues where this one stopped)")
+        return result
+
+    def _saw(self, result: ChatResult, label: str, order: int) -> None:
         what = result.error_message or (f"HTTP {result.status_code}" if result.status_code
                                          else "no response")
-        self.notes.append(f"{label}: {what}"[:300])
-        return result
+        with self._lock:
+            self.calls += result.attempts
+            self.usage = add_usage(self.usage, result.usage)
+            self._see_reasoning(result)
+            if result.served_model:
+                self.served[result.served_model] += 1
+            self._notes.append((order, f"{label}: {what}"[:300]))
 
     @property
     def param(self) -> TokenLimitParam:
@@ -170,7 +240,9 @@ class _Prober:
 
     def _see_reasoning(self, result: ChatResult) -> None:
         if result.reasoning_field in ("reasoning_content", "reasoning"):
-            self.reasoning = result.reasoning_field  # type: ignore[assignment]
+            # The first field seen stands: probes answer in any order, one field per server.
+            if self.reasoning in ("none", "inline"):
+                self.reasoning = result.reasoning_field  # type: ignore[assignment]
         elif self.reasoning == "none" and any(
                 opening in (result.content or "") for opening, _ in self.think_tags):
             self.reasoning = "inline"
@@ -195,17 +267,26 @@ def _other(param: TokenLimitParam) -> TokenLimitParam:
 
 
 def _token_limit(prober: _Prober, where: str) -> None:
-    """Find the token-limit parameter with a text request; raise when none is answered."""
+    """Find the token-limit parameter with a text request; raise when none is answered, or
+    when the answer is no chat completion with text (an HTML page, an empty body, no
+    choices)."""
     text = _text("Reply with the single letter A.")
     result = prober.ask(text, f"text with {prober.param}", policy=None)
     if not _accepted(result) and refuses_field(result, prober.param):
         prober.requests.use_token_limit_param(_other(prober.param))
-        result = prober.ask(text, f"text with {prober.param}", policy=None)
-    if not _accepted(result):
+        result = prober.ask(text, f"text with {prober.param}", policy=None, order=1)
+    if result.status_code is None or not 200 <= result.status_code < 300:
         raise PreflightError(
             f"{where}: the endpoint did not answer a one-line text request "
             f"({result.error_category}: {result.error_message}). Fix: check base_url, model "
             f"and api_key_env, and that the server is up; nothing was asked yet")
+    if not _answered(result):
+        raise PreflightError(
+            f"{where}: the endpoint answered a one-line text request with no chat completion "
+            f"holding an answer ({_what_came(result)}), so every case would be wasted; no case "
+            "was asked. Fix: point base_url at the server's OpenAI-compatible API (its "
+            "/v1 root, where POST /v1/chat/completions answers), and check that the model "
+            "replies with text")
 
 
 def image_counts_probed(needed: int = 1) -> list[int]:
@@ -217,58 +298,77 @@ def image_counts_probed(needed: int = 1) -> list[int]:
     return counts
 
 
-def _images(prober: _Prober, where: str, needed: int = 1) -> int:
-    """The most images one request was answered with (0: not even one)."""
+def _most_images(prober: _Prober, where: str, replies: dict[int, ChatResult]) -> int:
+    """The most images one request was answered with, every smaller count answered too;
+    raises when not even one image was taken."""
     most = 0
-    for count in image_counts_probed(needed):
-        result = prober.ask(_images_message(count), f"{count} image(s)")
-        if not _accepted(result):
+    for count in sorted(replies):
+        if not _accepted(replies[count]):
             if count == 1:
                 raise PreflightError(
                     f"{where}: model {prober.model!r} did not accept an image sent as a base64 "
-                    f"data: URL ({result.error_message}); every case sends one, so the run "
-                    f"stops before asking any. Fix: serve a vision model (llama.cpp: start the "
-                    f"server with its --mmproj projector; vLLM: a multimodal model), or point "
-                    f"base_url at one")
+                    f"data: URL ({replies[count].error_message}); every case sends one, so the "
+                    f"run stops before asking any. Fix: serve a vision model (llama.cpp: start "
+                    f"the server with its --mmproj projector; vLLM: a multimodal model), or "
+                    f"point base_url at one")
             break
         most = count
     return most
 
 
-def _structured(prober: _Prober) -> str:
-    fmt = {"type": "json_schema",
-           "json_schema": {"name": "preflight_canary", "strict": True, "schema": CANARY_SCHEMA}}
-    result = prober.ask(_text("Say hello in one short sentence."), "canary json_schema",
-                        tokens=CANARY_TOKENS, response_format=fmt)
+def _structured(result: ChatResult) -> str:
     if not _accepted(result):
         return "unsupported"
     return "enforced" if _canary_valid(result.content) else "ignored"
+
+
+_CANARY_FORMAT = {"type": "json_schema", "json_schema": {
+    "name": "preflight_canary", "strict": True, "schema": CANARY_SCHEMA}}
 
 
 def _run_probes(chat: ChatClient, settings: ClientSettings,
                 config_sha256: str, images: int = 1) -> EndpointCapabilities:
     where = f"endpoint {settings.endpoint_id or settings.base_url} (model {settings.model!r})"
     start = time.perf_counter()
-    prober = _Prober(chat, settings)
+    prober = _Prober(chat, settings, where)
     _token_limit(prober, where)
+    counts = image_counts_probed(images)
+    # The rest are independent of one another: sent together, a few at a time, each with its
+    # place in the notes (after the text probes).
+    with ThreadPoolExecutor(PROBE_WORKERS, thread_name_prefix="preflight") as pool:
+        listing = pool.submit(chat.get_json, "models")
+        shown = {n: pool.submit(prober.ask, _images_message(n), f"{n} image(s)", order=2 + i)
+                 for i, n in enumerate(counts)}
+        canary = pool.submit(prober.ask, _text("Say hello in one short sentence."),
+                             "canary json_schema", tokens=CANARY_TOKENS,
+                             response_format=_CANARY_FORMAT, order=2 + len(counts))
+        asked = pool.submit(prober.ask, _text("Reply with A."), "logprobs", logprobs=True,
+                            order=3 + len(counts))
+        replies = {n: future.result() for n, future in shown.items()}
+        canary_reply, logprobs_reply = canary.result(), asked.result()
     error: PreflightError | None = None
     try:
-        most = _images(prober, where, images)
+        most = _most_images(prober, where, replies)
     except PreflightError as exc:
         most, error = 0, exc
-    structured = _structured(prober) if error is None else "unsupported"
-    logprobs = False
-    if error is None:
-        result = prober.ask(_text("Reply with A."), "logprobs", logprobs=True)
-        logprobs = _accepted(result) and result.has_logprobs
+    listed = parse_listing(listing.result())  # a GET, free: not among the calls
+    served = dict(sorted(prober.served.items()))
+    notes = prober.notes
+    warning = mismatch_message(f"the preflight of {where}", settings.model, served, listed)
+    if warning is not None:  # said before any case is asked; each case's reply is checked too
+        warnings.warn(warning, ServedModelWarning, stacklevel=2)
+        notes.append(warning[:300])
     record = EndpointCapabilities(
         config_sha256=config_sha256, preflight_version=PREFLIGHT_VERSION, model=settings.model,
         endpoint=settings.endpoint_id or settings.base_url, token_limit_param=prober.param,
-        images=most > 0, max_images=most,
-        max_images_probed=image_counts_probed(images)[-1],
-        data_url_images=most > 0, structured_output=structured, reasoning=prober.reasoning,
-        logprobs=logprobs, calls=prober.calls, usage=prober.usage,
-        seconds=round(time.perf_counter() - start, 3), notes=prober.notes)
+        images=most > 0, max_images=most, max_images_probed=counts[-1],
+        data_url_images=most > 0,
+        structured_output=_structured(canary_reply) if error is None else "unsupported",
+        reasoning=prober.reasoning,
+        logprobs=error is None and _accepted(logprobs_reply) and logprobs_reply.has_logprobs,
+        calls=prober.calls, usage=prober.usage,
+        seconds=round(time.perf_counter() - start, 3), notes=notes, served_models=served,
+        listed_models=listed)
     if error is not None:
         raise PreflightError(f"{error} (probes recorded in {RUN_ENDPOINT})", record)
     return record

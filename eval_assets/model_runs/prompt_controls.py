@@ -19,7 +19,6 @@ schema are part of the content hash); ``templates.jsonl``, ``repeats.jsonl`` and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from eval_assets.hashing import bytes_sha256, canonical_json, text_sha256
 from eval_assets.journal import Journal, exclusive_run_lock
 from eval_assets.model_runs.client import VLMClient
 from eval_assets.model_runs.prompts import read_png, text_content_sha256, text_messages
+from eval_assets.model_runs.scheduling import Gate, ask_each
 from eval_assets.model_runs.spatial import (
     UNIT_WORDS,
     SpatialAsk,
@@ -186,13 +186,15 @@ def run_prompt_control(dataset_dir: Path, client: VLMClient, out_dir: Path,
                        cases: Sequence[Case], control: PromptControl, *, per_family: int = 100,
                        repeats: int = 1, temperature: float = 0.0, max_concurrency: int = 1,
                        ask: bool = True, spatial: Sequence[SpatialCase] = (),
-                       max_images: int | None = None) -> PromptControlRun:
+                       max_images: int | None = None,
+                       gate: Gate | None = None) -> PromptControlRun:
     """Ask ``control``'s calls for the dimOS ``cases`` and the ``spatial`` ones (``max_images``:
     the endpoint's preflight limit, as the run sends spatial cases), resuming what is
     journalled; write its standing-records file (case order).
 
     With ``ask`` off the standing file of an earlier run is removed (its journal stays), so the
-    file always belongs to the current answers, as ``flips.jsonl`` does.
+    file always belongs to the current answers, as ``flips.jsonl`` does. ``gate`` (a
+    budget's) lets each call start.
     """
     dataset_dir, out_dir = Path(dataset_dir), Path(out_dir)
     standing_file, journal_file = PROMPT_FILES[control]
@@ -235,11 +237,8 @@ def run_prompt_control(dataset_dir: Path, client: VLMClient, out_dir: Path,
     with exclusive_run_lock(out_dir / RUN_LOCK), \
             Journal(out_dir / journal_file, PromptVariantRecord, prompt_key) as journal:
         pending = [a for a in asks if not journal.succeeded(key(a))]
-        with ThreadPoolExecutor(max_workers=max(1, max_concurrency),
-                                thread_name_prefix=control) as pool:
-            for record in pool.map(call, pending):
-                journal.append(record)
+        asked = ask_each(pending, call, journal.append, max_concurrency, gate)
         standing = [r for a in asks if (r := journal.get(key(a))) is not None]
     write_text_atomic(out_dir / standing_file, "".join(r.model_dump_json() + "\n"
                                                        for r in standing))
-    return PromptControlRun(standing, len(pending), len(asks) - len(pending))
+    return PromptControlRun(standing, asked, len(asks) - len(pending))

@@ -1,5 +1,5 @@
-"""The run summary's parts: counts, outcomes, latency and tokens of the standing records, and
-their cost."""
+"""The run summary's parts: counts, outcomes, latency and tokens of the standing records (their
+cost is every call's: :func:`eval_assets.model_runs.ledger.ledger_cost`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TypeGuard
 
-from eval_assets.schemas.cost import BudgetOutcome, Price, RunCost
 from eval_assets.schemas.predictions import (
     AnswerRecord,
     CallSummary,
@@ -74,26 +73,3 @@ def summarise(records: Sequence[Record], total: int) -> CallSummary:
         latency_s=latency, tokens=tokens,
         attempts=sum(r.attempts for r in records),
     )
-
-
-
-def run_cost(price: Price | None, answers: Sequence[Record], descriptions: Sequence[Record],
-              rotations: Sequence[Record] | None, budget: BudgetOutcome | None,
-              probes: TokenUsage | None = None) -> RunCost | None:
-    """What the standing records cost, and ``probes`` (the preflight's summed usage, from the
-    run folder's ``endpoint.json``); None without a price (no price is not $0)."""
-    if price is None:
-        return None
-
-    def total(records: Sequence[Record]) -> float:
-        return round(sum(price.cost(r.usage, batch=r.batch) for r in records), 6)
-
-    parts = [total(answers), total(descriptions) if descriptions else None,
-             total(rotations) if rotations is not None else None,
-             round(price.cost(probes), 6) if probes is not None else None]
-    batched = sum(1 for group in (answers, descriptions, rotations or ()) for r in group
-                  if r.batch)
-    return RunCost(price=price, answers_usd=parts[0], descriptions_usd=parts[1],
-                   rotations_usd=parts[2], probes_usd=parts[3],
-                   total_usd=round(sum(p or 0.0 for p in parts), 6),
-                   budget=budget, batch_calls=batched or None)

@@ -14,13 +14,13 @@ and resumed by the transformed case's content hash, like FlipEval's; ``time_flip
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from eval_assets.atomic import write_text_atomic
 from eval_assets.journal import Journal, exclusive_run_lock
 from eval_assets.model_runs.client import VLMClient
+from eval_assets.model_runs.scheduling import Gate, ask_each
 from eval_assets.model_runs.spatial import SpatialAsk, plan_spatial
 from eval_assets.schemas.predictions import (
     RUN_LOCK,
@@ -75,14 +75,15 @@ class TimeControlRun:
 def run_time_control(dataset_dir: Path, client: VLMClient, out_dir: Path,
                      cases: Sequence[SpatialCase], control: Control, *, share: float = 1.0,
                      max_images: int | None = None, max_concurrency: int = 1,
-                     ask: bool = True) -> TimeControlRun:
+                     ask: bool = True, gate: Gate | None = None) -> TimeControlRun:
     """Ask ``control``'s transformed cases of the spatial ``cases``, resuming what is journalled;
     write its standing-records file (case order).
 
     ``max_images`` is the endpoint's preflight limit (None: not probed): a transformed case
     with more frames is sent as one labelled mosaic, as a spatial case is. With ``ask`` off
     the standing file of an earlier run is removed (its journal stays), so the file always
-    belongs to the current answers, as ``flips.jsonl`` does.
+    belongs to the current answers, as ``flips.jsonl`` does. ``gate`` (a budget's) lets each
+    call start.
     """
     dataset_dir, out_dir = Path(dataset_dir), Path(out_dir)
     standing_file, journal_file = CONTROL_FILES[control]
@@ -106,11 +107,8 @@ def run_time_control(dataset_dir: Path, client: VLMClient, out_dir: Path,
     with exclusive_run_lock(out_dir / RUN_LOCK), \
             Journal(out_dir / journal_file, TimeControlRecord, time_control_key) as journal:
         pending = [a for cid, a in asks.items() if not journal.succeeded(keys[cid])]
-        with ThreadPoolExecutor(max_workers=max(1, max_concurrency),
-                                thread_name_prefix=control) as pool:
-            for record in pool.map(call, pending):
-                journal.append(record)
+        asked = ask_each(pending, call, journal.append, max_concurrency, gate)
         standing = [r for cid in asks if (r := journal.get(keys[cid])) is not None]
     write_text_atomic(out_dir / standing_file, "".join(r.model_dump_json() + "\n"
                                                        for r in standing))
-    return TimeControlRun(standing, len(pending), len(asks) - len(pending))
+    return TimeControlRun(standing, asked, len(asks) - len(pending))

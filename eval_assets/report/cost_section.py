@@ -1,8 +1,9 @@
 """The report's "Cost" section: what each model's calls (and its judge's) cost, per 1,000 cases
 and per correct answer.
 
-A cell's model cost is the ``cost`` of its run's ``summary.json`` (the standing records' calls,
-priced with the model's ``price`` from the models file); a model without a price shows "no price
+A cell's model cost is the ``cost`` of its run's ``summary.json`` (every call its run folder's
+runs made, counted once where the chat client sent it: ``usage.jsonl``, priced with the model's
+``price`` from the models file); a model without a price shows "no price
 set", never $0, and so does a judge without one. A model's figures add up its usable cells.
 """
 
@@ -95,8 +96,10 @@ def cost_section(costs: Sequence[CellCost]) -> str:
     """Per model: model calls, judge calls, together, per 1,000 cases and per correct answer."""
     lead = ("What the calls cost, priced with each model's <code>price</code> in the models file "
             "(USD per million input, output and cached-input tokens) and the token usage the "
-            "server reported for every call (the capability preflight's probes included, and "
-            "Batch API calls at the batch price); the judge's calls with the judge's price. Per "
+            "server reported for every call the run made (answers, descriptions, rotations, "
+            "flips, time and prompt controls, repeats, retried failures and the capability "
+            "preflight's probes, each counted once as it was sent; Batch API calls at the batch "
+            "price): what the server billed. The judge's calls with the judge's price. Per "
             "1,000 cases and per correct answer use the scored cases of the usable cells. A "
             f"model or judge without a price shows “{NO_PRICE}”, never $0.")
     if not costs:

@@ -98,6 +98,12 @@ class ChatResult(BaseModel):
         default=None, description="The message field the reasoning came in.")
     refusal: str | None = Field(default=None, description="The message's refusal, if any.")
     has_logprobs: bool = Field(default=False, description="The first choice carried logprobs.")
+    retry_after_s: float | None = Field(
+        default=None, description="The wait the last attempt's refusal asked for (Retry-After), "
+        "when it was a retryable status that named one.")
+    served_model: str | None = Field(
+        default=None, description="The reply's own 'model' field: the model the server says "
+        "answered (eval_assets.served_model checks it against the declared one).")
 
     @property
     def ok(self) -> bool:

@@ -13,6 +13,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from eval_assets.schemas.chat import TokenUsage
 
+CallKind = str
+"""What a call was for: ``answers`` (dimOS's and the spatial cases), ``descriptions``,
+``rotations``, ``flips``, ``time_flip``, ``repeat_frames``, ``templates``, ``repeats``,
+``structured``, ``probes`` (the capability preflight), or ``other`` (a call made outside any of
+them: still counted)."""
+
 NO_PRICE = "no price set"
 BATCH_FACTOR = 0.5
 """Share of the list price a Batch API call costs: OpenAI's published batch discount (50 %)."""
@@ -65,15 +71,46 @@ class BudgetOutcome(BaseModel):
     """How a run with a budget ended: spent, what was left, whether the budget stopped it."""
 
     budget_usd: float
-    spent_usd: float = Field(description="What this invocation's calls cost.")
+    spent_usd: float = Field(description="What this invocation's calls cost, every kind.")
     remaining_usd: float
     stopped: bool = Field(description="Calls were left unasked because the next ones could "
                                       "have exceeded the budget; a rerun continues.")
     calls_left: int = Field(description="Calls not asked by this invocation.")
 
 
+class CallUsage(BaseModel):
+    """One line of a run folder's ``usage.jsonl``: one request as the server answered it, with
+    the tokens it billed (``usage`` of the reply; None: it reported none, e.g. an error status).
+
+    Written where the one chat client sends a request (:mod:`eval_assets.model_runs.ledger`), so
+    every call of the run is one line whatever it was for."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(description="unique per line (a call asked twice is two lines)")
+    kind: CallKind
+    usage: TokenUsage | None = None
+    batch: bool = Field(False, description="answered through the Batch API (batch price)")
+    attempts: int = Field(1, description="HTTP tries of the call (retries included)")
+    status_code: int | None = None
+    backfilled: bool = Field(
+        False, exclude_if=lambda v: not v,
+        description="taken from a journal record of a run made before usage.jsonl existed")
+
+
+class KindCost(BaseModel):
+    """The calls of one kind a run folder's runs made, their tokens and their cost."""
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    usd: float
+
+
 class RunCost(BaseModel):
-    """What the standing records of a run cost (every call they took), in USD."""
+    """What every call of a run folder cost, in USD: each request its runs sent (answers,
+    descriptions, rotations, flips, time controls, prompt controls, probes), counted once from
+    ``usage.jsonl``, so the total is what the server billed (``by_kind`` splits it)."""
 
     price: Price
     answers_usd: float
@@ -85,6 +122,8 @@ class RunCost(BaseModel):
                     "(eval_assets.model_runs.preflight), in total_usd; absent without a "
                     "preflight (a local model) or when the server reported no usage.")
     total_usd: float
+    by_kind: dict[CallKind, KindCost] = Field(
+        default_factory=dict, description="every call by what it was for; sums to total_usd")
     budget: BudgetOutcome | None = None
     batch_calls: int | None = Field(
         None, exclude_if=lambda v: v is None,

@@ -26,7 +26,7 @@ from eval_assets.env_names import check_env_var_name
 from eval_assets.errors import InputError
 from eval_assets.schemas.chat import TokenUsage
 
-# One default per retry setting, for every caller (eval_assets.openai_chat.RetryPolicy too).
+# One default per retry setting, for every caller (eval_assets.retry.RetryPolicy too).
 DEFAULT_MAX_RETRIES = 4
 """Retries of a transient failure after the first try."""
 DEFAULT_BACKOFF_BASE_S = 1.0
@@ -217,3 +217,9 @@ class EndpointCapabilities(BaseModel):
         "'probes' cost); None: the server reported none, or a record older than this field")
     seconds: float = Field(description="wall time of the preflight")
     notes: list[str] = Field(default_factory=list, description="what each probe saw")
+    served_models: dict[str, int] = Field(
+        default_factory=dict, description="the model each probe's reply named ('model'), "
+        "counted (eval_assets.served_model checks them against the declared model)")
+    listed_models: dict[str, list[str]] | None = Field(
+        default=None, description="what GET /v1/models listed: each model id with its aliases; "
+        "None: the endpoint lists none (no such route, or an unreadable answer)")

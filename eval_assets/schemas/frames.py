@@ -136,7 +136,7 @@ class FrameSelectionRecord(BaseModel):
 
 SkipReason = Literal["missing_blob", "corrupt_blob", "undecodable_image", "image_too_large",
                      "no_calibration", "bad_calibration", "size_mismatch", "duplicate_row",
-                     "duplicate_timestamp"]
+                     "duplicate_timestamp", "frozen_image", "image_moved_tf_still"]
 
 NOT_BAD_REASONS: frozenset[str] = frozenset({"duplicate_row"})
 """Skip reasons that lose nothing (an identical copy of a kept row): not counted as bad."""
@@ -158,6 +158,10 @@ class SkippedFrame(BaseModel):
     fix: str = Field(description="what to do about it")
     counts_as_bad: bool = Field(description="counts towards max_bad_fraction (all reasons but "
                                             "duplicate_row)")
+    since_ts: float | None = Field(
+        default=None, description="frozen_image / image_moved_tf_still: the image ts of the frame "
+        "this one disagrees with; images and TF parted between the two, so no motion case spans "
+        "or touches that stretch (None for the other reasons)")
 
     @model_validator(mode="after")
     def _bad_follows_reason(self) -> Self:

@@ -122,6 +122,10 @@ class _CallRecord(BaseModel):
         default=None, exclude_if=lambda v: v is None,
         description="The message field the answer was read from when the content was empty "
         "(reasoning_content or reasoning: the model replied only there); absent: the content.")
+    served_model: str | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="The reply's own 'model' field: the model the server says answered "
+        "(eval_assets.served_model); absent: the reply named none, or a record older than it.")
 
 
 def outcome_of(record: _CallRecord) -> Outcome:
@@ -357,13 +361,23 @@ class RunSummary(BaseModel):
     rotations: CallSummary | None = Field(
         default=None, description="The rotated re-asks (CircularEval); None when not asked.")
     cost: RunCost | None = Field(
-        default=None, description="What the standing records cost; None: the model has no price.")
+        default=None, description="What every call of the run folder cost (usage.jsonl: "
+        "answers, descriptions, rotations, controls, probes, every retry of a failed one); "
+        "None: the model has no price.")
     concurrency: ConcurrencyHistory | None = Field(
         default=None, description="The adaptive concurrency limit's history (models reached "
         "over HTTP); absent for a local model, which keeps its max_concurrency.")
     spatial: SpatialRunSummary | None = Field(
         default=None, exclude_if=lambda v: v is None,
         description="The spatial cases' layouts; absent for a dataset without spatial cases.")
+    served_models: dict[str, int] = Field(
+        default_factory=dict, exclude_if=lambda v: not v,
+        description="The model each standing reply (answers, descriptions, rotations) named, "
+        "counted (eval_assets.served_model); absent: no reply named one.")
+    served_mismatch: bool = Field(
+        default=False, exclude_if=lambda v: not v,
+        description="Some of those replies came from another model than the declared one (the "
+        "match rule of eval_assets.served_model); the run warned, naming them.")
 
 
 def _unset(value: object) -> bool:

@@ -73,6 +73,14 @@ class CellScores(BaseModel):
         default=None, description="what every score was computed from; the leaderboard and "
         "report leave the cell out as stale when it differs from the inputs as they are now "
         "(None: results written before it was recorded, also left out)")
+    served_models: dict[str, int] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="the model each of the run's replies named, counted "
+        "(eval_assets.served_model); None: no reply named one (or results older than it)")
+    served_mismatch: bool | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="true: some replies came from another model than the declared one (the "
+        "match rule of eval_assets.served_model): the cell's answers are not all its model's")
     # Parsed entries of ``scores`` by metric name: a report reads each many times.
     _parsed: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from eval_assets.frames import load_points, read_pointcloud_frames, read_rectified_frames
+from eval_assets.frames.camera_poses import CameraPoses
 from eval_assets.geometry.ranging import camera_points
 from eval_assets.geometry.transforms import TransformUnavailable
 from eval_assets.perception.evidence_io import load_mask, read_detections
@@ -22,7 +23,6 @@ from eval_assets.schemas.spatial import FrameCamera, ObjectTracks
 from eval_assets.tracks.fuse import build_object_tracks
 from eval_assets.tracks.lidar_objects import Namer, frame_views, lidar_sightings
 from eval_assets.tracks.lift import (
-    CameraPoses,
     Sighting,
     Skipped,
     camera_poses_and_trajectory,

@@ -19,8 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from eval_assets.family_spec import families as declared_families
-from eval_assets.family_spec import family_names
 from eval_assets.frames import (
     FrameSelectionConfig,
     FrameSelectionRecord,
@@ -34,6 +32,7 @@ from eval_assets.frames import (
     read_pointcloud_frames,
     read_rectified_frames,
 )
+from eval_assets.frames.image_motion import IMAGE_MOTION_REASONS
 from eval_assets.frames.pointclouds import MAX_LIDAR_DT
 from eval_assets.frames.selection import selection_from
 from eval_assets.geometry.ranging import RangeStats, camera_points, range_statistics
@@ -64,6 +63,8 @@ from eval_assets.vqa.dataset import (
     check_destination,
     publish_dataset,
 )
+from eval_assets.vqa.declarations import families as declared_families
+from eval_assets.vqa.declarations import family_names
 from eval_assets.vqa.families import (
     AREA_MARGIN,
     COVERAGE_SCHEMES,
@@ -258,7 +259,9 @@ def build_dataset(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
     detector names) and the ``skipped_frames`` the frame stage could not use. With ``tracks``
     (the recording's object tracks) the spatial families are published beside dimOS's files,
     about the selected frames only (cases about marked objects show frames with the marks drawn
-    from ``tracks_dir``'s object-number images; without it they are not asked). ``bias``
+    from ``tracks_dir``'s object-number images; without it they are not asked), and no motion
+    case spans a stretch where ``skipped_frames`` show images and TF disagreeing
+    (:func:`image_tf_breaks`). ``bias``
     configures the blind-solvability audit (default:
     scored, nothing pruned; recorded in ``audit/run.json``'s config). Raises
     ``NothingAnswerableError`` (nothing published) when no proposal can be answered and
@@ -301,9 +304,16 @@ def build_dataset(frames_dir: Path, clouds_dir: Path, detections_dir: Path,
         published = (frame_indices if frame_indices is not None
                      else [f.frame_index for f in read_rectified_frames(frames_dir)])
         marks = MarkSource(frames_dir, tracks_dir) if tracks_dir is not None else None
-        spatial = build_spatial(tracks, published, marks)
+        spatial = build_spatial(tracks, published, marks, image_tf_breaks(skipped_frames))
     return publish_dataset(output, results, make_run, replace=replace, spatial=spatial,
                            bias=bias)
+
+
+def image_tf_breaks(skipped_frames: Sequence[dict[str, Any]]) -> list[tuple[float, float]]:
+    """The stretches ``(since_ts, image_ts)`` of the skipped frames whose image and TF disagreed
+    (``frozen_image``, ``image_moved_tf_still``): no motion case may cross them."""
+    return sorted((float(s["since_ts"]), float(s["image_ts"])) for s in skipped_frames
+                  if s.get("reason") in IMAGE_MOTION_REASONS and s.get("since_ts") is not None)
 
 
 def generate_from_recording(recording: Path, output: Path,

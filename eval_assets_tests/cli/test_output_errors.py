@@ -26,8 +26,8 @@ from typer.testing import CliRunner
 
 from eval_assets.atomic import write_text_atomic
 from eval_assets.cli import app
-from eval_assets.output_errors import output_problem
-from eval_assets_tests.model_runs.helpers import make_dataset
+from eval_assets.output_errors import not_a_folder, output_problem
+from eval_assets_tests.model_runs.helpers import ONE_CALL_PER_CASE, make_dataset
 
 runner = CliRunner()
 EXE = Path(sys.executable).parent / "eval-assets"
@@ -207,13 +207,17 @@ def test_a_simulated_full_disk_mid_run_names_the_journal_and_a_rerun_continues(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     dataset = make_dataset(tmp_path / "ds", n_frames=4, cases_per_frame=3)
     args = ["vqa", "run", str(dataset.root), "--model", "random", "--output",
-            str(tmp_path / "run"), "--max-concurrency", "1"]
+            str(tmp_path / "run"), "--max-concurrency", "1", *ONE_CALL_PER_CASE]
     with monkeypatch.context() as patch:
-        _fsync_fails_after(patch, 8)
+        # Each answer syncs its usage line and its journal line: a few are answered first.
+        _fsync_fails_after(patch, 16)
         failed = runner.invoke(app, args)
     flat = _flat(failed.output)
     assert failed.exit_code == 1, failed.output
-    assert "cannot write" in flat and ".journal.jsonl" in flat and "ENOSPC" in flat, flat
+    # The file whose write failed: the answers' journal or the calls' usage ledger beside it
+    # (each call's usage line is written and synced as the call ends, before its answer).
+    assert "cannot write" in flat and "ENOSPC" in flat, flat
+    assert ".journal.jsonl" in flat or "usage.jsonl" in flat, flat
     again = runner.invoke(app, args)
     assert again.exit_code == 0, again.output
     assert "12/12 cases answered" in again.output and " 0 resumed" not in again.output
@@ -247,3 +251,59 @@ def test_a_real_too_long_name_error_names_the_part_and_the_limit(tmp_path: Path)
     assert f": the name '{'x' * 24}…{'x' * 12}' is 300 bytes, longer than the 255 bytes" \
         in message
     assert "(ENAMETOOLONG); fix: shorten that name" in message
+
+
+@needs_userns
+def test_vqa_generate_on_a_full_output_disk_names_that_disk(tmp_path: Path) -> None:
+    # Before: "of the disks written to the fullest holds <cwd>; ... (67536.6 MB free there now)":
+    # the error (a buffered write's flush) names no file, and --output was not measured.
+    subprocess.run([str(EXE), "recording", "synthesize", str(tmp_path / "x.db"), "--frames",
+                    "3"], check=True, capture_output=True, cwd=tmp_path, timeout=300)
+    out = tmp_path / "out"
+    out.mkdir()
+    output = _in_namespace(f"mount -t tmpfs -o size=100k tmpfs {out} && {EXE} vqa generate "
+                           f"{tmp_path / 'x.db'} --output {out / 'ds'}; echo rc=$?", tmp_path)
+    flat = _flat(output)
+    assert "rc=1" in flat and "Traceback" not in flat, output
+    assert "the disk is full (ENOSPC" in flat, output
+    assert f"the fullest holds {out / 'ds'}; fix: free space on the disk holding {out / 'ds'}" \
+        in flat, output
+    assert not list(out.iterdir())  # nothing half-written is left
+
+
+def test_a_full_disk_met_by_a_copy_names_the_file_written_not_its_source() -> None:
+    # shutil.copyfile's ENOSPC names the source first (filename) and the target second.
+    refused = OSError(errno.ENOSPC, "No space left on device", "/tmp/work/frame.png", None,
+                      "/mnt/small/ds/assets/frame.png")
+    message = output_problem(refused)
+    assert message is not None
+    assert message.startswith("cannot write /mnt/small/ds/assets/frame.png: the disk is full")
+    assert "/tmp/work" not in message
+
+
+def test_eval_assets_home_naming_a_file_is_bad_input_naming_the_variable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: "error: [Errno 20] Not a directory: '<file>/dagster_home'", exit 2.
+    subprocess.run([str(EXE), "recording", "synthesize", str(tmp_path / "x.db"), "--frames",
+                    "2"], check=True, capture_output=True, cwd=tmp_path, timeout=300)
+    home = tmp_path / "home"
+    home.write_text("not a folder")
+    monkeypatch.setenv("EVAL_ASSETS_HOME", str(home))
+    result = runner.invoke(app, ["run", str(tmp_path / "x.db"), "--model", "random"])
+    flat = _flat(result.output)
+    assert result.exit_code == 2, flat
+    assert f"EVAL_ASSETS_HOME={home} names a file, not a folder ({home} is a file)" in flat
+    assert "Fix: point EVAL_ASSETS_HOME at a folder" in flat and "--storage-root" in flat
+    assert "Errno 20" not in flat and home.read_text() == "not a folder"
+
+
+def test_an_output_path_through_a_file_names_the_file(tmp_path: Path) -> None:
+    blocker = tmp_path / "taken"
+    blocker.write_text("x")
+    with pytest.raises(OSError) as refused:
+        (blocker / "run").mkdir(parents=True)
+    message = not_a_folder(refused.value)
+    assert message == (f"cannot make {blocker / 'run'}: {blocker} is a file, not a folder. "
+                       "Fix: give a folder path (absent or a folder) for the output, or move "
+                       "that file away")
+    assert not_a_folder(OSError(errno.ENOSPC, "full")) is None

@@ -16,7 +16,8 @@ Each ``POST /v1/chat/completions`` is answered by the next behaviour of the scri
 Behaviours: :class:`Reply` (a chat completion with this content), :class:`HttpError` (status,
 headers such as ``Retry-After``, OpenAI error body) and :class:`RawResponse` (any bytes); each can
 wait ``delay_s`` first, to provoke client timeouts. Every request is recorded (path, headers, body).
-``GET /v1/models`` lists ``models``.
+``GET /v1/models`` lists ``models`` (recorded apart, in :attr:`OpenAICompatibleServer.listings`:
+the preflight asks it once, and it is no chat request).
 
 Server behaviours (keyword arguments, applied to every request before the script, as the real
 servers named do): ``token_param="max_completion_tokens"`` refuses ``max_tokens`` with OpenAI's
@@ -28,8 +29,10 @@ logprobs when asked; ``refuse_fields=("seed",)`` refuses those optional request 
 OpenAI's 400 "Unrecognized request argument supplied: seed" (a server strict about unknown
 fields). The capability preflight's probes (text holding
 :data:`eval_assets.model_runs.preflight.PROBE_MARKER`) are answered by ``probe_reply``, not the
-script, and recorded in :attr:`OpenAICompatibleServer.probes` instead of ``requests``, so a
-script plans only the run's calls.
+script (a callable ``(body) -> Behaviour`` too, for probes answered differently in turn), and
+recorded in :attr:`OpenAICompatibleServer.probes` instead of ``requests``, so a script plans
+only the run's calls. Every chat completion names the request's model as the one that answered,
+unless ``served_model`` names another (a proxy falling back to another deployment).
 
 Judge mode: :func:`rubric_judge` builds a script that reads the AVLM rubric's **Ground Truth** and
 **Prediction** sections out of each request and replies with a verdict whose score a function of
@@ -250,15 +253,18 @@ class OpenAICompatibleServer:
     def __init__(self, script: Script = (), *, default: Behaviour | None = None,
                  models: Sequence[str] = ("fake-model",), token_param: str = "max_tokens",
                  max_images: int | None = None, enforce_schema: bool = False,
-                 logprobs: bool = False, probe_reply: Behaviour | None = None,
-                 refuse_fields: Sequence[str] = ()) -> None:
+                 logprobs: bool = False,
+                 probe_reply: Behaviour | Callable[[dict[str, Any]], Behaviour] | None = None,
+                 refuse_fields: Sequence[str] = (), served_model: str | None = None) -> None:
         self.token_param = token_param
         self.refuse_fields = tuple(refuse_fields)
         self.max_images = max_images
         self.enforce_schema = enforce_schema
         self.logprobs = logprobs
         self.probe_reply = probe_reply if probe_reply is not None else Reply("A")
+        self.served_model = served_model
         self._probes: list[RecordedRequest] = []
+        self._listings: list[RecordedRequest] = []
         self._script_fn = script if callable(script) else None
         self._queue: deque[Behaviour] = deque() if callable(script) else deque(script)
         self._default = default
@@ -323,6 +329,12 @@ class OpenAICompatibleServer:
             return list(self._probes)
 
     @property
+    def listings(self) -> list[RecordedRequest]:
+        """A copy of every ``GET`` received so far (the preflight's ``/v1/models``)."""
+        with self._lock:
+            return list(self._listings)
+
+    @property
     def max_in_flight(self) -> int:
         """The most chat requests the server held at once (received, not yet answered): a test
         sees that a client's calls overlapped without timing them."""
@@ -338,7 +350,10 @@ class OpenAICompatibleServer:
     def _record(self, request: RecordedRequest) -> None:
         probe = isinstance(request.body, dict) and PROBE_MARKER in message_text(request.body)
         with self._lock:
-            (self._probes if probe else self._requests).append(request)
+            if request.method == "GET":
+                self._listings.append(request)
+            else:
+                (self._probes if probe else self._requests).append(request)
 
     def _held(self, delta: int) -> None:
         with self._lock:
@@ -377,6 +392,9 @@ class OpenAICompatibleServer:
         if refusal is not None:
             return refusal
         if PROBE_MARKER in message_text(body):
+            if callable(self.probe_reply):
+                with self._lock:
+                    return self.probe_reply(body)
             return self.probe_reply
         with self._lock:
             if self._script_fn is not None:
@@ -478,8 +496,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if isinstance(behaviour, Reply):
             number = len(self.fake.requests)
-            reply = reply_body(self.fake._shape(body, behaviour), str(body.get("model", "")),
-                               number)
+            reply = reply_body(self.fake._shape(body, behaviour),
+                               self.fake.served_model or str(body.get("model", "")), number)
             if self.fake.logprobs and body.get("logprobs"):
                 reply["choices"][0]["logprobs"] = {"content": [
                     {"token": "A", "logprob": -0.01, "bytes": [65], "top_logprobs": []}]}

@@ -6,11 +6,14 @@ works on positions in ``(ts, id)`` order, i.e. frame indices for ``color_image``
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from eval_assets.recording import Recording
 from eval_assets.recording.codecs import encode_blob
+from eval_assets.recording.messages import CameraInfo
 
 
 def _row_id(db: Path, stream: str, position: int) -> int:
@@ -89,3 +92,58 @@ def replace_image_data(db: Path, position: int, data: bytes) -> int:
     _execute(db, ('UPDATE "color_image_blob" SET data = ? WHERE id = ?',
                   (encode_blob(replaced, "jpeg"), row_id)))
     return row_id
+
+
+def freeze_images(db: Path, positions: range | list[int], source: int) -> list[int]:
+    """A frozen camera: frames ``positions`` carry frame ``source``'s payload byte for byte
+    (their rows, stamps and TF untouched). Returns the row ids changed."""
+    with Recording.open(db) as rec:
+        rows = [rec.row_id("color_image", p) for p in positions]
+        origin = rec.row_id("color_image", source)
+    _execute(db, *(('UPDATE "color_image_blob" SET data = (SELECT data FROM '
+                    '"color_image_blob" WHERE id = ?) WHERE id = ?', (origin, row))
+                   for row in rows))
+    return rows
+
+
+def edit_calibration(db: Path, first: int, edit: Callable[[CameraInfo], CameraInfo]
+                     ) -> list[int]:
+    """Calibration changing mid-recording: ``camera_info`` rows from position ``first`` on are
+    replaced by ``edit`` of themselves. Returns the row ids changed."""
+    with Recording.open(db) as rec:
+        count = len(rec.timestamps("camera_info"))
+        changed = [(rec.row_id("camera_info", j), rec.message("camera_info", j))
+                   for j in range(first, count)]
+    _execute(db, *(('UPDATE "camera_info_blob" SET data = ? WHERE id = ?',
+                    (encode_blob(edit(info), "lcm"), row)) for row, info in changed))
+    return [row for row, _ in changed]
+
+
+def scale_intrinsics(db: Path, first: int, factor: float) -> list[int]:
+    """:func:`edit_calibration` multiplying fx and fy (in K and P) by ``factor``."""
+    def scaled(info: CameraInfo) -> CameraInfo:
+        k, p = list(info.K), list(info.P)
+        k[0], k[4], p[0], p[5] = k[0] * factor, k[4] * factor, p[0] * factor, p[5] * factor
+        return dataclasses.replace(info, K=tuple(k), P=tuple(p))
+
+    return edit_calibration(db, first, scaled)
+
+
+def freeze_tf(db: Path, child: str, since: float, until: float) -> list[int]:
+    """A stuck pose source: every ``tf`` sample of the edge to ``child`` stamped in
+    [``since``, ``until``] repeats the first such sample's transform (stamps untouched). Returns
+    the row ids changed."""
+    with Recording.open(db) as rec:
+        ts = rec.timestamps("tf")
+        rows = [(rec.row_id("tf", j), rec.message("tf", j)) for j in range(len(ts))
+                if since <= ts[j] <= until]
+    rows = [(row, msg) for row, msg in rows if msg.transforms[0].child_frame_id == child]
+    held = rows[0][1].transforms[0].transform
+    statements = []
+    for row, msg in rows:
+        edge = dataclasses.replace(msg.transforms[0], transform=held)
+        statements.append(('UPDATE "tf_blob" SET data = ? WHERE id = ?',
+                           (encode_blob(dataclasses.replace(msg, transforms=(edge,)), "lcm"),
+                            row)))
+    _execute(db, *statements)
+    return [row for row, _ in rows]

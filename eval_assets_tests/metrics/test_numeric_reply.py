@@ -3,6 +3,9 @@ unparseable; never another number (issue 29, item 3)."""
 
 from __future__ import annotations
 
+import math
+import random
+
 import pytest
 
 from eval_assets.metrics.numeric_reply import (
@@ -171,3 +174,119 @@ def test_an_unknown_asked_unit_is_an_error() -> None:
     with pytest.raises(ValueError, match="unknown unit 'ft'"):
         read_numeric_reply("3", "ft")
     assert "deg" in UNITS
+
+
+# --- issue 42, item 5: the parser never guesses a unit or a value -----------------------------
+
+# (reply, unit asked, the value it reads, or the reason it refuses).
+ISSUE_42: list[tuple[str, str | None, float | str]] = [
+    # the issue's five: read as 3 m, 3 m, 3 cm, 2 m and 0 before; "1e400 m" raised
+    ("3 µm", "m", 3e-6),  # a length unit: converted exactly
+    ("3 units", "m", "unknown unit 'units'"),
+    ("3 cm³", "m", "volume unit 'cm³' for a length"),
+    ("2+ m", "m", "not a single value: '2+'"),
+    ("1e-400 m", "m", "out of range: '1e-400 m'"),
+    ("1e400 m", "m", "out of range: '1e400 m'"),
+    # unknown unit words; known lengths convert
+    ("3 Å", "m", "unknown unit 'Å'"),
+    ("3 um", "m", "unknown unit 'um'"),
+    ("Answer: 3 units. The table is 2 m away.", "m", "unknown unit 'units'"),
+    ("30 micrometres", "mm", 0.03),
+    ("4 dm", "m", 0.4),
+    ("0.5 miles", "m", 804.672),
+    ("3 inches", "cm", 7.62),
+    # volumes and areas for a length, lengths for a count, other dimensions
+    ("3 cm3", "m", "volume unit 'cm3' for a length"),
+    ("2 cubic metres", "m", "volume unit 'cubic metres' for a length"),
+    ("2 litres", "m", "volume unit 'litres' for a length"),
+    ("2 m²", "m", "area unit 'm²' for a length"),
+    ("2 sq m", "m", "area unit 'sq m' for a length"),
+    ("3 m", None, "length unit 'm' for a count"),
+    ("It moves at 2 m/s", "m", "unit 'm/s' is not a length"),
+    ("5 min", "m", "unit 'min' is not a length"),
+    # bounds and open values; hedges are fine
+    ("2 m+", "m", "not a single value: '2 m+'"),
+    ("2 m or more", "m", "a bound, not a value"),
+    ("3 at least", "m", "a bound, not a value"),
+    (">2 m", "m", "a bound, not a value"),
+    ("~2 m", "m", 2.0),
+    ("approximately 2 m", "m", 2.0),
+    ("2-3 m", "m", "several values: 2, 3"),
+    # self-corrections; a correction ending on the marked answer reads it
+    ("3 m, no wait, 4 m", "m", "self-correction: '3 m', then '4 m'"),
+    ("3 m... actually 4 m", "m", "self-correction: '3 m', then '4 m'"),
+    ("Answer: 3 m. Wait, actually 4 m.", "m", "self-correction: '3 m', then '4 m'"),
+    ("I thought 3 m, but actually the answer is 4 m.", "m", 4.0),
+    # under- and overflow
+    ("1e-320 m", "m", "out of range: '1e-320 m'"),
+    ("1.7e308 km", "m", "out of range: '1.7e308 km'"),
+    ("1e16 mm", "m", 1e13),
+    ("1e16 m", "m", "out of range: '1e16 m'"),  # past 10^15 in the unit asked
+    ("1" * 400 + " m", "m", "out of range: '" + "1" * 37 + "...'"),
+    ("2 × 10^999999 m", "m", "out of range: '2 × 10^999999 m'"),
+    # numbers in words
+    ("about two metres", "m", 2.0),
+    ("one and a half metres", "m", 1.5),
+    ("one point five metres", "m", 1.5),
+    ("twenty-five centimetres", "m", 0.25),
+    ("a hundred and fifty cm", "m", 1.5),
+    ("half a metre", "cm", 50.0),
+    ("ninety degrees to the left", "deg", -90.0),
+    ("Two.", "m", 2.0),  # alone: in the unit asked, as "2." is
+    ("Answer: about three", "m", 3.0),
+    ("There are three chairs.", None, 3.0),
+    ("two or three metres", "m", "several values: 2, 3"),
+    ("two, maybe three metres", "m", "several values: 2, 3"),
+    ("five foot ten", "m", "several values: 1.524, 10"),
+    ("The one on the left is 2 m away", "m", 2.0),  # "one" names the chair
+    ("one of them", None, "no number in a count"),
+    ("about a metre", "m", "no number in m"),  # "a" is no number
+]
+
+
+@pytest.mark.parametrize(("reply", "unit", "expected"), ISSUE_42)
+def test_the_parser_never_guesses_a_unit_or_a_value(reply: str, unit: str | None,
+                                                   expected: float | str) -> None:
+    read = read_numeric_reply(reply, unit)
+    if isinstance(expected, str):
+        assert read == Unparseable(expected), (reply, read)
+    else:
+        assert isinstance(read, ParsedNumber), (reply, read)
+        assert read.value == pytest.approx(expected, rel=1e-12), (reply, read)
+
+
+# Pieces a model's reply is made of, and the edges of the grammar: numbers of every form and
+# range, units, markers, words, scripts, LaTeX.
+_PIECES = (
+    "0", "1", "2", "3.5", "2,5", "1,500", ".5", "1.500,5", "e", "E", "e400", "e-400", "e-5",
+    "1e308", "9" * 400, "-", "+", "±", "+/-", "^", "×", "x", "10", "10^", "10⁻³", "*", "/", ":",
+    "m", "cm", "mm", "km", "µm", "in", "inch", "ft", "feet", "'", '"', "yd", "mi", "m²", "m2",
+    "cm³", "²", "³", "sq", "cubic", "°", "deg", "degrees", "rad", "o'clock", "left", "right",
+    "clockwise", "answer:", "The answer is", "final answer", "\\boxed{", "}", "{", "**", "__",
+    "(", ")", "frame", "image", "#", "no.", "wait", "actually", "no wait", "one", "two",
+    "twenty", "ninety", "hundred", "a", "half", "and", "point", "or", "to", "between", "about",
+    "~", "≈", "<", ">", "at least", "or more", "units", "s", "px", "%", "\n", " ", ".", ",",
+    ";", "١", "٫", "２", "\u202f", "\u2212", "$", "\\text{", "\\times", "\\circ", "Å", "µ",
+    "متر", "\t")
+
+
+def random_reply(rng: random.Random) -> str:
+    """A reply of random pieces (:data:`_PIECES`, now and then any character)."""
+    pieces = [rng.choice(_PIECES) if rng.random() < 0.9 else chr(rng.randint(0, 0x2fff))
+              for _ in range(rng.randint(1, 25))]
+    return "".join(p + rng.choice(("", " ")) for p in pieces)
+
+
+def test_no_reply_makes_the_parser_raise_or_read_a_number_out_of_range() -> None:
+    # A property over seeded random replies: every reply is a number in range or a reason, and
+    # never one the reader's last guard gave (an exception it did not foresee).
+    rng = random.Random(42)
+    for _ in range(1500):
+        reply = random_reply(rng)
+        for unit in (*UNITS, None):
+            for magnitude in (False, True) if unit == "deg" else (False,):
+                read = read_numeric_reply(reply, unit, magnitude=magnitude)
+                if isinstance(read, ParsedNumber):
+                    assert math.isfinite(read.value) and abs(read.value) <= 1e15, (reply, read)
+                else:
+                    assert not read.reason.startswith("unreadable"), (reply, unit, read)

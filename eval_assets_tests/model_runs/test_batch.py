@@ -24,7 +24,7 @@ from eval_assets_tests.fakes.openai_server import (
     Reply,
     message_text,
 )
-from eval_assets_tests.model_runs.helpers import make_dataset
+from eval_assets_tests.model_runs.helpers import ONE_CALL_PER_CASE, make_dataset
 
 USAGE = {"prompt_tokens": 100, "completion_tokens": 2, "total_tokens": 102}
 # Timing fields differ by nature (a batch line has no latency of its own), and a batch record
@@ -126,7 +126,8 @@ def test_vqa_run_batch_leaves_the_batch_in_flight_and_the_rerun_collects(tmp_pat
     dataset = make_dataset(tmp_path / "ds", n_frames=1, cases_per_frame=2)
     with FakeBatchServer(answer_by_text) as srv:
         args = ["vqa", "run", str(dataset.root), "--model", "vlm", "--base-url", srv.base_url,
-                "--output", str(tmp_path / "run"), "--batch", "--batch-wait-s", "0"]
+                "--output", str(tmp_path / "run"), "--batch", *ONE_CALL_PER_CASE,
+                "--batch-wait-s", "0"]
         srv.hold()
         first = CliRunner().invoke(app, args)
         srv.release()

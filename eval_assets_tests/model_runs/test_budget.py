@@ -15,7 +15,7 @@ from eval_assets.model_runs.runner import run_model
 from eval_assets.schemas.chat import TokenUsage
 from eval_assets.schemas.cost import Price
 from eval_assets_tests.fakes.openai_server import OpenAICompatibleServer, Reply
-from eval_assets_tests.model_runs.helpers import make_dataset
+from eval_assets_tests.model_runs.helpers import ONE_CALL_PER_CASE, make_dataset
 
 runner = CliRunner()
 
@@ -49,7 +49,7 @@ def test_budget_stops_the_run_and_the_rerun_resumes_without_repeating_a_call(
     out = tmp_path / "run"
     with OpenAICompatibleServer(default=Reply("yes", usage=USAGE)) as srv:
         args = ["vqa", "run", str(dataset.root), "--model", "paid", "--output", str(out),
-                "--no-describe", "--budget-usd", "0.005",
+                "--no-describe", "--budget-usd", "0.005", *ONE_CALL_PER_CASE,
                 "--models-file", str(_models_file(tmp_path, srv.base_url))]
         first = runner.invoke(app, args)
         summary = json.loads((out / "summary.json").read_text())
@@ -136,21 +136,21 @@ def test_the_preflight_probes_are_in_the_cost_and_the_budget(tmp_path: Path) -> 
     with OpenAICompatibleServer(default=Reply("yes", usage=USAGE),
                                 probe_reply=Reply("A", usage=probe_usage)) as srv:
         args = ["vqa", "run", str(dataset.root), "--model", "paid", "--output", str(out),
-                "--no-describe", "--budget-usd", "1",
+                "--no-describe", "--budget-usd", "1", *ONE_CALL_PER_CASE,
                 "--models-file", str(_models_file(tmp_path, srv.base_url))]
         first = runner.invoke(app, args)
-        probes = len(srv.probes)
+        probes = sum(1 for p in srv.probes if p.method == "POST")  # the billed ones
         summary = json.loads((out / "summary.json").read_text())
         second = runner.invoke(app, args)  # endpoint.json reused: no probe sent
         again = json.loads((out / "summary.json").read_text())
-        assert len(srv.probes) == probes
+        assert sum(1 for p in srv.probes if p.method == "POST") == probes
     assert first.exit_code == 0, first.output
     probe_usd = probes * 0.000102
     cost = summary["cost"]
     assert probes >= 5 and cost["probes_usd"] == pytest.approx(probe_usd)
     assert cost["total_usd"] == pytest.approx(4 * CALL_USD + probe_usd)
     assert cost["budget"]["spent_usd"] == pytest.approx(4 * CALL_USD + probe_usd)
-    assert f"of which probes: ${probe_usd:.4f}" in first.output
+    assert f"probes ${probe_usd:.4f} ({probes})" in first.output
     # The standing record's probes stay in the run's cost; this invocation spent nothing.
     assert again["cost"]["probes_usd"] == pytest.approx(probe_usd)
     assert again["cost"]["budget"]["spent_usd"] == 0.0 and second.exit_code == 0

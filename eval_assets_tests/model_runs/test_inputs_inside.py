@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from eval_assets.cli import app
 from eval_assets_tests.fakes.openai_server import OpenAICompatibleServer, Reply
-from eval_assets_tests.model_runs.helpers import make_dataset, write_png
+from eval_assets_tests.model_runs.helpers import ONE_CALL_PER_CASE, make_dataset, write_png
 
 runner = CliRunner()
 SECRET = b"SECRET-BYTES-OUTSIDE-THE-DATASET"
@@ -27,7 +27,7 @@ def _outside_png(tmp_path: Path) -> Path:
 
 def _run(dataset: Path, srv: OpenAICompatibleServer, *extra: str) -> tuple[int, str]:
     result = runner.invoke(app, ["vqa", "run", str(dataset), "--model", "org/vlm",
-                                 "--base-url", srv.base_url, *extra])
+                                 "--base-url", srv.base_url, *ONE_CALL_PER_CASE, *extra])
     return result.exit_code, result.output
 
 

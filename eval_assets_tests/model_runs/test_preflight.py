@@ -7,22 +7,28 @@ a real one (see eval_assets_tests/fakes/openai_server.py and the servers' tracke
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from eval_assets.chat_request import strip_thinking
 from eval_assets.cli import app
 from eval_assets.model_runs import preflight
+from eval_assets.model_runs.client import ClientSettings
+from eval_assets.openai_chat import ChatClient
 from eval_assets_tests.fakes import openai_server
 from eval_assets_tests.fakes.openai_server import (
     HttpError,
     OpenAICompatibleServer,
+    RawResponse,
     Reply,
+    planned_waits,
     route_by_text,
 )
-from eval_assets_tests.model_runs.helpers import TinyDataset, make_dataset
+from eval_assets_tests.model_runs.helpers import ONE_CALL_PER_CASE, TinyDataset, make_dataset
 
 runner = CliRunner()
 
@@ -30,7 +36,8 @@ runner = CliRunner()
 def _run(dataset: TinyDataset, srv: OpenAICompatibleServer, out: Path,
          *extra: str) -> Any:
     return runner.invoke(app, ["vqa", "run", str(dataset.root), "--model", "org/vlm",
-                               "--base-url", srv.base_url, "--output", str(out), *extra])
+                               "--base-url", srv.base_url, "--output", str(out),
+                               *ONE_CALL_PER_CASE, *extra])
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -225,3 +232,117 @@ def test_strip_thinking_takes_out_every_configured_pair() -> None:
     assert (open_tag.text, open_tag.reasoning, open_tag.unclosed) == ("A", "still", True)
     plain = strip_thinking(" A ", tags)
     assert (plain.text, plain.reasoning) == (" A ", None)
+
+
+# --- the server's word checked ---------------------------------------------------------------
+def test_a_server_answering_as_another_model_is_recorded_and_warned(tmp_path: Path) -> None:
+    dataset = make_dataset(tmp_path / "ds", n_frames=1, cases_per_frame=2)
+    out = tmp_path / "run"
+    # A proxy whose fallback answers every request as another model than the one asked for.
+    with OpenAICompatibleServer(default=Reply("yes"), served_model="some-other-model") as srv:
+        result = _run(dataset, srv, out, "--no-describe")
+        probes = len(srv.probes)
+    assert result.exit_code == 0, result.output  # a warning, the answers kept and marked
+    flat = " ".join(result.output.split())
+    assert "served model mismatch: org/vlm on ds: 2 of 2 replies came from another model than " \
+        "the declared 'org/vlm': 'some-other-model' (2)" in flat, result.output
+    assert "served model mismatch: the preflight of endpoint" in flat  # said before any case
+    assert [a["served_model"] for a in _lines(out / "answers.jsonl")] == ["some-other-model"] * 2
+    summary = _json(out / "summary.json")
+    assert summary["served_models"] == {"some-other-model": 2}
+    assert summary["served_mismatch"] is True
+    endpoint = _json(out / "endpoint.json")
+    assert endpoint["served_models"] == {"some-other-model": probes}
+    assert endpoint["listed_models"] == {"fake-model": []}
+
+
+def test_a_dated_snapshot_or_a_one_model_servers_weights_file_does_not_warn(
+        tmp_path: Path) -> None:
+    dataset = make_dataset(tmp_path / "ds", n_frames=1, cases_per_frame=1)
+    gguf = "/models/vlm-q4_k_m.gguf"
+    for served, listed in (("org/vlm-2024-08-06", ("org/vlm",)), (gguf, (gguf,))):
+        out = tmp_path / f"run-{len(served)}"
+        with OpenAICompatibleServer(default=Reply("yes"), served_model=served,
+                                    models=listed) as srv:
+            result = _run(dataset, srv, out, "--no-describe")
+        assert result.exit_code == 0, result.output
+        assert "served model mismatch" not in result.output
+        summary = _json(out / "summary.json")
+        assert summary["served_models"] == {served: 1} and "served_mismatch" not in summary
+
+
+# --- what the preflight refuses ----------------------------------------------------------------
+@pytest.mark.parametrize(("reply", "shown"), [
+    (RawResponse(200, b"<!DOCTYPE html><html><body>Sign in</body></html>",
+                 content_type="text/html"), "the body began '<!DOCTYPE html>"),
+    (RawResponse(200, json.dumps({"id": "x", "object": "chat.completion",
+                                  "choices": []}).encode()), "the body has no 'choices'"),
+    (Reply(None), "the first choice has no message content"),
+])
+def test_an_endpoint_that_answers_no_chat_completion_is_refused_before_any_case(
+        tmp_path: Path, reply: Any, shown: str) -> None:
+    dataset = make_dataset(tmp_path / "ds", n_frames=1, cases_per_frame=2)
+    out = tmp_path / "run"
+    with OpenAICompatibleServer(default=Reply("yes"), probe_reply=reply) as srv:
+        result = _run(dataset, srv, out)
+        asked = srv.requests
+    assert result.exit_code != 0 and asked == [], result.output
+    flat = " ".join(result.output.split())
+    assert f"endpoint {srv.base_url} (model 'org/vlm')" in flat, result.output
+    assert "no chat completion holding an answer (HTTP 200" in flat and shown in flat
+    assert "no case was asked" in flat and "/v1/chat/completions" in flat
+
+
+def test_a_probe_answered_429_is_retried_at_retry_after_and_never_a_capability(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    dataset = make_dataset(tmp_path / "ds", n_frames=1, cases_per_frame=1)
+    out = tmp_path / "run"
+    refusals = iter(range(3))
+
+    def probe(body: dict[str, Any]) -> Any:
+        # The logprobs probe meets a rate limiter three times, then is answered.
+        if body.get("logprobs") and next(refusals, None) is not None:
+            return HttpError(429, {"Retry-After": "0.2"})
+        return Reply("A")
+
+    caplog.set_level(logging.DEBUG, logger="eval_assets")
+    with OpenAICompatibleServer(default=Reply("yes"), logprobs=True, probe_reply=probe) as srv:
+        result = _run(dataset, srv, out, "--no-describe")
+        probes = len(srv.probes)
+    assert result.exit_code == 0, result.output
+    endpoint = _json(out / "endpoint.json")
+    assert endpoint["logprobs"] is True and endpoint["calls"] == probes
+    # Twice within the probe's own policy, once before it is asked under the client's.
+    assert planned_waits(caplog.records).count((0.2, "Retry-After")) == 2
+    assert sum("rate-limited; waiting 0.2 s (Retry-After)" in r.getMessage()
+               for r in caplog.records) == 1
+
+
+def test_a_probe_still_rate_limited_stops_the_preflight_recording_nothing(tmp_path: Path) -> None:
+    dataset = make_dataset(tmp_path / "ds", n_frames=1, cases_per_frame=1)
+    out = tmp_path / "run"
+    limited = HttpError(429, {"Retry-After": "0.05"})
+    with OpenAICompatibleServer(default=Reply("yes"), probe_reply=lambda body: (
+            limited if body.get("response_format") else Reply("A"))) as srv:
+        result = _run(dataset, srv, out, "--max-retries", "1")
+        asked = srv.requests
+    assert result.exit_code != 0 and asked == [], result.output
+    flat = " ".join(result.output.split())
+    assert "'canary json_schema' probe was refused as rate-limited" in flat, result.output
+    assert "nothing is recorded" in flat and not (out / "endpoint.json").exists()
+
+
+def test_the_probes_after_the_first_go_out_together(tmp_path: Path) -> None:
+    settings = ClientSettings.model_validate({"base_url": "http://unused/v1", "model": "m"})
+    with OpenAICompatibleServer(probe_reply=Reply("A", delay_s=0.3)) as srv:
+        settings = settings.model_copy(update={
+            "endpoint": settings.endpoint.model_copy(update={"base_url": srv.base_url})})
+        with ChatClient(srv.base_url) as chat:
+            record = preflight.preflight(chat, settings, tmp_path)
+        most = srv.max_in_flight
+    assert record.images and record.calls == 6  # text, 1, 2 and 4 images, canary, logprobs
+    assert [r.path for r in srv.listings] == ["/v1/models"]
+    assert most == preflight.PROBE_WORKERS  # five probes after the first, four at a time
+    assert [n.split(":")[0] for n in record.notes] == [
+        "text with max_tokens", "1 image(s)", "2 image(s)", "4 image(s)", "canary json_schema",
+        "logprobs"]

@@ -107,7 +107,7 @@ def test_the_covered_cases_are_asked_reversed_and_doubled_and_resumed(tmp_path: 
     assert CANARY not in (out / "time_flips.journal.jsonl").read_text()
 
 
-def test_a_share_asks_a_fixed_subset_and_a_budget_skips_them(tmp_path: Path) -> None:
+def test_a_share_asks_a_fixed_subset_and_a_budget_counts_them(tmp_path: Path) -> None:
     rows = tuple(("t" + str(i), "path_length_m", (0, 1 + i % 5), "number", "m", "1.0", None)
                  for i in range(40))
     dataset = make_spatial_dataset(tmp_path / "ds", rows=rows)
@@ -122,11 +122,12 @@ def test_a_share_asks_a_fixed_subset_and_a_budget_skips_them(tmp_path: Path) -> 
         original = {c.id: c for c in cases}
         assert all(r["images"] == list(reversed(original[r["case_id"]].images)) == c.images
                    for r, c in zip(records, drawn, strict=True))
-        # Under a budget (as in a batched run) the re-asks are not budgeted: none is asked.
+        # Under a budget the re-asks are budgeted like the answers, and asked (issue 42).
         budgeted = _run(dataset, tmp_path / "budgeted", srv, time_flips=True,
                         price=Price(input_per_m=1.0, output_per_m=1.0), budget_usd=10.0)
-        assert budgeted.calls_made == len(dataset.cases) + len(dataset.spatial)
-        assert not (tmp_path / "budgeted" / "time_flips.jsonl").exists()
+        assert budgeted.calls_made == (len(dataset.cases) + len(dataset.spatial)
+                                       + len(time_control_cases(cases, "time_flip")))
+        assert (tmp_path / "budgeted" / "time_flips.jsonl").exists()
         with pytest.raises(ValueError, match="time_control_share"):
             _run(dataset, tmp_path / "bad", srv, time_flips=True, time_control_share=0.0)
         assert not (tmp_path / "bad" / "answers.jsonl").exists()
@@ -157,14 +158,16 @@ def test_the_local_random_model_journals_the_re_asks_and_reuses_them(tmp_path: P
     assert route["choice"] in route["choices"]  # the random model picks a shown choice
 
 
-def test_vqa_run_asks_the_time_controls_only_when_switched_on(tmp_path: Path) -> None:
+def test_vqa_run_asks_the_time_controls_unless_switched_off(tmp_path: Path) -> None:
     dataset = make_spatial_dataset(tmp_path / "ds", rows=ROWS)
     cli = CliRunner()
-    base = ["vqa", "run", str(dataset.root), "--model", "random", "--no-describe"]
-    plain = cli.invoke(app, [*base, "--output", str(tmp_path / "plain")])
+    base = ["vqa", "run", str(dataset.root), "--model", "random", "--no-describe",
+            "--no-circular", "--no-flip"]
+    plain = cli.invoke(app, [*base, "--output", str(tmp_path / "plain"), "--no-time-flip",
+                             "--no-repeat-frames"])
     assert plain.exit_code == 0, plain.output
     assert not (tmp_path / "plain" / "time_flips.jsonl").exists()
-    args = [*base, "--output", str(tmp_path / "timed"), "--time-flip", "--repeat-frames"]
+    args = [*base, "--output", str(tmp_path / "timed")]  # on by default, as in the pipeline
     timed = cli.invoke(app, args)
     assert timed.exit_code == 0, timed.output
     calls = len(dataset.cases) + len(dataset.spatial) + len(FLIPPED) + len(REPEATED)

@@ -34,7 +34,11 @@ from eval_assets_tests.fakes.openai_server import (
     Reply,
     message_text,
 )
-from eval_assets_tests.model_runs.helpers import SpatialDataset, make_spatial_dataset
+from eval_assets_tests.model_runs.helpers import (
+    ONE_CALL_PER_CASE,
+    SpatialDataset,
+    make_spatial_dataset,
+)
 
 # What the fake model replies to each spatial case when it sees the right frames (gold: size
 # 45 cm, pair 2.5 m, camera 1.8 m, order "chair, table", count 3, direction front-left).
@@ -94,7 +98,7 @@ def test_vqa_run_answers_spatial_cases_and_the_run_scores_per_family(
                                 max_images=max_images) as srv:
         result = CliRunner().invoke(app, [
             "vqa", "run", str(dataset.root), "--model", "vlm", "--base-url", srv.base_url,
-            "--output", str(out), "--no-describe", "--max-retries", "0"])
+            "--output", str(out), "--no-describe", "--max-retries", "0", *ONE_CALL_PER_CASE])
         requests = srv.requests
     assert result.exit_code == 0, result.output
     assert "8/8 cases answered" in result.output

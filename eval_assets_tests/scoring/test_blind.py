@@ -4,14 +4,25 @@ answer kind, pooled into the leaderboard's columns and shown in the report's sec
 from __future__ import annotations
 
 import math
+import random
 from pathlib import Path
 
 from eval_assets.schemas.results import CellScores, NotMeasured, PredictionCounts
-from eval_assets.schemas.vqa import dumps_line
+from eval_assets.schemas.spatial import SpatialLabel
+from eval_assets.schemas.vqa import Label, dumps_line
 from eval_assets.scoring import METRICS
 from eval_assets.scoring.blind import BLIND, NO_AUDIT, SolvabilityScores, score_blind
-from eval_assets.scoring.inputs import ModelRun, load_private_dataset
-from eval_assets.vqa.bias import BiasConfig, audit_cases, dataset_cases, write_bias_audit
+from eval_assets.scoring.inputs import ModelRun, PrivateDataset, load_private_dataset
+from eval_assets.vqa.bias import (
+    BiasAudit,
+    BiasConfig,
+    BiasSummary,
+    CaseBias,
+    audit_cases,
+    dataset_cases,
+    write_bias_audit,
+)
+from eval_assets_tests.metrics.test_numeric_reply import random_reply
 from eval_assets_tests.scoring.conftest import answer
 from eval_assets_tests.vqa.test_bias import planted_cases, write_planted
 
@@ -87,3 +98,33 @@ def test_leaderboard_columns_and_report_section(tmp_path: Path) -> None:
     assert families == ["all choice", "closest_object", "largest_visible_area", "presence"]
     assert any(h == "Flagged share" for h, _ in table.headers)
     assert BLIND.metadata(scores)["accuracy_unflagged"] == scores.choice.score_unflagged
+
+
+def test_no_reply_fails_blind_solvability(tmp_path: Path) -> None:
+    # The "1e400 m" failed the whole run at this step; now it and any reply is one
+    # case's parse failure (numeric cases and choice cases alike).
+    rng = random.Random(1)
+    replies = ["1e400 m", "1e-400 m", "3 units", "2+ m", *(random_reply(rng) for _ in range(60))]
+    # Numeric cases are spatial cases of answer type number (dimOS's own cases all have choices).
+    numbers = [SpatialLabel(id=f"n{i}", answer="2.0", family="camera_distance_m",
+                            answer_type="number", unit="m", object_names=["chair"],
+                            frame_index=0, evidence={"tracks": [
+                                {"name": "chair", "center_world": [0.0, 0.0, 0.0]}]})
+               for i in range(len(replies))]
+    choices = [Label(id=f"c{i}", answer="chair", family="closest_object", frame_index=0,
+                     object_names=["chair", "table"], choices=["chair", "table"], evidence={})
+               for i in range(len(replies))]
+    labels: list[SpatialLabel | Label] = [*numbers, *choices]
+    flags = [CaseBias(id=lab.id, family=lab.family, bias_score=0.5, flagged=i % 2 == 0)
+             for i, lab in enumerate(labels)]
+    summary = BiasSummary(method="test", features=[], config=BiasConfig(), sklearn_version="-",
+                          folds={"choice": None, "number": None}, families={})
+    write_bias_audit(tmp_path, BiasAudit(cases=flags, summary=summary,
+                                         kept=[lab.id for lab in labels]))
+    run = ModelRun(answers={lab.id: answer(lab.id, replies[int(lab.id[1:])]) for lab in labels},
+                   descriptions={})
+    data = PrivateDataset(root=tmp_path, cases={}, labels=choices, spatial_labels=numbers)
+    scores = score_blind(data, run, "r")
+    assert isinstance(scores, SolvabilityScores)
+    assert scores.number is not None and scores.number.n == len(replies)
+    assert scores.choice is not None and scores.choice.n == len(replies)

@@ -3,6 +3,7 @@ unparseable replies scored 0 and counted, and a visible not-measured record with
 
 from __future__ import annotations
 
+import random
 import shutil
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from eval_assets.scoring.numeric import (
     scored_by,
 )
 from eval_assets.scoring.spec import ReportTable
+from eval_assets_tests.metrics.test_numeric_reply import random_reply
 from eval_assets_tests.scoring.conftest import answer, labels_of, write_run
 
 
@@ -173,3 +175,32 @@ def _cell(scores: NumericScores) -> CellScores:
                                                    parse_failures=0, descriptions=0,
                                                    descriptions_failed=0),
                       scores={NUMERIC.name: scores.model_dump(mode="json")})
+
+
+# The issue's replies (issue 42, item 5) and their reasons in a distance case.
+NEVER_GUESSED = {"3 units": "unknown unit 'units'", "3 cm³": "volume unit 'cm³' for a length",
+                 "2+ m": "not a single value: '2+'", "1e-400 m": "out of range: '1e-400 m'",
+                 "1e400 m": "out of range: '1e400 m'",
+                 "3 m, no wait, 4 m": "self-correction: '3 m', then '4 m'"}
+
+
+def test_no_reply_fails_numeric_scoring(tmp_path: Path) -> None:
+    # Every rule (MRA, the zero rule, angles, a magnitude) over the issue's replies and seeded
+    # random ones: each case is scored or is a parse failure with its reason, never an error.
+    rules = [("distance_m", "2.0", "m"), ("camera_displacement_m", "0", "m"),
+             ("egocentric_direction_deg", "-90", "deg"), ("turn_angle_deg", "45", "deg"),
+             ("distance_m", "50", "cm")]
+    rng = random.Random(0)
+    replies = [*NEVER_GUESSED, "1" * 400 + "°", "1.7e308 km", *["1e15 m"] * 3, "-1e15°",
+               *(random_reply(rng) for _ in range(150))]
+    labels = [numeric_label(f"{i}-{j}", truth, unit, family)
+              for i in range(len(replies)) for j, (family, truth, unit) in enumerate(rules)]
+    run = ModelRun(answers={lab.id: answer(lab.id, replies[int(lab.id.split("-")[0])])
+                            for lab in labels}, descriptions={})
+    scores = score_numeric(PrivateDataset(root=tmp_path, cases={}, labels=labels), run)
+    assert isinstance(scores, NumericScores) and scores.n == len(labels)
+    for row in scores.rows:
+        assert (row.predicted is None) == (row.parse_error is not None), row
+        assert 0.0 <= row.mra <= 1.0
+    reasons = {r.reply: r.parse_error for r in scores.rows if r.case_id.endswith("-0")}
+    assert {reply: reasons[reply] for reply in NEVER_GUESSED} == NEVER_GUESSED

@@ -201,3 +201,35 @@ def test_the_list_command_names_an_invalid_override_and_its_fix(
     assert "0 applied, 0 orphaned, 1 invalid (answer not a choice)" in listed.output
     assert "is not one of the case's choices" in listed.output and "Fix:" in listed.output
     assert "Traceback" not in listed.output
+
+
+def test_an_override_on_an_edited_dataset_is_refused_with_a_fix_that_works(
+        sample_dataset: Path, tmp_path: Path) -> None:
+    # Before: "ValueError: ... one of them was edited by hand. Regenerate the dataset", exit 1,
+    # and `eval-assets run` regenerates nothing: Dagster still holds the dataset materialized.
+    layout = StorageLayout(tmp_path / "home")
+    dataset = Path(shutil.copytree(sample_dataset, layout.dataset_dir("sample")))
+    labels = labels_of(dataset)
+    public = dataset / "labels.jsonl"
+    lines = [json.loads(line) for line in public.read_text().splitlines()]
+    lines[0]["answer"] = _other(labels[0])  # a gold answer edited by hand after publishing
+    public.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    args = ["labels", "override", "--recording", "sample", "--case", labels[1].id, "--answer",
+            _other(labels[1]), "--by", "ana", "--reason", "r", "--storage-root",
+            str(layout.root), "--labels-dir", str(tmp_path / "labels")]
+    result = CliRunner().invoke(app, args)
+    flat = " ".join(result.output.split())
+    assert result.exit_code == 2, flat
+    assert f"{dataset} is not as it was published (" in flat and labels[0].id in flat
+    assert "no override was recorded" in flat and "ValueError" not in flat
+    assert "regenerate" not in flat.lower()
+    assert (f"Fix: publish it again from the recording: `DAGSTER_HOME={layout.dagster_home()} "
+            "dagster asset wipe public_cases private_labels --noprompt`, then `eval-assets run "
+            "<sample's recording file>`") in flat
+    assert not (tmp_path / "labels").exists()
+    # A case whose label went missing from both label files is as plainly refused.
+    public.write_text("".join(json.dumps(line) + "\n" for line in lines[1:]))
+    audit = dataset / "audit" / "labels.jsonl"
+    audit.write_text("".join(line + "\n" for line in audit.read_text().splitlines()[1:]))
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 2 and "cases without a label in labels.jsonl" in again.output

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from eval_assets.frames.camera_poses import CameraPoses, root_of
 from eval_assets.recording.messages import Header, TFMessage, Transform, TransformStamped
 from eval_assets.schemas.spatial import ObjectTracks
 from eval_assets.tracks import fuse_sightings, read_object_tracks, write_object_tracks
@@ -20,11 +21,9 @@ from eval_assets.tracks.fuse import (
     sides_seen,
 )
 from eval_assets.tracks.lift import (
-    CameraPoses,
     Sighting,
     Skipped,
     lift_detection,
-    root_of,
     visible_points,
 )
 

@@ -28,7 +28,7 @@ from eval_assets.recording import Recording
 
 
 @asset(key=keys.RECTIFIED_FRAMES, partitions_def=recordings_partitions, group_name="frames",
-       deps=[keys.RECORDING_INGEST], code_version="3", automation_condition=RECOMPUTE,
+       deps=[keys.RECORDING_INGEST], code_version="4", automation_condition=RECOMPUTE,
        kinds={"opencv", "parquet"}, owners=OWNERS)
 def rectified_frames(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """The selected colour frames undistorted with their recorded calibration: PNGs +

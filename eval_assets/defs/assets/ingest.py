@@ -14,7 +14,7 @@ PROBLEMS_SHOWN = 50
 
 
 @asset(key=keys.RECORDING_INGEST, partitions_def=recordings_partitions, group_name="frames",
-       deps=[keys.RECORDING_FILE], code_version="3", automation_condition=RECOMPUTE,
+       deps=[keys.RECORDING_FILE], code_version="4", automation_condition=RECOMPUTE,
        kinds={"sqlite"}, owners=OWNERS)
 def recording_ingest(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """A recording validated at open (streams, codecs, fingerprints, sizes) and inventoried.

@@ -39,7 +39,8 @@ __all__ = ["model_partitions", "predictions"]
     deps=[AssetDep(keys.PUBLIC_CASES, partition_mapping=per_recording),
           AssetDep(keys.MODEL_CONFIG, partition_mapping=per_model)],
     pool="vlm_api",
-    code_version="4",
+    # 5: summary.json's cost counts every call (usage.jsonl, by kind), controls under a budget.
+    code_version="5",
     automation_condition=CELL_RECOMPUTE,
     kinds={"openai"},
     owners=OWNERS,
@@ -88,6 +89,8 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
             f"{where}: no call succeeded ({answers.error_counts}); see {out_dir / RUN_ANSWERS} "
             f"for the errors, fix the endpoint in the models file or the vlm resource, and "
             f"re-materialize")
+    for switch, why in (result.not_asked or {}).items():
+        context.log.warning(f"{where}: {switch} was not asked: {why}")
     rotated = result.summary.rotations
     cost = result.summary.cost
     if cost is not None and cost.budget is not None and cost.budget.stopped:
@@ -103,6 +106,9 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
         context.log.warning(
             f"{where}: {failed} failed answers ({errors}); they are kept as failures; "
             f"re-materialize this partition to retry only them")
+    if result.summary.served_mismatch:  # the run's warning, named in the Dagster log too
+        context.log.warning(f"{where}: replies from another model than declared: "
+                            f"{result.summary.served_models}; see {out_dir / RUN_SUMMARY}")
     spatial = result.summary.spatial
     if spatial is not None and spatial.layouts.get("mosaic"):
         context.log.warning(f"{where}: {spatial_line(spatial)}")
@@ -125,7 +131,11 @@ def predictions(context: AssetExecutionContext, storage: ProjectStorage,
         "latency_p50_s": answers.latency_s.p50,
         "total_tokens": answers.tokens.total_tokens,
         "cost_usd": cost.total_usd if cost is not None else NO_PRICE,
+        "cost_by_kind": MetadataValue.json(
+            {k: v.model_dump(mode="json") for k, v in cost.by_kind.items()}
+            if cost is not None else {}),
         "config_hash": result.summary.config_hash,
+        "served_models": MetadataValue.json(result.summary.served_models),
         "summary": MetadataValue.path(str(out_dir / RUN_SUMMARY)),
         "answers": MetadataValue.path(str(out_dir / RUN_ANSWERS)),
         **rotation_meta,

@@ -43,6 +43,7 @@ from eval_assets.defs.local.plan import (
     never_materialized,
     requested,
 )
+from eval_assets.defs.local.published import published_repairs
 from eval_assets.defs.partitions import RECORDINGS, current_model_specs, model_partitions
 from eval_assets.defs.resources import JudgeResource
 from eval_assets.errors import InputError
@@ -123,6 +124,12 @@ def run_locally(
     ``on_stage`` get one line each per finished step, finished run and stage. ``verbose=True``
     brings Dagster's console logger back.
 
+    Every published dataset, results file, the leaderboard and the report are verified by
+    content first (:mod:`eval_assets.defs.local.published`): a file of this run's partitions
+    damaged or edited since publication is named and rebuilt from its inputs; one of another
+    recording or model raises :class:`~eval_assets.defs.local.published.PublishedFilesDamaged`
+    naming the command that rebuilds it.
+
     Another run on the same storage root is waited for (one line to ``on_stage`` names its pid);
     with ``wait=False`` this raises :class:`~eval_assets.defs.local.instance.RunInProgress`
     instead.
@@ -200,6 +207,9 @@ def _bring_up_to_date(instance: DagsterInstance, recording: Path, layout: Storag
         # Conditions never fire on their first evaluation: take it before anything changes.
         cursor = conditions.evaluate().cursor
     _observe(instance, recording, layout, scope)
+    # Published means verified: what was damaged or edited since its asset published it is
+    # rebuilt first (or the run refuses, naming the fix), so nothing is built on it.
+    repairs = published_repairs(layout, scope, listeners.on_stage)
     launcher = Launcher(defs, instance, graph, jobs, scope, run_config, log_file, listeners)
     preloading: list[threading.Thread | None] = []
 
@@ -210,6 +220,9 @@ def _bring_up_to_date(instance: DagsterInstance, recording: Path, layout: Storag
             preloading.append(preload(_served_models(scope)))
 
     try:
+        if not repairs.empty():
+            before(repairs)
+            launcher.execute(repairs)
         cursor, runs_seen = _follow_conditions(conditions, cursor, launcher, before)
         missing = never_materialized(instance, jobs, scope)
         before(missing)

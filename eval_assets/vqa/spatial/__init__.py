@@ -82,13 +82,16 @@ class SpatialSet:
 
 
 def build_spatial(tracks: ObjectTracks, published: Sequence[int],
-                  marks: MarkSource | None = None) -> SpatialSet:
+                  marks: MarkSource | None = None,
+                  breaks: Sequence[tuple[float, float]] = ()) -> SpatialSet:
     """The spatial cases about ``tracks`` showing only the ``published`` frames.
 
     A case about a marked object shows the marked frames (:mod:`~eval_assets.vqa.spatial.
-    marked`), drawn from ``marks``; without ``marks`` it is not asked (``no_marks``).
+    marked`), drawn from ``marks``; without ``marks`` it is not asked (``no_marks``). No motion
+    case spans or touches one of the ``breaks`` (:attr:`TrackIndex.breaks`).
     """
-    items = spatial_items(TrackIndex(tracks, tuple(sorted(set(published)))))
+    items = spatial_items(TrackIndex(tracks, tuple(sorted(set(published))),
+                                     tuple(sorted((float(a), float(b)) for a, b in breaks))))
     rejections = [i for i in items if isinstance(i, SpatialRejection)]
     seen: Counter[str] = Counter()
     cases, labels = [], []

@@ -128,10 +128,23 @@ def track_evidence(track: ObjectTrack) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class TrackIndex:
-    """The tracks of one recording restricted to the published frames (time order)."""
+    """The tracks of one recording restricted to the published frames (time order).
+
+    ``breaks``: stretches of time ``(from, to)`` where the frame stage found images and TF
+    disagreeing (a frozen camera, a TF standing still while the images move: its
+    ``frozen_image`` / ``image_moved_tf_still`` frames, each from the frame it was compared with
+    to itself); the motion families ask nothing across or inside them.
+    """
 
     tracks: ObjectTracks
     published: tuple[int, ...]
+    breaks: tuple[tuple[float, float], ...] = ()
+
+    def crosses_break(self, a: float, b: float) -> bool:
+        """Whether the time from ``a`` to ``b`` overlaps a stretch where images and TF
+        disagreed (its end points excluded: the frame compared with is a good one)."""
+        lo, hi = min(a, b), max(a, b)
+        return any(lo < end and hi > start for start, end in self.breaks)
 
     @cached_property
     def visible(self) -> tuple[ObjectTrack, ...]:

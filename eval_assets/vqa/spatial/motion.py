@@ -26,7 +26,11 @@ recording, windows spread over the whole recording, everything deterministic):
   first was; yes and no balanced.
 
 Windows that fall between the thresholds are not asked about; the rejections file counts them
-per family and reason (one row each, with a few example windows), not one row per window.
+per family and reason (one row each, with a few example windows), not one row per window. Nor
+are windows (or ``same_place`` pairs) that span or touch a stretch where the frame stage found
+the images and TF disagreeing (:attr:`~eval_assets.vqa.spatial.evidence.TrackIndex.breaks`: a
+frozen camera, a stuck TF): which of the two was wrong there is unknown, and every truth here
+comes from TF (:data:`CROSSES_BREAK`).
 """
 
 from __future__ import annotations
@@ -92,6 +96,9 @@ MAX_STARTS = 160
 SHOWN = 4  # frames a distance or turn case shows (first, last and evenly between)
 ROUTE_SHOWN = 8
 REJECTION_EXAMPLES = 5
+CROSSES_BREAK = "crosses_image_tf_disagreement"
+_BREAK_DESCRIBED = {CROSSES_BREAK: "span frames whose images and TF disagree (the frame stage's "
+                                   "frozen_image / image_moved_tf_still)"}
 _TIME_ORDER = "These images are frames of one video, in time order. "
 
 
@@ -221,6 +228,9 @@ def _distance_family(index: TrackIndex, family: str,
     groups: dict[str, list[tuple[list[Pose], float]]] = {"moved": [], "zero": []}
     for window in _windows(frames):
         shown = _poses(motion, _shown(window, SHOWN))
+        if index.crosses_break(shown[0].t, shown[-1].t):
+            rejected.add(CROSSES_BREAK, [s.frame for s in shown])
+            continue
         d = measure(motion, shown[0], shown[-1])
         if d < ZERO_M:
             groups["zero"].append((shown, 0.0))
@@ -228,7 +238,8 @@ def _distance_family(index: TrackIndex, family: str,
             groups["moved"].append((shown, d))
         else:
             rejected.add("between_thresholds", [s.frame for s in shown])
-    yield from rejected.rows({"between_thresholds": f"{ZERO_M}-{MIN_DISTANCE_M} m"})
+    yield from rejected.rows({"between_thresholds": f"{ZERO_M}-{MIN_DISTANCE_M} m",
+                              **_BREAK_DESCRIBED})
     # Zero answers (a stop) are at most a quarter of the family: a model must not learn "0".
     zeros = _spread(groups["zero"], min(len(groups["zero"]), MAX_MOTION_CASES // 4))
     picked = zeros + _spread(groups["moved"], MAX_MOTION_CASES - len(zeros))
@@ -265,6 +276,9 @@ def _turn_windows(index: TrackIndex, family: str
     groups: dict[str, list[tuple[list[Pose], float]]] = {"left": [], "right": [], "no turn": []}
     for window in _windows(frames):
         shown = _poses(motion, _shown(window, SHOWN))
+        if index.crosses_break(shown[0].t, shown[-1].t):
+            rejected.add(CROSSES_BREAK, [s.frame for s in shown])
+            continue
         turn = motion.turn(shown[0].t, shown[-1].t)
         if abs(turn) < NO_TURN_DEG:
             groups["no turn"].append((shown, turn))
@@ -276,7 +290,7 @@ def _turn_windows(index: TrackIndex, family: str
 
 
 _TURN_DESCRIBED = {"ambiguous_turn": f"total turn {NO_TURN_DEG:g}-{MIN_TURN_DEG:g}° or over "
-                                     f"{MAX_TURN_DEG:g}°"}
+                                     f"{MAX_TURN_DEG:g}°", **_BREAK_DESCRIBED}
 
 
 def turn_direction(index: TrackIndex) -> Iterator[Item]:
@@ -342,6 +356,11 @@ def egocentric_direction_deg(index: TrackIndex) -> Iterator[Item]:
             earlier = [f for f in seen if f < last[0]]
             first = best_frames(t.model_copy(update={"frames": earlier}), 1)[0]
             window = [ft for ft in frames if first <= ft[0] <= last[0]]
+            if index.crosses_break(window[0][1], window[-1][1]):
+                items.append(SpatialRejection(family, (t.name,), CROSSES_BREAK,
+                                              _BREAK_DESCRIBED[CROSSES_BREAK],
+                                              (window[0][0], window[-1][0])))
+                continue
             shown = _poses(motion, _shown(window, SHOWN))
             end = shown[-1]
             floor = math.dist(end.p[:2], t.center_world[:2])
@@ -419,8 +438,11 @@ def route_sequence(index: TrackIndex) -> Iterator[Item]:
     rejected = _Rejections(family)
     found: list[tuple[list[Pose], list[Run]]] = []
     for window in _windows(frames):
-        runs = route(motion, window[0][1], window[-1][1])
         ids = [window[0][0], window[-1][0]]
+        if index.crosses_break(window[0][1], window[-1][1]):
+            rejected.add(CROSSES_BREAK, ids)
+            continue
+        runs = route(motion, window[0][1], window[-1][1])
         unclean = [r.why for r in runs if not r.clean]
         if unclean:
             rejected.add(unclean[0], ids)
@@ -433,7 +455,7 @@ def route_sequence(index: TrackIndex) -> Iterator[Item]:
         f"{RUN_MAX_TURN_DEG:g}° or more", "not_forward": "a run not straight ahead",
         "small_turn": f"a turn under {ROUTE_TURN_DEG:g}°",
         "too_few_moves": f"fewer than {ROUTE_MOVES[0]} moves",
-        "too_many_moves": f"more than {ROUTE_MOVES[1]} moves"})
+        "too_many_moves": f"more than {ROUTE_MOVES[1]} moves", **_BREAK_DESCRIBED})
     # Each distinct route once per stretch of time: windows ending in the same place with the
     # same moves are one question asked twice.
     distinct: dict[tuple[str, ...], list[tuple[list[Pose], list[Run]]]] = {}
@@ -462,13 +484,15 @@ def same_place(index: TrackIndex) -> Iterator[Item]:
     psi = np.array([q.psi for q in poses])
     yes: list[tuple[float, int, int]] = []
     no: list[tuple[int, int]] = []
-    between = 0
+    between = crossing = 0
     for i in range(len(poses) - 1):
         dp = np.linalg.norm(p[i + 1:] - p[i], axis=1)
         dpsi = np.abs((psi[i + 1:] - psi[i] + 180.0) % 360.0 - 180.0)
         for k in range(len(dp)):
             j = i + 1 + k
-            if dp[k] < SAME_M and dpsi[k] < SAME_DEG:
+            if index.crosses_break(poses[i].t, poses[j].t):
+                crossing += 1
+            elif dp[k] < SAME_M and dpsi[k] < SAME_DEG:
                 yes.append((poses[j].t - poses[i].t, i, j))
             elif dp[k] > APART_M or dpsi[k] > APART_DEG:
                 no.append((i, j))
@@ -478,6 +502,9 @@ def same_place(index: TrackIndex) -> Iterator[Item]:
         yield SpatialRejection(family, (), "between_thresholds",
                                f"{between} frame pairs {SAME_M}-{APART_M} m apart and "
                                f"{SAME_DEG:g}-{APART_DEG:g}° turned")
+    if crossing:
+        yield SpatialRejection(family, (), CROSSES_BREAK,
+                               f"{crossing} frame pairs {_BREAK_DESCRIBED[CROSSES_BREAK]}")
     # Revisits first: pairs far apart in time, one per first frame, each end used once.
     used: set[int] = set()
     chosen_yes: list[tuple[int, int]] = []
