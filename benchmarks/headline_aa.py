@@ -12,7 +12,8 @@ being one recording. The request each guesser sees is the real one
 choices) except that the image is replaced by its SHA-256 digest: the guesser's pick depends on
 the request only through a hash seeded with its seed, so the draws have the same distribution,
 and no PNG is read or hashed 40 times. Answers are scored by the real path
-(:func:`eval_assets.metrics.vqa.vqa_accuracy`: the headline is its ``family_mean``), and the
+(:func:`eval_assets.metrics.vqa.vqa_accuracy`: the headline is its ``family_mean``, the
+prior-free mean over families of issue 41), and the
 pair is compared by the report's paired comparison
 (:func:`eval_assets.metrics.stats.paired_comparison`, overall and per family, Holm-adjusted
 together by :func:`eval_assets.metrics.stats.adjust_comparisons`, as the leaderboard does).
@@ -43,7 +44,7 @@ from pathlib import Path
 from eval_assets.hashing import text_sha256
 from eval_assets.jsonio import read_jsonl
 from eval_assets.local_models.random_choice import RandomChoiceModel
-from eval_assets.metrics.headline import FamilyMean, FamilyScore, family_mean
+from eval_assets.metrics.headline import FamilyMean
 from eval_assets.metrics.stats import (
     WILSON_Z,
     PairedComparison,
@@ -129,10 +130,9 @@ def old_headline(report: VqaReport) -> tuple[float, float, float]:
 
 
 def new_headline(report: VqaReport) -> FamilyMean:
-    """The headline in force (:func:`family_mean` of the family accuracies)."""
-    mean = family_mean([FamilyScore(family=f, score=s.accuracy, ci_low=s.ci_low,
-                                    ci_high=s.ci_high, n=s.n)
-                        for f, s in report.by_family.items()])
+    """The headline in force: the report's prior-free mean over families
+    (:func:`eval_assets.metrics.headline.headline` of its rows)."""
+    mean = report.family_mean
     if mean is None:
         raise SystemExit("no family has enough cases for a headline; use a larger dataset")
     return mean

@@ -4,6 +4,11 @@
   (ties broken by the answer's text, so it is deterministic); for a numeric family, the median
   of the gold numbers, scored with the family's own score (mean relative accuracy). It reads the
   labels only, never a model's answer.
+- **Chance level (frequency)**, the same guesser as a row of the board (VSI-Bench's name):
+  :func:`frequency_cases` answers every case of a case set with its family's most common gold
+  answer (a numeric family's median), from the labels alone, so it is scored and ranked like any
+  model. The prior-free headline (:mod:`eval_assets.metrics.headline`) scores it at the chance
+  level exactly.
 - **Blind baseline**: a model that never sees the image (the local ``blind-smollm2``: the
   question's language prior), scored like any model.
 
@@ -22,11 +27,14 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import replace
 from statistics import NormalDist
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from eval_assets.metrics.headline import HeadlineCase
 from eval_assets.metrics.numeric import mean_relative_accuracy
+from eval_assets.metrics.numeric_rules import case_score
 from eval_assets.metrics.stats import (
     ALPHA,
     POWER,
@@ -36,12 +44,19 @@ from eval_assets.metrics.stats import (
 )
 
 __all__ = [
+    "FREQUENCY_BASELINE",
     "BaselineComparison",
     "compare_to_baseline",
     "frequency_answer",
+    "frequency_cases",
     "frequency_scores",
     "median_baseline",
 ]
+
+
+# The frequency guesser's name on the board (VSI-Bench's "Chance Level (Frequency)"); it has
+# spaces and parentheses, which no models.yaml partition key has.
+FREQUENCY_BASELINE = "Chance level (frequency)"
 
 
 def frequency_answer(answers: Sequence[str]) -> str:
@@ -67,6 +82,36 @@ def median_baseline(targets: Sequence[float],
         raise ValueError("a median baseline needs at least one gold number")
     median = float(statistics.median(targets))
     return median, [score(median, t) for t in targets]
+
+
+def frequency_cases(cases: Sequence[HeadlineCase]) -> list[HeadlineCase]:
+    """``cases`` answered by the frequency guesser: a choice case with its family's most common
+    gold answer among the cases of its recording (``stratum``; ties by text; a case whose
+    choices do not include it gets no choice, as a served guesser's reply naming another
+    would), a numeric case with its family's median gold number in its recording, scored by
+    the family's rule. Keys, frames and golds are kept."""
+    golds: dict[tuple[Hashable, str], list[str]] = {}
+    targets: dict[tuple[Hashable, str], list[float]] = {}
+    for c in cases:
+        if c.kind == "mra":
+            targets.setdefault((c.stratum, c.family), []).append(
+                c.target if c.target is not None else float(c.gold))
+        else:
+            golds.setdefault((c.stratum, c.family), []).append(c.gold)
+    modes = {f: frequency_answer(answers) for f, answers in golds.items()}
+    medians = {f: float(statistics.median(values)) for f, values in targets.items()}
+    out = []
+    for c in cases:
+        if c.kind == "mra":
+            median = medians[(c.stratum, c.family)]
+            target = c.target if c.target is not None else float(c.gold)
+            out.append(replace(c, number=median,
+                               score=case_score(median, target, c.family, c.unit)))
+        else:
+            mode = modes[(c.stratum, c.family)]
+            out.append(replace(c, predicted=mode if mode in c.choices or not c.choices
+                               else None))
+    return out
 
 
 class BaselineComparison(BaseModel):

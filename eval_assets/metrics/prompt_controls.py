@@ -15,7 +15,16 @@ for a group that holds both.
   are compared on the same cases. Per model the **min–max** of the three; per report the
   **Kendall τ-b** between the models' leaderboards of each template pair (:func:`kendall_tau`:
   ties handled as scipy's ``kendalltau`` does; None with fewer than two models or when one
-  leaderboard is all ties).
+  leaderboard is all ties). Both carry their uncertainty (:func:`tau_interval`,
+  :func:`spread_noise`): τ a 95% percentile interval over cases resampled with replacement (one
+  draw for every model; a replicate where τ is undefined counts 0), and the spread a 95%
+  interval by the same bootstrap and the **noise bound**: the 95th percentile of the spread
+  when each case's three scores are shuffled among the templates (no template effect at all).
+  A spread at or under its noise bound, or a τ interval that holds 0, is indistinguishable
+  from noise: with models at chance, τ = ±1 is what two coin flips give. Seeded
+  (:data:`NOISE_SEED`, :data:`NOISE_REPLICATES`): the same rows give the same intervals. Above
+  :data:`EXACT_MAX_CASES` cases the resampled means are drawn from their normal limit instead
+  (the exact draws cost a replicate x case matrix).
 - **Repeats** (lmms-eval's stability metrics), over cases with all k repeats recorded:
   **consistency** = the share whose k answers are the same (the same choice, or the same
   parsed number; a parse failure is no answer, so a case with one is inconsistent);
@@ -34,16 +43,23 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from itertools import combinations
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import combinations, permutations
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from eval_assets.prompt_controls import TEMPLATE_NAMES
 
-__all__ = ["RepeatRow", "RepeatStats", "StructuredRow", "StructuredStats", "TemplateRow",
-           "TemplateStats", "kendall_tau", "majority_choice", "median", "repeat_stats",
-           "structured_stats", "tau_pairs", "template_stats"]
+__all__ = ["RepeatRow", "RepeatStats", "SpreadNoise", "StructuredRow", "StructuredStats",
+           "TemplateRow", "TemplateStats", "kendall_tau", "majority_choice", "median",
+           "repeat_stats", "spread_noise", "structured_stats", "tau_interval", "tau_pairs",
+           "template_stats"]
+
+NOISE_REPLICATES = 1000
+NOISE_SEED = 0
+_CHUNK = 250  # replicates drawn at once (bounds the memory of a replicate x case matrix)
+EXACT_MAX_CASES = 1000  # above it, resampled means are drawn from their normal limit
 
 
 def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float | None:
@@ -119,6 +135,142 @@ def tau_pairs(by_model: dict[str, dict[str, float | None]]
         ys = [float(by_model[m][b] or 0.0) for m in models]
         out.append((a, b, kendall_tau(xs, ys) if len(models) >= 2 else None, len(models)))
     return out
+
+
+def _complete_scores(rows: Iterable[TemplateRow]) -> dict[tuple[str, str], list[float]]:
+    """(recording, case id) -> its scores in TEMPLATE_NAMES order, cases scored in all three."""
+    by_case: dict[tuple[str, str], dict[str, float]] = {}
+    for r in rows:
+        if r.score is not None:
+            by_case.setdefault((r.recording, r.case_id), {})[r.template] = r.score
+    return {k: [c[t] for t in TEMPLATE_NAMES] for k, c in sorted(by_case.items())
+            if all(t in c for t in TEMPLATE_NAMES)}
+
+
+def _draw_counts(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` bootstrap draws of ``n`` cases: how often each case is drawn (size x n)."""
+    drawn = rng.integers(n, size=(size, n)) + (np.arange(size) * n)[:, None]
+    return np.bincount(drawn.ravel(), minlength=size * n).reshape(size, n).astype(float)
+
+
+def _resampled_means(scores: np.ndarray, mask: np.ndarray, replicates: int,
+                     rng: np.random.Generator) -> np.ndarray:
+    """Per replicate, the templates' mean scores over cases drawn with replacement: scores
+    (cases x models x templates), mask (cases x models) the cases each model answered; the
+    result is (replicates x models x templates), NaN where a draw holds none of a model's.
+    Above :data:`EXACT_MAX_CASES` cases, each model's means are drawn from the normal
+    distribution the bootstrap tends to (its cases' covariance / n; models drawn apart, which
+    ignores their shared cases and so widens a difference's spread)."""
+    n = scores.shape[0]
+    if n > EXACT_MAX_CASES:
+        out = np.empty((replicates, *scores.shape[1:]))
+        for j in range(scores.shape[1]):
+            mine = scores[mask[:, j] > 0, j]
+            cov = np.atleast_2d(np.cov(mine.T, bias=True)) / len(mine)
+            out[:, j] = rng.multivariate_normal(mine.mean(axis=0), cov, size=replicates)
+        return out
+    out_chunks = []
+    for start in range(0, replicates, _CHUNK):
+        size = min(_CHUNK, replicates - start)
+        counts = _draw_counts(n, size, rng)
+        weight = counts @ mask  # replicates x models
+        total = (counts @ (scores * mask[:, :, None]).reshape(n, -1)).reshape(
+            size, *scores.shape[1:])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out_chunks.append(total / weight[:, :, None])
+    return np.concatenate(out_chunks)
+
+
+def _shuffled_means(complete: np.ndarray, replicates: int,
+                    rng: np.random.Generator) -> np.ndarray:
+    """Per replicate, the templates' mean scores with each case's scores in a random order of
+    the templates (all 3! orders alike): the null of no template effect (replicates x
+    templates). Above :data:`EXACT_MAX_CASES` cases, drawn from its normal limit: mean the
+    cases' overall mean, covariance sum(s_i^2) / n^2 * 3/2 (I - J/3), s_i^2 the variance of
+    case i's scores (a shuffled coordinate varies by s_i^2, two of them covary by -s_i^2/2)."""
+    n, k = complete.shape
+    if n > EXACT_MAX_CASES:
+        spread = complete.var(axis=1).sum() / n ** 2
+        cov = spread * k / (k - 1) * (np.eye(k) - np.full((k, k), 1.0 / k))
+        return rng.multivariate_normal(np.full(k, complete.mean()), cov, size=replicates)
+    orders = np.array(list(permutations(range(k))))
+    out = []
+    for start in range(0, replicates, _CHUNK):
+        size = min(_CHUNK, replicates - start)
+        drawn = rng.integers(len(orders), size=(size, n))  # each case's order of the templates
+        out.append(sum((drawn == i).astype(float) @ complete[:, order]
+                       for i, order in enumerate(orders)) / n)
+    return np.concatenate(out)
+
+
+def tau_interval(by_model: Mapping[str, Sequence[TemplateRow]], a: str, b: str, *,
+                 replicates: int = NOISE_REPLICATES, seed: int = NOISE_SEED
+                 ) -> tuple[float, float] | None:
+    """95% percentile interval of the Kendall τ-b between the models' leaderboards in templates
+    ``a`` and ``b``: the cases (recording, case id) resampled with replacement, one draw for
+    every model, each model's accuracy recomputed on its own cases in the draw. A replicate
+    whose τ is undefined (a tie) counts 0. None with fewer than two models or no case."""
+    cases = {m: _complete_scores(rows) for m, rows in by_model.items()}
+    models = sorted(m for m, c in cases.items() if c)
+    if len(models) < 2:
+        return None
+    keys = sorted({k for m in models for k in cases[m]})
+    index = {k: i for i, k in enumerate(keys)}
+    scores = np.zeros((len(keys), len(models), len(TEMPLATE_NAMES)))
+    mask = np.zeros((len(keys), len(models)))
+    for j, m in enumerate(models):
+        for k, values in cases[m].items():
+            scores[index[k], j] = values
+            mask[index[k], j] = 1.0
+    means = _resampled_means(scores, mask, replicates, np.random.default_rng(seed))
+    ia, ib = TEMPLATE_NAMES.index(a), TEMPLATE_NAMES.index(b)
+    taus = []
+    for rep in means:
+        if np.isnan(rep).any():
+            taus.append(0.0)
+            continue
+        tau = kendall_tau(list(rep[:, ia]), list(rep[:, ib]))
+        taus.append(0.0 if tau is None else tau)
+    low, high = np.percentile(taus, [2.5, 97.5])
+    return float(low), float(high)
+
+
+class SpreadNoise(BaseModel):
+    """A group's template spread (max - min of the templates' mean scores) with its 95%
+    bootstrap interval and the spread that shuffling scores among templates reaches."""
+
+    n: int
+    spread: float | None
+    ci_low: float | None
+    ci_high: float | None
+    noise_bound: float | None = Field(
+        description="95th percentile of the spread with each case's scores shuffled among the "
+                    "templates: a spread at or under it is indistinguishable from noise")
+
+    @property
+    def beyond_noise(self) -> bool | None:
+        """Whether the spread exceeds its noise bound; None without cases."""
+        if self.spread is None or self.noise_bound is None:
+            return None
+        return self.spread > self.noise_bound + 1e-12
+
+
+def spread_noise(rows: Iterable[TemplateRow], *, replicates: int = NOISE_REPLICATES,
+                 seed: int = NOISE_SEED) -> SpreadNoise:
+    """The spread of ``rows``' templates (cases answered in all three) with its uncertainty."""
+    complete = np.array(list(_complete_scores(rows).values()), dtype=float)
+    n = len(complete)
+    if n == 0:
+        return SpreadNoise(n=0, spread=None, ci_low=None, ci_high=None, noise_bound=None)
+    rng = np.random.default_rng(seed)
+    means = complete.mean(axis=0)
+    boot = _resampled_means(complete[:, None, :], np.ones((n, 1)), replicates, rng)[:, 0, :]
+    spreads = boot.max(axis=1) - boot.min(axis=1)
+    low, high = np.percentile(spreads, [2.5, 97.5])
+    null = _shuffled_means(complete, replicates, rng)
+    bound = float(np.percentile(null.max(axis=1) - null.min(axis=1), 95))
+    return SpreadNoise(n=n, spread=float(means.max() - means.min()), ci_low=float(low),
+                       ci_high=float(high), noise_bound=bound)
 
 
 # --- repeats --------------------------------------------------------------------------------

@@ -14,13 +14,19 @@ None ("n/a"), never 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from eval_assets.choices import ChoiceMatch, Tier, match_choice, normalise_reply
-from eval_assets.metrics.headline import FamilyMean, FamilyScore, family_mean
+from eval_assets.metrics.headline import (
+    FamilyMean,
+    FamilyScore,
+    HeadlineCase,
+    family_mean,
+    headline,
+)
 from eval_assets.metrics.stats import WILSON_Z, clustered_wilson, wilson_interval
 
 __all__ = [
@@ -32,6 +38,7 @@ __all__ = [
     "VqaRowResult",
     "accuracy_family_mean",
     "frame_keys",
+    "headline_case",
     "match_choice",
     "normalise_reply",
     "vqa_accuracy",
@@ -91,6 +98,9 @@ class VqaRowResult(BaseModel):
     status: RowStatus
     lettered: bool = Field(
         default=False, description="whether the prompt showed the choices lettered (A), (B), ...")
+    choices: list[str] = Field(
+        default_factory=list, description="the choices shown (empty: scored before rows kept "
+                                          "them); the headline's false-alarm rates need them")
 
 
 class VqaGroupStats(BaseModel):
@@ -121,12 +131,22 @@ class VqaReport(BaseModel):
     by_recording: dict[str, VqaGroupStats]
     rows: list[VqaRowResult]
     family_mean: FamilyMean | None = Field(
-        default=None, description="unweighted mean of the family accuracies "
-        "(eval_assets.metrics.headline); None without cases or on results scored before it")
+        default=None, description="the headline: unweighted mean of the families' prior-free "
+        "scores (eval_assets.metrics.headline); None without an informative family of enough "
+        "cases, or on results scored before it")
+
+
+def headline_case(row: VqaRowResult, key: Hashable | None = None) -> HeadlineCase:
+    """A scored row as the headline reads it (``key`` default: the case id)."""
+    return HeadlineCase(key=row.case_id if key is None else key, family=row.family,
+                        frame=(row.recording, row.frame_index), gold=row.answer,
+                        choices=tuple(row.choices), predicted=row.predicted_choice,
+                        stratum=row.recording)
 
 
 def accuracy_family_mean(by_family: Mapping[str, VqaGroupStats]) -> FamilyMean | None:
-    """The mean over families of their accuracies, with their clustered intervals."""
+    """The mean over families of their raw accuracies, with their clustered intervals (the
+    headline before issue 41; :func:`headline` of the rows is the headline now)."""
     return family_mean([FamilyScore(family=f, kind="accuracy", score=s.accuracy,
                                     ci_low=s.ci_low, ci_high=s.ci_high, n=s.n)
                         for f, s in by_family.items()])
@@ -177,6 +197,7 @@ def _score_row(row: VqaRow) -> VqaRowResult:
         tier=match.tier,
         status=status,
         lettered=row.lettered,
+        choices=list(row.choices),
     )
 
 
@@ -213,5 +234,6 @@ def vqa_accuracy(rows: Iterable[VqaRow | Mapping[str, Any]]) -> VqaReport:
         by_family=by_family,
         by_recording=grouped("recording"),
         rows=results,
-        family_mean=accuracy_family_mean(by_family),
+        # Families in name order, as by_family.
+        family_mean=headline(headline_case(r) for r in sorted(results, key=lambda r: r.family)),
     )

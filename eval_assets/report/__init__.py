@@ -5,7 +5,9 @@ the common case set models are ranked on; ``leaderboard`` pools per-(recording, 
 on that set and on each model's own cases, and compares models pairwise; ``history`` loads the
 kept nightly results and scores each model across nights; ``charts`` draws them; ``overlays``
 draws ground truth on frames; ``cards`` builds per-case cards and per-frame overlays; ``html``
-renders one self-contained file from its sections (``ranking_sections``, ``circular_section``,
+renders one self-contained file that opens with ``answer_section`` (best model, margin,
+certainty, baselines, what to distrust), its sections grouped by ``nav``
+(``ranking_sections``, ``circular_section``,
 ``nights_section``, ``metric_sections``, which renders each metric's own table data, and
 ``case_browser``), with ``markup``'s HTML helpers and the ``static/`` stylesheet and script;
 ``publish`` reads a storage root and writes both (the Dagster assets call it).

@@ -26,7 +26,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from eval_assets.family_spec import family_names
 from eval_assets.layout import RUN_CONFIG
 from eval_assets.metrics.baselines import (
     BaselineComparison,
@@ -41,9 +40,13 @@ from eval_assets.schemas.results import CellScores
 from eval_assets.scoring.numeric import NUMERIC, case_score
 from eval_assets.scoring.spatial import SPATIAL
 from eval_assets.scoring.vqa import report_of
+from eval_assets.vqa.declarations import family_names
 
-__all__ = ["FamilyBaselines", "ScoredCase", "blind_models", "family_baselines", "spatial_cases",
-           "vqa_cases"]
+__all__ = ["RANDOM_LOCAL_MODEL", "FamilyBaselines", "ScoredCase", "baseline_models", "blind_models",
+           "family_baselines", "spatial_cases", "vqa_cases"]
+
+# The local model that guesses uniformly among the choices (eval_assets.local_models.registry).
+RANDOM_LOCAL_MODEL = "random"
 
 
 @dataclass(frozen=True)
@@ -78,14 +81,26 @@ class FamilyBaselines(BaseModel):
 
 def blind_models(runs: Iterable[tuple[str, Path]]) -> list[str]:
     """The models (of ``(model, run folder)`` pairs) whose run a blind local model served."""
-    found = set()
+    return sorted(m for m, kind in baseline_models(runs).items() if kind == "blind")
+
+
+def baseline_models(runs: Iterable[tuple[str, Path]]) -> dict[str, str]:
+    """The models (of ``(model, run folder)`` pairs) that are blind baselines, by kind:
+    "random" when the local random guesser served their run, "blind" when a blind local model
+    did (:data:`~eval_assets.schemas.endpoint.BLIND_LOCAL_MODELS`), read from the run's
+    ``config.json``; a run with a ``base_url`` is a model under test whatever it is called."""
+    found: dict[str, str] = {}
     for model, run_dir in runs:
         path = Path(run_dir) / RUN_CONFIG
         if path.is_file():
             client = json.loads(path.read_text("utf-8")).get("client") or {}
-            if client.get("serve") in BLIND_LOCAL_MODELS and not client.get("base_url"):
-                found.add(model)
-    return sorted(found)
+            if client.get("base_url"):
+                continue
+            if client.get("serve") == RANDOM_LOCAL_MODEL:
+                found[model] = "random"
+            elif client.get("serve") in BLIND_LOCAL_MODELS:
+                found[model] = "blind"
+    return dict(sorted(found.items()))
 
 
 def vqa_cases(results: Sequence[CellScores], common: Collection[CaseKey]

@@ -24,7 +24,6 @@ from typing import Any
 import cv2
 import numpy as np
 
-from eval_assets.family_spec import family_names
 from eval_assets.frames import PointCloudFrame, load_points, read_pointcloud_frames
 from eval_assets.jsonio import read_json, read_jsonl, read_model
 from eval_assets.metrics.vqa import VqaRowResult
@@ -50,6 +49,8 @@ from eval_assets.schemas.vqa import (
     asset_relpath,
     audit_frame_relpath,
 )
+from eval_assets.vqa.bias import CaseBias, read_bias_cases
+from eval_assets.vqa.declarations import family_names
 from eval_assets.vqa.labels import read_labels
 from eval_assets.vqa.overrides import OverrideResolution
 
@@ -316,9 +317,10 @@ def gold_corrections(resolution: OverrideResolution | None) -> dict[str, GoldCor
 def _vqa_card(recording: str, model: str, case: Case, label: Label | None, frame_index: int,
               row: VqaRowResult, record: AnswerRecord | None,
               judge: Mapping[str, Any] | None,
-              correction: GoldCorrection | None = None) -> CaseCard:
-    """One model's card on one case: its scored row, its raw reply, its judge note, and the
-    correction of its gold answer when a human made one."""
+              correction: GoldCorrection | None = None,
+              bias: CaseBias | None = None) -> CaseCard:
+    """One model's card on one case: its scored row, its raw reply, its judge note, the
+    correction of its gold answer when a human made one, and the bias audit's line."""
     return CaseCard(
         kind="vqa", recording=recording, model=model, case_id=case.id,
         frame_index=frame_index, family=row.family, question=case.question,
@@ -333,7 +335,9 @@ def _vqa_card(recording: str, model: str, case: Case, label: Label | None, frame
         # Only when the scored gold is the corrected one: rows scored before the correction
         # carry the sensor's answer, and the card must not claim otherwise.
         correction=correction if correction is not None and row.answer == correction.answer
-        else None)
+        else None,
+        bias_score=None if bias is None else bias.bias_score,
+        blind_solvable=None if bias is None else bias.flagged)
 
 
 def _open_ended_cards(judged: Mapping[str, Mapping[str, Mapping[str, Any]]], recording: str,
@@ -385,7 +389,8 @@ def build_case_cards(
     open-ended card (all of them, or up to ``max(1, limit_per_model // 4)`` frames); other ids
     are ignored. ``recording`` defaults to the rows' recording, else the dataset folder's name.
     ``corrections`` (:func:`gold_corrections`) by case id mark the cards whose gold answer a
-    human corrected.
+    human corrected. Each card carries its case's line of the dataset's bias audit
+    (``audit/bias.jsonl``: bias score and blind-solvable flag), None without the audit.
     Cards come grouped by case (dataset order, or the order of ``select_cases`` with a limit),
     models sorted by name within a case. Overlays are not built here: see
     ``build_frame_images``.
@@ -405,6 +410,7 @@ def build_case_cards(
                 f"{unknown[:3]} that this dataset does not contain; pass the rows of this "
                 "recording's dataset")
     record_by = {m: {a.case_id: a for a in rs} for m, rs in answers.items()}
+    bias = read_bias_cases(dataset_dir) or {}
     judged = {m: {str(r.get("id")): r for r in rs} for m, rs in (judge_results or {}).items()}
     if recording is None:
         recs = {r.recording for rs in rows.values() for r in rs.values()}
@@ -424,7 +430,7 @@ def build_case_cards(
                 cards.append(_vqa_card(
                     recording, model, case, label, frame_index, row,
                     record_by.get(model, {}).get(case_id), judged.get(model, {}).get(case_id),
-                    (corrections or {}).get(case_id)))
+                    (corrections or {}).get(case_id), bias.get(case_id)))
     cards += _open_ended_cards(judged, recording, limit_per_model)
     return cards
 

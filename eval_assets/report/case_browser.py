@@ -26,6 +26,9 @@ CASES_PER_PAGE = 20
 _RAW_LIMIT = 2000  # characters of a raw reply shown before it is cut (the rest is counted)
 
 
+# The outcomes the "wrong" filter shows (a parse failure and a failed call score as wrong).
+_WRONG = ("incorrect", "parse_failure", "failed_call")
+
 _BADGES = {
     "correct": "correct",
     "incorrect": "wrong",
@@ -64,7 +67,7 @@ def _raw(text: str | None) -> tuple[str | None, int]:
 # The blob names its fields and which of them are interned, so ``decode_case_data`` and the same
 # steps at the top of ``static/report.js`` read it back without a second copy of either.
 CASE_FIELDS = ("id", "recording", "frame", "kind", "family", "question", "choices", "gold",
-               "objects", "evidence", "answers", "corrected")
+               "objects", "evidence", "answers", "corrected", "bias", "solvable")
 ANSWER_FIELDS = ("model", "status", "choice", "tier", "raw", "cut", "error", "latency", "judge")
 JUDGE_FIELDS = ("score", "reasoning", "error", "category", "model")
 _INTERNED = {"recording": "recordings", "kind": "kinds", "family": "families"}
@@ -132,7 +135,7 @@ def _case_data(cards: Sequence[CaseCard]) -> dict[str, Any]:
             intern("kinds", first.kind), intern("families", first.family), first.question,
             first.choices, first.gold, first.object_names, first.evidence or None,
             [_answer_row(c, intern) for c in sorted(group, key=lambda c: c.model)],
-            _corrected(group))))
+            _corrected(group), first.bias_score, first.blind_solvable)))
     return {**intern.lists, "case_fields": CASE_FIELDS, "answer_fields": ANSWER_FIELDS,
             "judge_fields": JUDGE_FIELDS, "case_interned": _INTERNED,
             "answer_interned": _INTERNED_ANSWER, "cases": rows}
@@ -172,10 +175,11 @@ def _jpeg_uri(jpeg: bytes) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii")
 
 
-def _options(name: str, label: str, values: Sequence[tuple[str, str]]) -> str:
+def _options(name: str, label: str, values: Sequence[tuple[str, str]],
+             first: str = "all") -> str:
     opts = "".join(f'<option value="{esc(v)}">{esc(text)}</option>' for v, text in values)
-    return (f'<label>{esc(label)}<select id="f-{name}"><option value="">all</option>{opts}'
-            "</select></label>")
+    return (f'<label>{esc(label)}<select id="f-{name}"><option value="">{esc(first)}</option>'
+            f"{opts}</select></label>")
 
 
 def cases_section(cards: Sequence[CaseCard], frames: Sequence[FrameImage], *,
@@ -186,8 +190,13 @@ def cases_section(cards: Sequence[CaseCard], frames: Sequence[FrameImage], *,
             "detection's box (label: median LiDAR range, or detector score) and mask outline "
             "(outlines only, so object colours stay as the model saw them), and LiDAR points "
             "projected with the rectified intrinsics. Each model's raw reply is shown as "
-            "received. Filter by model, family, recording and outcome; the filter is kept in "
-            "the address (#cases?model=\u2026&amp;outcome=\u2026), so a view can be linked.")
+            "received. Filter by model, family, recording, outcome, right or wrong, and the "
+            "bias audit's blind-solvable flag (a forest that sees no pixel solves the case out "
+            "of fold: bias score s \u2265 the audit's threshold, VSI-Bench-Debiased's TsT); "
+            "each case shows its bias score s, the out-of-fold probability that a blind guess "
+            "is right (its MRA for a number). Sort by s to read the most guessable cases "
+            "first. The filter is kept in the address "
+            "(#cases?model=\u2026&amp;result=wrong&amp;blind=yes), so a view can be linked.")
     if frames_beside:
         lead += (f" The frames are files in the <code>{FRAMES_DIR}/</code> folder beside this "
                  "page, loaded as their cards are shown: copy that folder with the page.")
@@ -203,17 +212,30 @@ def cases_section(cards: Sequence[CaseCard], frames: Sequence[FrameImage], *,
     models = sorted({c.model for c in cards})
     families = sorted({c.family for c in cards})
     recordings = sorted({c.recording for c in cards})
+    audited = [c for c in {(c.recording, c.case_id): c for c in cards}.values()
+               if c.blind_solvable is not None]
+    flagged = sum(1 for c in audited if c.blind_solvable)
+    right = sum(1 for c in cards if c.status == "correct")
+    wrong = sum(1 for c in cards if c.status in _WRONG)
     filters = "".join([
         _options("model", "Model", [(m, m) for m in models]),
         _options("family", "Family", [(f, f.replace("_", " ")) for f in families]),
         _options("recording", "Recording", [(r, r) for r in recordings]),
         _options("outcome", "Outcome", [(k, f"{v} ({counts[k]:,} in all)")
                                         for k, v in _BADGES.items() if k in counts]),
+        _options("result", "Right / wrong", [
+            ("right", f"right ({right:,} answers)"),
+            ("wrong", f"wrong, unparsed or failed ({wrong:,})")]),
+        _options("blind", "Blind-solvable (bias audit)", [
+            ("yes", f"flagged ({flagged:,} cases)"),
+            ("no", f"not flagged ({len(audited) - flagged:,})"),
+            ("unscored", "no bias score")]),
+        _options("sort", "Order", [("bias", "bias score, highest first")], first="dataset"),
     ])
     pager = ('<div class="pager"><button type="button" data-step="-1">\u2190 previous'
              '</button><span class="page-info"></span><button type="button" data-step="1">'
              "next \u2192</button></div>")
-    data = {"page_size": CASES_PER_PAGE, "labels": _BADGES, **cases}
+    data = {"page_size": CASES_PER_PAGE, "labels": _BADGES, "wrong": _WRONG, **cases}
     frame_data = {
         f.key: {"src": src(f.overlay_jpeg), "plain": src(f.plain_jpeg),
                 "w": f.width, "h": f.height, "note": f.note}

@@ -3,6 +3,11 @@ script, nothing fetched), so it works offline and can be mailed around. The pipe
 (``publish_report``) links the case browser's frames as files beside the page instead
 (``frames_beside``; :mod:`eval_assets.report.frame_files`), so it stays light as recordings add up.
 
+The page opens with the answer (:mod:`eval_assets.report.answer_section`: which model is best,
+by how much, how certain, against the best baseline, and what to distrust); the sections follow
+under at most twelve navigation groups (:mod:`eval_assets.report.nav`), the methods last. A
+section's long explanation is folded behind a ``<details>`` element (``markup.section``).
+
 The summary sections are plain HTML. Models are ranked only on the cases every ranked model
 answered (the leaderboard's ``common`` rows); the headline says on how many, and a warning box
 lists every (recording, model) cell that is missing or stale and every case left out. The
@@ -22,7 +27,6 @@ Nothing is read from the clock: a generation time appears only when the caller p
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -31,6 +35,7 @@ import pandas as pd
 
 from eval_assets.atomic import write_text_atomic
 from eval_assets.metrics.stats import PairedComparison
+from eval_assets.report.answer_section import answer_section, build_answer, solvable_by_family
 from eval_assets.report.baselines import FamilyBaselines, family_baselines
 from eval_assets.report.baselines_section import baselines_section
 from eval_assets.report.case_browser import CASES_PER_PAGE, cases_section
@@ -46,6 +51,7 @@ from eval_assets.report.label_audit import LabelAudit, label_audit_section
 from eval_assets.report.leaderboard import METHODS, paired_comparisons
 from eval_assets.report.markup import esc, section
 from eval_assets.report.metric_sections import metric_sections, not_computed_section
+from eval_assets.report.nav import NavSection, render_nav_and_body
 from eval_assets.report.nights_section import NO_NIGHTS, nights_section
 from eval_assets.report.ranking_sections import (
     comparisons_section,
@@ -54,6 +60,7 @@ from eval_assets.report.ranking_sections import (
     headline_section,
     recordings_section,
 )
+from eval_assets.report.served_section import answered_by_another, served_section
 from eval_assets.report.spatial_cards import spatial_cards_section
 from eval_assets.schemas.concurrency import ConcurrencyHistory
 from eval_assets.schemas.evidence_quality import EvidenceQuality
@@ -72,13 +79,7 @@ def static_text(name: str) -> str:
     return resources.files("eval_assets.report").joinpath("static", name).read_text("utf-8")
 
 
-@dataclass(frozen=True)
-class ReportSection:
-    """One section of the page: its anchor, its navigation label (None: not linked) and HTML."""
-
-    anchor: str
-    nav: str | None
-    html: str
+ReportSection = NavSection
 
 
 def _methods() -> str:
@@ -104,7 +105,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
                   spatial_cards: Sequence[str] = (),
                   evidence_quality: Sequence[EvidenceQuality] = (),
                   dropped_annotations: Mapping[str, Annotations] | None = None,
-                  baselines: Sequence[FamilyBaselines] | None = None) -> str:
+                  baselines: Sequence[FamilyBaselines] | None = None,
+                  baseline_models: Collection[str] = ()) -> str:
     """The whole report as one self-contained HTML document.
 
     ``coverage`` comes from ``build_coverage(results, ...)`` (default: from ``results`` alone,
@@ -130,6 +132,8 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
     ``dropped_annotations`` (``unmatched_annotations(...)``, by recording) lists in "Not
     computed" the annotations whose image is no frame of their recording's dataset.
     ``baselines`` are the leaderboard's (``family_baselines(...)``); default: computed here.
+    ``baseline_models``: ranked rows that are baselines besides ``blind`` and those the
+    leaderboard marks (``answer_section.baseline_rows``), e.g. the runs a random guesser served.
     """
     if coverage is None:
         coverage = build_coverage(results)
@@ -150,8 +154,15 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
         baselines = family_baselines(results, coverage=coverage, blind=blind)
     # One list gives the navigation and the body, in the same order: a section is linked when
     # it has a label (some only when they have content), and its HTML may be empty.
+    answer = build_answer(leaderboard, comparisons, coverage, baselines,
+                          baseline_models={*blind, *baseline_models},
+                          solvable=solvable_by_family(cards),
+                          evidence_quality=evidence_quality,
+                          answered_by_another=answered_by_another(results))
     sections: list[ReportSection] = [
+        ReportSection("answer", "Answer", answer_section(answer)),
         ReportSection("headline", "Headline", headline_section(leaderboard, coverage)),
+        ReportSection("served", None, served_section(results)),  # replies of another model
         ReportSection("coverage", "Coverage", coverage_section(coverage)),
         ReportSection("comparisons", "Comparisons", comparisons_section(comparisons)),
         ReportSection("evidence-quality", "Evidence quality" if evidence_quality else None,
@@ -197,8 +208,7 @@ def render_report(leaderboard: pd.DataFrame, results: Sequence[CellScores],
             at = next(i for i, s in enumerate(sections) if s.anchor == after)
             sections.insert(at + 1, ReportSection(anchor, label if html else None, html))
         pending = [p for p in pending if p not in placed]
-    nav = "".join(f'<a href="#{s.anchor}">{esc(s.nav)}</a>' for s in sections if s.nav)
-    body = "".join(s.html for s in sections)
+    nav, body = render_nav_and_body(sections)
     footer = ("Models are ranked only on the cases every ranked model answered. Leaderboard "
               "rows for all recordings are recomputed from pooled cases, never averaged from "
               "per-recording percentages. This report shows private ground truth: do not share "

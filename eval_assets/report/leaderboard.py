@@ -15,6 +15,12 @@ frame, POPE from the summed confusion matrix), never averaged from per-recording
 an average of percentages weights a 3-case recording like a 300-case one. A quantity with an
 empty denominator is NaN in the table and null in the JSON, never 0.
 
+The headline (``family_mean``) is the mean over families of a score no answer prior can move
+(:mod:`eval_assets.metrics.headline`); ``vqa_accuracy`` is the raw pooled accuracy beside it. With
+a ranking, the frequency baseline (each family's most common gold answer, a numeric family's
+median; from the labels) is a pooled common row of its own, and every pooled common row says how
+far its headline is above the best blind baseline (``over_blind``, paired interval).
+
 CircularEval and position bias (``circular_*``, ``rotation_*``, ``position_bias_*`` columns) are
 pooled the same way, from the per-case rows of each cell's CircularEval, and restricted
 to the row's case set like accuracy; a result without rotations contributes its cases to
@@ -25,7 +31,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,43 +42,31 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from eval_assets.atomic import write_bytes_atomic, write_text_atomic
-from eval_assets.family_spec import family_names
 from eval_assets.jsonio import dumps_json
+from eval_assets.metrics.baselines import FREQUENCY_BASELINE, frequency_cases
 from eval_assets.metrics.chance_adjusted import chance_adjusted_from_rates
 from eval_assets.metrics.circular import CircularGroupStats
-from eval_assets.metrics.headline import MIN_FAMILY_N, FamilyScore, family_mean
+from eval_assets.metrics.headline import FamilyScore, HeadlineCase, score_families
 from eval_assets.metrics.stats import (
-    ALPHA,
-    BOOTSTRAP_REPLICATES,
-    BOOTSTRAP_SEED,
     MIN_RELIABLE_N,
-    POWER,
     PairedComparison,
     adjust_comparisons,
     clustered_wilson,
     paired_comparison,
 )
-from eval_assets.metrics.vqa import VqaGroupStats, VqaRowResult, frame_keys
+from eval_assets.metrics.vqa import VqaGroupStats, VqaRowResult, frame_keys, headline_case
 from eval_assets.report.baselines import FamilyBaselines
-from eval_assets.report.coverage import (
-    CaseKey,
-    Coverage,
-    build_coverage,
-    case_key,
-    check_results,
-)
+from eval_assets.report.coverage import CaseKey, Coverage, build_coverage, case_key, check_results
+from eval_assets.report.headline_columns import headline_columns, over_blind
+from eval_assets.report.leaderboard_methods import METHODS
 from eval_assets.schemas.results import CellScores
 from eval_assets.scoring import METRICS
-from eval_assets.scoring.circular import (
-    CIRCULAR,
-    CircularPool,
-    circular_columns,
-    pool_circular,
-)
+from eval_assets.scoring.circular import CIRCULAR, CircularPool, circular_columns, pool_circular
 from eval_assets.scoring.circular import FAMILY_STATS as CIRCULAR_FAMILY_STATS
-from eval_assets.scoring.families import pooled_spatial_families
+from eval_assets.scoring.families import spatial_headline_cases
 from eval_assets.scoring.mcq import mcq_measured
-from eval_assets.scoring.vqa import HEADLINE_COLUMNS, report_of
+from eval_assets.scoring.vqa import BASELINE_TEXT_COLUMNS, HEADLINE_COLUMNS, report_of
+from eval_assets.vqa.declarations import family_names
 
 __all__ = [
     "ALL_RECORDINGS",
@@ -103,95 +97,25 @@ __all__ = [
 ALL_RECORDINGS = "all recordings"
 LEADERBOARD_PARQUET = "leaderboard.parquet"
 LEADERBOARD_JSON = "leaderboard.json"
-LEADERBOARD_FORMAT = "eval_assets.leaderboard/5"
+LEADERBOARD_FORMAT = "eval_assets.leaderboard/6"
 COMMON = "common"  # case_set of rows on the cases every ranked model answered
 ANSWERED = "answered"  # case_set of rows on every case one model answered
 
-# How every number is computed, written into the JSON so a reader needs no source code.
-METHODS: dict[str, Any] = {
-    "accuracy": "correct / n over every scored case of the row's case set; parse failures and "
-                "failed calls count as wrong and stay in n",
-    "case_sets": "a case is (recording, dataset_sha256, case id): results on different dataset "
-                 "versions share no case. 'common' rows: the cases every ranked model has a "
-                 "scored row for (the intersection); models are ranked only on these. "
-                 "'answered' rows: every case of the model's usable results; comparable is "
-                 "false when that set differs from the common set, and such rows must not be "
-                 "ranked against each other",
-    "coverage": "every expected (recording, model) cell is ok, missing (no result) or stale "
-                "(its dataset_sha256 is not the recording's current dataset fingerprint, its "
-                "inputs (answers, label overrides) changed since it was scored, or the caller "
-                "marked it; the cell's reason says which); missing and stale cells are in no "
-                "row. A model with no ok cell is not ranked; with no case common to all ranked "
-                "models there is no ranking",
-    "published_from": "per ok cell, SHA-256 of its results and the dataset, answers and label "
-                      "overrides they came from; the report shows it stale if any differs now",
-    "common_row_metrics": "POPE, MCQ, judge, vision and CHAIR columns are null in 'common' "
-                          "rows: they are stored per result, not per case, so they cannot be "
-                          "restricted to the common cases",
-    "common_chance": "chance of a 'common' row: each case weighted by the chance of its "
-                     "(result, family) group (rows do not keep their choice count); exact "
-                     "when each family's cases have one choice count",
-    "interval": "95% Wilson score interval with n replaced by the effective sample size "
-                "n / deff; deff = cluster-robust (CR1) variance of the accuracy over frames "
-                "(recording, frame_index) / binomial variance, floored at 1; deff = 1 (reported "
-                "null) when not estimable: fewer than 2 frames, or accuracy 0 or 1",
-    "paired_comparison": "per pair of models, on the cases both have rows for in their usable "
-                         "results (matched by recording, dataset and case id): exact two-sided "
-                         "McNemar test (binomial test of the discordant pairs at 0.5; treats "
-                         "cases as independent); difference in accuracy (a - b) with a 95% "
-                         f"paired cluster-bootstrap percentile interval ({BOOTSTRAP_REPLICATES} "
-                         f"replicates resampling frames, SplitMix64 seed {BOOTSTRAP_SEED}); "
-                         "significant when the Holm-adjusted McNemar p (mcnemar_p_adjusted) "
-                         "< alpha and the interval excludes 0",
-    "many_comparisons": "the comparison table of one leaderboard is every pair of models "
-                        "overall (paired_comparisons) and per question family "
-                        "(family_comparisons): its McNemar p-values are adjusted together by "
-                        "Holm's step-down method (family-wise error rate), n_tests of them; "
-                        "verdicts use the adjusted p, the raw p is kept beside it (mcnemar_p). "
-                        "Checked against statsmodels.stats.multitest.multipletests",
-    "minimum_detectable_difference": f"Connor (1987) McNemar sample-size formula solved for the "
-                                     f"difference at alpha {ALPHA} two-sided and power {POWER}, "
-                                     "with the observed discordance rate (or the least "
-                                     "discordance the difference needs, if larger) and n "
-                                     "divided by the frame design effect of the paired "
-                                     "difference",
-    "family_mean": "the headline: the unweighted mean of the row's family accuracies over the "
-                   f"families with at least {MIN_FAMILY_N} cases (each family weighs the same, "
-                   "as VSI-Bench's overall; n_families counts them; families with fewer cases "
-                   "are shown but left out, n_families_left_out counts them; null when no "
-                   "family has that many), beside the pooled accuracy (vqa_accuracy, each "
-                   "case weighs the same). Its 95% interval is mean +- z * se clipped to [0, 1], "
-                   "se = sqrt(sum of se_f^2) / n_families, se_f = the larger side of the "
-                   "family's 95% interval (frame-clustered Wilson for accuracy) around its "
-                   "score / z (families treated as independent); models are ranked on it, "
-                   "ties by pooled accuracy, then name",
-    "caa": "chance-adjusted accuracy (SITE, arXiv 2505.05456; VLMEvalKit spatial_bench "
-           "compute_caa_score): (sum X_i - sum 1/n_i) / (N - sum 1/n_i) over the row's N choice "
-           "cases with n_i choices, = (accuracy - chance) / (1 - chance) with the row's chance "
-           "column; 0 is a uniform guess, 1 all right, below 0 worse than guessing; null (not "
-           "0) without cases. caa: over the row's single-image cases; {family}__caa: per "
-           "family",
-    "baselines": "per family on the common cases: frequency = always the family's most "
-                 "common gold answer (ties by text; the median for numeric families, scored "
-                 "by MRA), from the labels alone; blind = the best model served by a local "
-                 "model that never sees the image; each other model against the better of "
-                 "the two: difference and minimum detectable difference (McNemar MDD for 0/1 "
-                 "scores, a normal approximation with the frame design effect otherwise); "
-                 "beats when difference > MDD; flagged when no model beats it",
-    "empty_denominator": "null (n/a), never 0",
-    # Each metric's own method lines, in METRICS order.
-    **{key: text for spec in METRICS for key, text in spec.methods},
-    "alpha": ALPHA,
-    "power": POWER,
-    "min_reliable_n": MIN_RELIABLE_N,
-}
 
 # Fixed column order: the row's identity, then each metric's columns in METRICS order; the
 # per-family columns follow, families in declaration order (eval_assets.family_spec).
 IDENTITY_COLUMNS: tuple[str, ...] = ("recording", "model", "case_set", "comparable")
 BASE_COLUMNS: tuple[str, ...] = IDENTITY_COLUMNS + tuple(
-    c.name for spec in METRICS for c in spec.columns) + tuple(c.name for c in HEADLINE_COLUMNS)
-FAMILY_STATS: tuple[str, ...] = ("accuracy", "n", "ci_low", "ci_high", "chance", "caa")
+    c.name for spec in METRICS for c in spec.columns) + tuple(
+    c.name for c in HEADLINE_COLUMNS) + BASELINE_TEXT_COLUMNS
+# Per family: the raw accuracy with its interval, chance and SITE's CAA of it (raw_caa), and the
+# headline's prior-free score with its interval, its chance and its CAA.
+FAMILY_STATS: tuple[str, ...] = ("accuracy", "n", "ci_low", "ci_high", "chance", "caa", "score",
+                                 "score_ci_low", "score_ci_high", "score_chance", "raw_caa")
+# The family statistics read from the headline's record (FamilyScore field), "caa" computed.
+_SCORE_STATS = {"score": "score", "score_ci_low": "ci_low", "score_ci_high": "ci_high",
+                "score_chance": "chance", "caa": "score"}
+_TEXT_COLUMNS = frozenset(BASELINE_TEXT_COLUMNS)
 _INT_COLUMNS = {c.name for spec in METRICS for c in (*spec.columns, *HEADLINE_COLUMNS)
                 if c.integer and not c.nullable}
 # Nullable counts (pandas Int64): null in 'common' rows, or when nothing was measured.
@@ -271,11 +195,14 @@ def _row(recording: str, model: str, case_set: str, comparable: bool, overall: P
          by_family: dict[str, PooledVqa], group: Sequence[CellScores] | None,
          families: Sequence[str],
          circular: CircularPool = (None, {}),
-         cells: Sequence[CellScores] = (),
+         cases: Sequence[HeadlineCase] = (),
+         baseline: str = "",
          ) -> dict[str, Any]:
     """One leaderboard row; ``group`` None leaves the per-cell metric columns null;
-    ``circular`` is ``pool_circular`` of the row's cases; ``cells`` the row's cells, whose
-    spatial families join dimOS's in the headline."""
+    ``circular`` is ``pool_circular`` of the row's cases; ``cases`` the row's cases as the
+    headline reads them (dimOS's of the row's case set and the spatial ones of its cells);
+    ``baseline`` which blind baseline the row is ("" for a model under test)."""
+    scores = {f.family: f for f in score_families(cases)}
     row: dict[str, Any] = {
         "recording": recording,
         "model": model,
@@ -294,13 +221,16 @@ def _row(recording: str, model: str, case_set: str, comparable: bool, overall: P
         "chance": overall.chance,
         **circular_columns(circular[0]),
         **_per_cell_columns(group),
-        **_headline_columns(by_family, pooled_spatial_families(cells)),
-        "caa": overall.caa,
+        **headline_columns(cases, scores),
+        "raw_caa": overall.caa,
+        "over_blind": math.nan, "over_blind_ci_low": math.nan, "over_blind_ci_high": math.nan,
+        "baseline": baseline,
+        "best_blind": "",
     }
     for family in families:
         stats = by_family.get(family)
         for stat in FAMILY_STATS:
-            value = getattr(stats, stat) if stats is not None else math.nan
+            value = _family_stat(stats, scores.get(family), stat)
             row[family_column(family, stat)] = value if stats is not None or stat != "n" else 0
         circ = circular[1].get(family)
         row[family_column(family, "circular")] = (
@@ -309,24 +239,18 @@ def _row(recording: str, model: str, case_set: str, comparable: bool, overall: P
     return row
 
 
-def _headline_columns(by_family: dict[str, PooledVqa],
-                      spatial: Sequence[FamilyScore] = ()) -> dict[str, Any]:
-    """The mean over the row's families (:mod:`eval_assets.metrics.headline`), dimOS's and the
-    spatial ones (accuracy or MRA, each weighing the same); NaN without."""
-    mean = family_mean([*(FamilyScore(family=f, score=_none_if_nan(s.accuracy),
-                                      ci_low=_none_if_nan(s.ci_low),
-                                      ci_high=_none_if_nan(s.ci_high), n=s.n)
-                          for f, s in by_family.items()), *spatial])
-    if mean is None:
-        # No family reaches the minimum n: every family with cases is left out.
-        left_out = sum(1 for s in by_family.values() if s.n > 0) + sum(
-            1 for s in spatial if s.n > 0 and s.score is not None)
-        return {"family_mean": math.nan, "family_mean_ci_low": math.nan,
-                "family_mean_ci_high": math.nan, "n_families": 0,
-                "n_families_left_out": left_out}
-    return {"family_mean": mean.mean, "family_mean_ci_low": _nan_if_none(mean.ci_low),
-            "family_mean_ci_high": _nan_if_none(mean.ci_high), "n_families": mean.n_families,
-            "n_families_left_out": len(mean.left_out)}
+def _family_stat(stats: PooledVqa | None, score: FamilyScore | None, stat: str) -> Any:
+    """One family column: the raw statistics of the pooled rows, the prior-free score's
+    (``score``, its interval and chance, and ``caa`` of it) from the headline's record."""
+    if stat == "raw_caa":
+        return stats.caa if stats is not None else math.nan
+    if stat in _SCORE_STATS:
+        if score is None or score.score is None:
+            return math.nan
+        if stat == "caa":
+            return _nan_if_none(chance_adjusted_from_rates(score.score, score.chance))
+        return _nan_if_none(getattr(score, _SCORE_STATS[stat]))
+    return getattr(stats, stat) if stats is not None else math.nan
 
 
 def _none_if_nan(value: float) -> float | None:
@@ -371,9 +295,45 @@ def _pool(parts: Sequence[_Part], families: Sequence[str], whole: bool
     return overall, by_family
 
 
+def _cases(parts: Sequence[_Part], spatial: bool = True) -> list[HeadlineCase]:
+    """The headline's cases of a row: its dimOS rows keyed as the board keys cases, then (with
+    ``spatial``) its cells' spatial cases."""
+    out = [headline_case(x, case_key(r, x)) for r, part in parts for x in part]
+    return out + spatial_headline_cases([r for r, _ in parts]) if spatial else out
+
+
+def _frequency_row(parts: Sequence[_Part], ranked: Sequence[Sequence[_Part]],
+                   families: Sequence[str]) -> tuple[dict[str, Any], list[HeadlineCase]]:
+    """The frequency baseline's pooled common row (:data:`FREQUENCY_BASELINE`) and its cases:
+    ``parts`` (one ranked model's common rows) answered with each family's most common gold
+    answer, and the spatial cases any ranked model (``ranked``: their parts) has, a numeric
+    family with its median (:func:`eval_assets.metrics.baselines.frequency_cases`)."""
+    spatial: dict[Hashable, HeadlineCase] = {}
+    for model_parts in ranked:
+        for c in spatial_headline_cases([r for r, _ in model_parts]):
+            spatial.setdefault(c.key, c)
+    guessed = frequency_cases([*_cases(parts, spatial=False), *spatial.values()])
+    picks = {c.key: c.predicted for c in guessed}
+    answered = []
+    for r, part in parts:
+        rows = []
+        for x in part:
+            pick = picks[case_key(r, x)]
+            status = ("parse_failure" if pick is None
+                      else "correct" if pick == x.answer else "incorrect")
+            rows.append(x.model_copy(update={"predicted_choice": pick, "status": status,
+                                             "tier": None if pick is None else "exact"}))
+        answered.append((r, rows))
+    return (_row(ALL_RECORDINGS, FREQUENCY_BASELINE, COMMON, True,
+                 *_pool(answered, families, whole=False), None, families, (None, {}), guessed,
+                 "frequency"), guessed)
+
+
 def build_leaderboard(results: Sequence[CellScores], *,
-                      coverage: Coverage | None = None) -> pd.DataFrame:
-    """The leaderboard of ``results``: per model, ``common`` rows then ``answered`` rows.
+                      coverage: Coverage | None = None,
+                      baselines: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """The leaderboard of ``results``: per model, ``common`` rows then ``answered`` rows, and
+    last the frequency baseline's pooled common row.
 
     ``coverage`` (from ``build_coverage`` over the same results, with the expected recordings
     and models and the current dataset fingerprints) decides which results are usable and what
@@ -381,45 +341,68 @@ def build_leaderboard(results: Sequence[CellScores], *,
     usable). Per model: if ranked, a pooled ``ALL_RECORDINGS`` row on the common cases and one
     per recording with common cases (``case_set`` ``common``); then a pooled row on every case it
     answered and one per usable result (``answered``; ``comparable`` when that is the common
-    set). Rows are sorted by model, case set, pooled row first, then recording. Missing metrics
-    are NaN (nullable counts: NA); counts are int64. Columns: ``BASE_COLUMNS`` then
-    ``{family}__{stat}`` per family seen (``FAMILY_STATS``). Raises ``ValueError`` when two
-    results share a (recording, model) pair or a recording is named ``ALL_RECORDINGS``.
+    set). Rows are sorted by model, case set, pooled row first, then recording. With a ranking,
+    a pooled common row of :data:`~eval_assets.metrics.baselines.FREQUENCY_BASELINE` follows
+    (``baseline`` "frequency": each family's most common gold answer on the common cases, a
+    numeric family's median; no answered rows, null per-cell metrics). ``baselines`` names the
+    models that are blind baselines ("random" or "blind", from their runs:
+    :func:`eval_assets.report.baselines.baseline_models`); each pooled common row is compared
+    with the best of them and the frequency baseline (``best_blind``, ``over_blind`` and its
+    interval). Missing metrics are NaN (nullable counts: NA); counts are int64. Columns:
+    ``BASE_COLUMNS`` then ``{family}__{stat}`` per family seen (``FAMILY_STATS``). Raises
+    ``ValueError`` when two results share a (recording, model) pair or a recording is named
+    ``ALL_RECORDINGS``.
     """
     check_results(results, ALL_RECORDINGS)
     if coverage is None:
         coverage = build_coverage(results)
+    kinds = dict(baselines or {})
     usable = [r for r in results if coverage.usable(r)]
     common = set(coverage.common_cases)
     families = _ordered_families(usable)
     rows: list[dict[str, Any]] = []
+    ranked: dict[str, list[_Part]] = {}
+    pooled_cases: dict[str, list[HeadlineCase]] = {}
     for model in sorted({r.model for r in usable}):
         group = sorted((r for r in usable if r.model == model), key=lambda r: r.recording)
         keys = {r.recording: {case_key(r, x) for x in report_of(r).rows} for r in group}
+        kind = kinds.get(model, "")
         if common and model in coverage.ranked_models:
             parts = [(r, [x for x in report_of(r).rows if case_key(r, x) in common]) for r in group]
             parts = [(r, part) for r, part in parts if part]
+            ranked[model] = parts
+            pooled_cases[model] = _cases(parts)
             rows.append(_row(ALL_RECORDINGS, model, COMMON, True,
                              *_pool(parts, families, whole=False), None, families,
-                             pool_circular(parts), [p[0] for p in parts]))
+                             pool_circular(parts), pooled_cases[model], kind))
             for part in parts:
                 rows.append(_row(part[0].recording, model, COMMON, True,
                                  *_pool([part], families, whole=False), None, families,
-                                 pool_circular([part]), [part[0]]))
+                                 pool_circular([part]), _cases([part]), kind))
         everything = set().union(*keys.values())
         whole = [(r, list(report_of(r).rows)) for r in group]
         rows.append(_row(ALL_RECORDINGS, model, ANSWERED, bool(common) and everything == common,
                          *_pool(whole, families, whole=True), group, families,
-                         pool_circular(whole), group))
+                         pool_circular(whole), _cases(whole), kind))
         for r in group:
             mine = {k for k in common if k[0] == r.recording}
+            one = [(r, list(report_of(r).rows))]
             rows.append(_row(r.recording, model, ANSWERED, bool(mine) and keys[r.recording] == mine,
-                             *_pool([(r, list(report_of(r).rows))], families, whole=True), [r],
-                             families, pool_circular([(r, list(report_of(r).rows))]), [r]))
+                             *_pool(one, families, whole=True), [r],
+                             families, pool_circular(one), _cases(one), kind))
+    if ranked:
+        row, pooled_cases[FREQUENCY_BASELINE] = _frequency_row(
+            next(iter(ranked.values())), list(ranked.values()), families)
+        rows.append(row)
+        kinds[FREQUENCY_BASELINE] = "frequency"
+    over_blind([r for r in rows if r["recording"] == ALL_RECORDINGS and r["case_set"] == COMMON],
+               pooled_cases, kinds)
     columns = list(BASE_COLUMNS) + [family_column(f, s) for f in families
                                     for s in (*FAMILY_STATS, *CIRCULAR_FAMILY_STATS)]
     df = pd.DataFrame(rows, columns=columns)
     for column in columns[4:]:  # recording, model, case_set keep pandas' default string dtype
+        if column in _TEXT_COLUMNS:
+            continue
         if column in _INT_COLUMNS or column.endswith("__n"):
             df[column] = df[column].astype(np.int64)
         elif column in _NULLABLE_INT_COLUMNS or column.endswith(
@@ -455,7 +438,9 @@ def circular_by_model(results: Sequence[CellScores], *, coverage: Coverage | Non
 
 def ranked_rows(df: pd.DataFrame) -> pd.DataFrame:
     """The pooled ``common`` rows of a leaderboard, best first: by the mean over families, ties
-    by pooled accuracy, then model name. The ranking; empty when there is none."""
+    by pooled accuracy, then model name; the blind baselines (``baseline`` not "", the
+    frequency baseline's row included) are ranked among the models. The ranking; empty when
+    there is none."""
     pooled = df[(df["recording"] == ALL_RECORDINGS) & (df["case_set"] == COMMON)].copy()
     pooled["_rank_key"] = pooled["family_mean"].fillna(-1.0)
     pooled["_tie_key"] = pooled["vqa_accuracy"].fillna(-1.0)
@@ -479,7 +464,15 @@ def ranking(df: pd.DataFrame) -> dict[str, Any]:
                    "family_mean_ci_high": _json_value(r.family_mean_ci_high),
                    "n_families": _json_value(r.n_families),
                    "n_families_left_out": _json_value(r.n_families_left_out),
+                   "n_families_uninformative": _json_value(r.n_families_uninformative),
+                   "headline_chance": _json_value(r.headline_chance),
                    "caa": _json_value(r.caa),
+                   "raw_caa": _json_value(r.raw_caa),
+                   "baseline": r.baseline or None,
+                   "best_blind": r.best_blind or None,
+                   "over_blind": _json_value(r.over_blind),
+                   "over_blind_ci_low": _json_value(r.over_blind_ci_low),
+                   "over_blind_ci_high": _json_value(r.over_blind_ci_high),
                    "vqa_accuracy": _json_value(r.vqa_accuracy),
                    "vqa_ci_low": _json_value(r.vqa_ci_low),
                    "vqa_ci_high": _json_value(r.vqa_ci_high)}

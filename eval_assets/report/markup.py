@@ -101,8 +101,20 @@ def acc_cell(acc: Any, low: Any, high: Any, n: Any = None) -> str:
     return f'{pct(acc)} <span class="ci">[{pct(low)}–{pct(high)}]</span>{flag(n)}'
 
 
-def section(anchor: str, title: str, lead: str, body: str) -> str:
+# A section's explanation longer than this is folded behind a <details> element: the page shows
+# each section's numbers first (unfolded, 33 sections were over 30,000 px tall).
+FOLD_LEAD_CHARS = 400
+
+
+def section(anchor: str, title: str, lead: str, body: str, *, fold: bool | None = None) -> str:
+    """A section: its title, its explanation (``lead``, HTML; folded behind "How to read this"
+    when ``fold``, by default when longer than :data:`FOLD_LEAD_CHARS`) and its body."""
+    if fold is None:
+        fold = len(lead) > FOLD_LEAD_CHARS
     lead_html = f'<p class="lead">{lead}</p>' if lead else ""
+    if lead and fold:
+        lead_html = (f'<details class="how"><summary>How to read this section</summary>'
+                     f"{lead_html}</details>")
     return f'<section id="{anchor}"><h2>{esc(title)}</h2>{lead_html}{body}</section>'
 
 

@@ -9,6 +9,7 @@ result for an older dataset is reported stale and left out.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +17,13 @@ from pathlib import Path
 import pandas as pd
 
 from eval_assets.jsonio import read_json
-from eval_assets.layout import AVLM_JUDGE_PREDICTIONS, StorageLayout, overrides_file_for
-from eval_assets.report.baselines import blind_models, family_baselines
+from eval_assets.layout import (
+    AVLM_JUDGE_PREDICTIONS,
+    RUN_CONFIG,
+    StorageLayout,
+    overrides_file_for,
+)
+from eval_assets.report.baselines import baseline_models, blind_models, family_baselines
 from eval_assets.report.board import (
     Board,
     PublishedFrom,
@@ -38,6 +44,7 @@ from eval_assets.report.label_audit import LabelAudit, build_label_audit
 from eval_assets.report.leaderboard import build_leaderboard, paired_comparisons, write_leaderboard
 from eval_assets.report.spatial_cards import load_spatial_cards
 from eval_assets.schemas.concurrency import ConcurrencyHistory
+from eval_assets.schemas.endpoint import LOCAL_MODEL_NAMES
 from eval_assets.schemas.evidence_quality import EvidenceQuality
 from eval_assets.schemas.report import CaseCard, FrameImage
 from eval_assets.schemas.results import CellScores
@@ -58,6 +65,7 @@ __all__ = [
     "dataset_fingerprint",
     "dataset_fingerprints",
     "gather_report_inputs",
+    "local_models",
     "publish_leaderboard",
     "publish_report",
     "render_inputs",
@@ -141,6 +149,20 @@ def spatial_report_cards(layout: StorageLayout, run_dirs: Mapping[tuple[str, str
     return cards
 
 
+def local_models(runs: Iterable[tuple[str, Path]]) -> list[str]:
+    """The models (of ``(model, run folder)`` pairs) whose run a local model served (the random
+    guesser, the blind model: :data:`~eval_assets.schemas.endpoint.LOCAL_MODEL_NAMES`, read
+    from the run's ``config.json``): the report counts them as baselines."""
+    found = set()
+    for model, run_dir in runs:
+        path = Path(run_dir) / RUN_CONFIG
+        if path.is_file():
+            client = json.loads(path.read_text("utf-8")).get("client") or {}
+            if client.get("serve") in LOCAL_MODEL_NAMES and not client.get("base_url"):
+                found.add(model)
+    return sorted(found)
+
+
 def dataset_fingerprints(layout: StorageLayout, recordings: Iterable[str]) -> dict[str, str]:
     """The current dataset fingerprint of each recording that has a published dataset."""
     out = {}
@@ -197,9 +219,10 @@ def publish_leaderboard(layout: StorageLayout, results: Sequence[CellScores], *,
     the same fingerprints then). See ``report_coverage`` for the keywords."""
     coverage, now = _coverage_and_contents(layout, results, recordings, models,
                                            current_fingerprints, stale_cells, labels_dir)
-    table = build_leaderboard(results, coverage=coverage)
-    blind = blind_models((r.model, layout.predictions_dir(r.recording, r.model))
-                         for r in results if coverage.usable(r))
+    kinds = baseline_models((r.model, layout.predictions_dir(r.recording, r.model))
+                            for r in results if coverage.usable(r))
+    table = build_leaderboard(results, coverage=coverage, baselines=kinds)
+    blind = sorted(m for m, kind in kinds.items() if kind == "blind")
     published = [now[(c.recording, c.model)] for c in coverage.with_status("ok")]
     parquet, json_path = write_leaderboard(
         table, layout.leaderboard_dir(), paired_comparisons(results, coverage=coverage),
@@ -223,6 +246,7 @@ class ReportInputs:
     costs: list[CellCost]
     concurrency: dict[str, ConcurrencyHistory]
     blind: list[str]
+    local: list[str]  # the models a local model served (random, blind): baselines
     label_audit: LabelAudit | None
     evidence_quality: list[EvidenceQuality]
     dropped_annotations: dict[str, Annotations] | None
@@ -260,6 +284,7 @@ def gather_report_inputs(layout: StorageLayout, results: Sequence[CellScores], *
         concurrency=load_concurrency((f"{model} on {recording}", run_dir)
                                      for (recording, model), run_dir in run_dirs.items()),
         blind=list(blind_models((m, d) for (_, m), d in run_dirs.items())),
+        local=local_models((m, d) for (_, m), d in run_dirs.items()),
         label_audit=None if labels_dir is None else report_label_audit(layout, usable,
                                                                         labels_dir),
         evidence_quality=list(load_evidence_quality(
@@ -277,6 +302,7 @@ def render_inputs(inputs: ReportInputs, generated_at: str | None = None) -> str:
                          history=inputs.history, generated_at=generated_at,
                          endpoints=inputs.endpoints, costs=inputs.costs,
                          concurrency=inputs.concurrency, blind=inputs.blind,
+                         baseline_models=inputs.local,
                          frames_beside=True, label_audit=inputs.label_audit,
                          spatial_cards=inputs.spatial_cards,
                          evidence_quality=inputs.evidence_quality,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from eval_assets.metrics.headline import MIN_FAMILY_N
+from eval_assets.metrics.headline import HEADLINE_METHOD, MIN_FAMILY_N
 from eval_assets.metrics.stats import MIN_RELIABLE_N, PairedComparison
 from eval_assets.report.coverage import Coverage, short_sha
 from eval_assets.report.leaderboard import (
@@ -81,16 +81,21 @@ def _answered(leaderboard: pd.DataFrame, coverage: Coverage) -> str:
 
 
 def _family_ns(pooled: pd.DataFrame, families: Sequence[str]) -> str:
-    """Each family's n on the common cases: the sample of the mean over families."""
+    """Each family's n on the common cases: the sample of the mean over families. A family's
+    score is n/a in every row when its gold answers leave nothing to measure (uninformative):
+    that depends on the labels alone, so the first row says it for all."""
     first = pooled.iloc[0]
     parts = []
     for family in families:
         n = int(first[family_column(family, "n")])
-        if n >= MIN_FAMILY_N:
-            parts.append(f"{esc(family.replace('_', ' '))} {n:,}")
+        name = esc(family.replace("_", " "))
+        if n >= MIN_FAMILY_N and missing(first.get(family_column(family, "score"))):
+            parts.append(f'{name} {n:,} <span class="flag">not in the mean: uninformative'
+                         "</span>")
+        elif n >= MIN_FAMILY_N:
+            parts.append(f"{name} {n:,}")
         elif n > 0:
-            parts.append(f"{esc(family.replace('_', ' '))} {n:,}{flag(n)} "
-                         '<span class="flag">not in the mean</span>')
+            parts.append(f'{name} {n:,}{flag(n)} <span class="flag">not in the mean</span>')
     if not parts:
         return ""
     return ('<p class="summary" id="headline-families"><b>Families (n common cases):</b> '
@@ -98,31 +103,57 @@ def _family_ns(pooled: pd.DataFrame, families: Sequence[str]) -> str:
 
 
 def _caa(value: Any) -> str:
-    """Chance-adjusted accuracy in points: 0 a uniform guess, 100 all right."""
+    """A chance-adjusted score in points: 0 the chance level, 100 all right."""
     return NA if missing(value) else f"{float(value) * 100:+.1f}"
+
+
+def _model_cell(r: Any) -> str:
+    """The model's name, and which blind baseline it is when it is one."""
+    name = f'<span class="model">{esc(r.model)}</span>'
+    kind = getattr(r, "baseline", "")
+    return name if missing(kind) or not kind else \
+        f'{name} <span class="ci">baseline ({esc(kind)})</span>'
+
+
+def _over_blind(r: Any) -> str:
+    """The row's headline minus the best blind baseline's, in points, with its interval."""
+    value = getattr(r, "over_blind", math.nan)
+    if missing(value):
+        return NA
+    return (f"{_signed_pts(value)} <span class=\"ci\">[{_signed_pts(r.over_blind_ci_low)}, "
+            f"{_signed_pts(r.over_blind_ci_high)}] vs {esc(r.best_blind)}</span>")
 
 
 HEADLINE_LEAD = (
     "Every ranked model on the same {n:,} common cases (the cases each of them answered; a "
     "case is a recording, dataset version and case id), pooled over recordings. "
-    "<b>Mean over families</b> (the headline, as VSI-Bench's overall): each question "
-    "family's accuracy, then their unweighted mean, so every family weighs the same however "
-    "many cases it has; its interval combines the families' intervals (treated as "
-    "independent; each family's larger interval side). A family with fewer than "
-    f"{MIN_FAMILY_N} cases is shown but <b>left out of the mean</b>: every family weighs "
-    "the same, so a family of 3 cases would move the headline by a coin flip (two copies of "
-    "one random guesser with different seeds scored 10 points apart before this rule); with "
-    "no family that large the mean is n/a and the pooled accuracy ranks. "
+    "<b>Mean over families</b> (the headline, as VSI-Bench's overall; models are ranked on "
+    "it): " + esc(HEADLINE_METHOD.removeprefix("Headline: ")) + " "
+    "Every family weighs the same however many cases it has: a family of 3 cases would "
+    "move the headline by a coin flip (two copies of one random guesser with different seeds "
+    "scored 10 points apart before the minimum n); with no family in the mean the headline "
+    "is n/a and the raw pooled accuracy ranks. "
     "The spatial families (questions across frames; numeric answers scored by "
     "mean relative accuracy) join the mean from each model's own answers to them, which the "
     "common cases do not restrict; their n are in the Spatial and Numeric sections, and "
     "<i>Families</i> counts every family in the mean. "
-    "<b>Pooled accuracy</b> beside it: correct / n over dimOS's single-image cases, where the "
-    "largest family weighs most. Both count parse failures and failed calls as wrong. "
-    "Models are ranked on the mean over families. <b>Chance-adjusted (CAA)</b>: SITE's "
-    "(correct &minus; &Sigma; 1/n<sub>i</sub>) / (N &minus; &Sigma; 1/n<sub>i</sub>) over the "
-    "cases, n<sub>i</sub> the number of choices, in points: 0 is a uniform guess, 100 all "
-    "right, below 0 worse than guessing; raw accuracy over-credits yes/no questions. ")
+    "<b>Chance</b>: the mean of those families' chances, what every answer prior (a "
+    "constant, each family's most common answer, its median number, no answer) scores "
+    "exactly and a random guess in expectation. <b>Chance-adjusted (CAA)</b>: (mean over "
+    "families &minus; chance) / (1 &minus; chance), in points: 0 any answer that ignores the "
+    "image, 100 all right, below 0 worse than chance. <b>Over best blind</b>: the headline "
+    "minus that of the best blind baseline other than the row itself (the random guesser, "
+    "a blind local model or the frequency baseline, marked <i>baseline</i> and ranked among "
+    "the models), on the cases both answered, with a paired 95% interval (delta method, "
+    "clustered by frame). "
+    "<b>Pooled accuracy</b> beside it is raw: correct / n over dimOS's single-image cases, "
+    "where the largest family and its answer mix weigh most, so a guesser of each family's "
+    "most common answer scores high on it; <b>Raw chance</b> is the mean of 1 / "
+    "n<sub>i</sub> over those cases (n<sub>i</sub> the number of choices) and <b>Raw CAA</b> "
+    "SITE's (correct &minus; &Sigma; 1/n<sub>i</sub>) / (N &minus; &Sigma; 1/n<sub>i</sub>) "
+    "of it: 0 is a uniform guess, but an answer-frequency prior scores above 0. Parse "
+    "failures and failed calls count as wrong in both, except that a numeric reply without "
+    "a number scores what its family's median would. ")
 
 
 def headline_section(leaderboard: pd.DataFrame, coverage: Coverage) -> str:
@@ -138,35 +169,33 @@ def headline_section(leaderboard: pd.DataFrame, coverage: Coverage) -> str:
                 + _answered(leaderboard, coverage))
         return section("headline", title, "", body)
     headers = [("#", True), ("Model", False), ("Mean over families [95% CI]", False),
-               ("Families", True), ("Pooled accuracy [95% CI]", False), ("", False),
-               ("n (common)", True), ("Frames", True), ("Design effect", True),
+               ("Families", True), ("Chance", True), ("Chance-adjusted (CAA), pts", True),
+               ("Over best blind [95% CI], pts", True), ("Pooled accuracy [95% CI]", False),
+               ("", False), ("n (common)", True), ("Frames", True), ("Design effect", True),
                ("Correct", True), ("Parse failures", True), ("Failed calls", True),
-               ("Chance", True), ("Over chance", True), ("Chance-adjusted (CAA), pts", True)]
+               ("Raw chance", True), ("Raw CAA, pts", True)]
     rows, classes = [], []
     for rank, r in enumerate(pooled.itertuples(index=False), start=1):
-        lift = (r.vqa_accuracy - r.chance) if not missing(r.vqa_accuracy) else math.nan
-        lift_s = NA if missing(lift) else f"{lift * 100:+.1f} pts"
         rows.append([
-            str(rank), f'<span class="model">{esc(r.model)}</span>',
+            str(rank), _model_cell(r),
             "<b>" + acc_cell(r.family_mean, r.family_mean_ci_low, r.family_mean_ci_high)
-            + "</b>", count(r.n_families),
+            + "</b>", count(r.n_families), pct(r.headline_chance), _caa(r.caa),
+            _over_blind(r),
             acc_cell(r.vqa_accuracy, r.vqa_ci_low, r.vqa_ci_high, r.n_cases),
             meter(r.vqa_accuracy, r.vqa_ci_low, r.vqa_ci_high, r.chance, r.n_cases),
             count(r.n_cases), count(r.n_frames), _deff(r.design_effect), count(r.correct),
-            count(r.parse_failures), count(r.failed_calls), pct(r.chance), lift_s,
-            _caa(r.caa),
+            count(r.parse_failures), count(r.failed_calls), pct(r.chance), _caa(r.raw_caa),
         ])
         classes.append("lown" if low_n(r.n_cases) else "")
     n = int(pooled["n_cases"].iloc[0])
     lead = (HEADLINE_LEAD.format(n=n) + f"{INTERVAL_NOTE} Design effect n/a: not estimable "
-            "(fewer than 2 frames, or accuracy 0 or 1), taken as 1. Chance: the mean of 1 / "
-            "number of choices over the cases. Bar: pooled accuracy; black brackets: interval; "
-            f"red dashes: chance. Rows over fewer than {MIN_RELIABLE_N} cases are faded and "
-            "marked.")
+            "(fewer than 2 frames, or accuracy 0 or 1), taken as 1. Bar: raw pooled accuracy; "
+            "black brackets: interval; red dashes: raw chance. Rows over fewer than "
+            f"{MIN_RELIABLE_N} cases are faded and marked.")
     body = (box + table(headers, rows, classes)
             + _family_ns(pooled, leaderboard_families(leaderboard))
             + chart(charts().headline_chart, leaderboard,
-                     "Bar chart of pooled VQA accuracy per model on the common cases")
+                     "Bar chart of raw pooled VQA accuracy per model on the common cases")
             + _answered(leaderboard, coverage))
     return section("headline", f"{title} on {n:,} common cases", lead, body)
 
@@ -344,8 +373,13 @@ def families_section(leaderboard: pd.DataFrame) -> str:
     lead = ("The common cases (those every ranked model answered), pooled over recordings. "
             "Dashed marks in the chart are each family's chance level; "
             "a family near chance is one the models have not learned from the image. "
-            "CAA: chance-adjusted accuracy in points (0: a uniform guess), comparable "
-            "across families with different numbers of choices. "
+            "Each cell is the family's raw accuracy; CAA beside it is the headline's "
+            "chance-adjusted score of the family, in points: (score &minus; chance) / (1 "
+            "&minus; chance), for a choice family its J (the mean over its gold answers of "
+            "recall minus false-alarm rate), 0 for any answer that ignores the image (a "
+            "constant, the most common answer, a random pick), 100 all right, comparable "
+            "across families with different numbers of choices and answer mixes; absent "
+            "where the family is uninformative (one gold answer, or too few cases of each). "
             f"{INTERVAL_NOTE} Families with fewer than {MIN_RELIABLE_N} cases are faded, "
             f"hatched and marked n&lt;{MIN_RELIABLE_N}: read them as anecdotes.")
     body = chart(charts().family_chart, leaderboard,

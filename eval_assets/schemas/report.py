@@ -109,3 +109,9 @@ class CaseCard(BaseModel):
     judge: JudgeNote | None = None
     correction: GoldCorrection | None = Field(
         default=None, description="the human correction behind ``gold`` (None: the sensor's)")
+    bias_score: float | None = Field(
+        default=None, description="the bias audit's blind-solvability score s(x) in [0, 1] "
+                                  "(audit/bias.jsonl; None: not audited or not scorable)")
+    blind_solvable: bool | None = Field(
+        default=None, description="the bias audit flagged the case (s >= its threshold); None: "
+                                  "the dataset has no audit")

@@ -24,7 +24,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from eval_assets.metrics.headline import FamilyScore as HeadlineFamily
+from eval_assets.metrics.headline import HeadlineCase
 from eval_assets.metrics.stats import WILSON_Z, wilson_interval
+from eval_assets.metrics.vqa import headline_case
 from eval_assets.schemas.results import CellScores
 from eval_assets.scoring.numeric import NUMERIC
 from eval_assets.scoring.spatial import SPATIAL
@@ -102,3 +104,25 @@ def pooled_spatial_families(cells: Sequence[CellScores]) -> list[HeadlineFamily]
             ci_low=None if half is None else max(0.0, mean - half),
             ci_high=None if half is None else min(1.0, mean + half)))
     return sorted(out, key=lambda f: f.family)
+
+
+def spatial_headline_cases(cells: Sequence[CellScores]) -> list[HeadlineCase]:
+    """The spatial cases of ``cells`` (one model's cells, any recordings) as the headline reads
+    them (:mod:`eval_assets.metrics.headline`), keyed as the leaderboard keys cases
+    (recording, dataset, case id): the choice cases clustered by their first frame, each
+    numeric case its own cluster (its row carries no frame). dimOS's families are not here:
+    the leaderboard takes them from the ranked models' common cases."""
+    out: list[HeadlineCase] = []
+    for cell in cells:
+        spatial = SPATIAL.result(cell)
+        for row in spatial.rows if spatial is not None else ():
+            out.append(headline_case(row, (cell.recording, cell.dataset_sha256, row.case_id)))
+        numeric = NUMERIC.result(cell)
+        for number in numeric.rows if numeric is not None else ():
+            key = (cell.recording, cell.dataset_sha256, number.case_id)
+            out.append(HeadlineCase(key=key, family=number.family, frame=key,
+                                    gold=f"{number.target!r}", kind="mra",
+                                    target=number.target, unit=number.unit,
+                                    number=number.predicted, score=number.mra,
+                                    stratum=cell.recording))
+    return out

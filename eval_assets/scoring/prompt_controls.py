@@ -26,7 +26,6 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
-from eval_assets.family_spec import family as declared_family
 from eval_assets.jsonio import read_jsonl
 from eval_assets.metrics.numeric import ParsedNumber, read_numeric_reply
 from eval_assets.metrics.numeric_rules import PARSER_UNITS, case_score
@@ -40,7 +39,9 @@ from eval_assets.metrics.prompt_controls import (
     majority_choice,
     median,
     repeat_stats,
+    spread_noise,
     structured_stats,
+    tau_interval,
     tau_pairs,
     template_stats,
 )
@@ -52,6 +53,7 @@ from eval_assets.scoring.spec import (
     Cell,
     Column,
     Int,
+    Join,
     MetricSpec,
     Note,
     Num,
@@ -61,6 +63,7 @@ from eval_assets.scoring.spec import (
     Section,
     Text,
 )
+from eval_assets.vqa.declarations import family as declared_family
 
 ALL = "all families"
 SPATIAL = "spatial families"
@@ -185,7 +188,7 @@ class _Shape(Generic[R, S]):
 
 def _control(name: str, file: str, result_model: type[R], score: Callable[[ScoringInputs], R |
              NotMeasured], shape: _Shape[R, S], *, methods: tuple[tuple[str, str], ...],
-             label: str, section: Section, names: Sequence[str]) -> MetricSpec[R]:
+             label: str, section: Section, names: Sequence[str], order: int) -> MetricSpec[R]:
     """The MetricSpec of one prompt control: its metadata are ``shape``'s columns of its
     overall stats, its pool the same columns of the pooled stats (a float column null as NaN,
     as the leaderboard writes it), its leaderboard columns ``names`` in order."""
@@ -198,7 +201,8 @@ def _control(name: str, file: str, result_model: type[R], score: Callable[[Scori
                 for k, v in shape.columns(pooled).items()}
 
     return MetricSpec(
-        name=name, description=__doc__ or "", file=file, version="2", result_model=result_model,
+        order=order, name=name, description=__doc__ or "", file=file, version="3",
+        result_model=result_model,
         score=score, metadata=lambda r: shape.columns(shape.overall(r)), methods=methods,
         pool=pool, label=label, section=section,
         columns=tuple(Column(c, integer=c in shape.integer) for c in names))
@@ -271,6 +275,13 @@ def _tau_line(title: str, by_model: dict[str, list[TemplateRow]]) -> Note:
     for i, (a, b, tau, n) in enumerate(tau_pairs(accuracies)):
         parts += [Text("; " if i else ""), Text(f"{a} vs {b} "), Num(tau),
                   Text(f" ({n} model{'' if n == 1 else 's'})")]
+        interval = tau_interval(by_model, a, b) if tau is not None else None
+        if interval is not None:
+            low, high = interval
+            noise = low <= 0.0 <= high
+            parts += [Text(" [95% CI "), Num(low), Text(" to "), Num(high), Text("]"),
+                      Text(": indistinguishable from noise" if noise else "",
+                           "flag" if noise else None)]
     return Note("summary", tuple(parts))
 
 
@@ -286,11 +297,16 @@ def _tau_notes(by_model: dict[str, list[TemplateRow]]) -> tuple[Note, ...]:
 def _template_row(model: str, family: str, group: list[TemplateRow],
                   rules: dict[str, str]) -> tuple[Cell, ...]:
     s = template_stats(group)
-    spread = (None if s.min_accuracy is None or s.max_accuracy is None
-              else s.max_accuracy - s.min_accuracy)
+    noise = spread_noise(group)
+    beyond = noise.beyond_noise
     return (Text(model, "model"), _family_cell(family), _rule_cell(family, group, rules),
             Int(s.n), *(Pct(s.accuracy[t]) for t in TEMPLATE_NAMES), Pct(s.min_accuracy),
-            Pct(s.max_accuracy), Pct(spread))
+            Pct(s.max_accuracy),
+            Join((Pct(noise.spread), Text(" ["), Pct(noise.ci_low), Text("–"),
+                  Pct(noise.ci_high), Text("]"))) if noise.spread is not None else Pct(None),
+            Pct(noise.noise_bound),
+            Text("n/a", "na") if beyond is None else
+            Text("yes", "b") if beyond else Text("indistinguishable from noise", "flag"))
 
 
 def _templates_table(cells: Sequence[CellScores]) -> ReportTable:
@@ -308,7 +324,8 @@ def _templates_table(cells: Sequence[CellScores]) -> ReportTable:
               "resource; or the run had a budget or went through the Batch API).",
         headers=(("Model", False), ("Family", False), ("Scored by", False), ("Cases", True),
                  *((t.capitalize(), True) for t in TEMPLATE_NAMES), ("Min", True),
-                 ("Max", True), ("Spread", True)))
+                 ("Max", True), ("Spread [95% CI]", True), ("Noise bound", True),
+                 ("Spread beyond noise?", False)))
 
 
 TEMPLATES_LEAD = (
@@ -322,7 +339,13 @@ TEMPLATES_LEAD = (
     "for a number), over the cases answered in all three; <b>Min</b>/<b>Max</b>: the lowest "
     "and highest of the three (FormatSpread). Below: the Kendall \u03c4 between the models' "
     "leaderboards of each template pair (1: the same ranking), over all families and over the "
-    "spatial families alone.")
+    "spatial families alone. Both carry their uncertainty: <b>Spread</b> a 95% bootstrap "
+    "interval over the cases, and the <b>noise bound</b>, the spread that shuffling each "
+    "case's three scores among the templates reaches 95% of the time (no template effect "
+    "at all); a spread at or under it is indistinguishable from noise. <b>\u03c4</b> a 95% "
+    "interval over the cases resampled (one draw for every model); one that holds 0 is "
+    "indistinguishable from noise: with models at chance, \u03c4 = \u00b11 is what two coin "
+    "flips give. Seeded, so the same answers give the same intervals.")
 TEMPLATES_METHODS = (
     ("prompt_templates",
      "each selected case, dimOS's or spatial (eval_assets.prompt_controls.selected: up to "
@@ -345,7 +368,7 @@ TEMPLATES: MetricSpec[TemplateReport] = _control(
            lambda r: r.overall, frozenset({"template_n"})),
     methods=TEMPLATES_METHODS, label="Prompt templates",
     section=Section("prompt-templates", "Templates", _templates_table),
-    names=_TEMPLATE_NAMES_ALL)
+    names=_TEMPLATE_NAMES_ALL, order=140)
 
 
 # --- repeats --------------------------------------------------------------------------------
@@ -466,7 +489,7 @@ REPEATS: MetricSpec[RepeatReport] = _control(
     _Shape(_repeat_columns, _repeats_pooled, lambda r: r.overall,
            frozenset({"repeat_k", "repeat_n"})),
     methods=REPEATS_METHODS, label="Sampling stability",
-    section=Section("sampling-stability", "Repeats", _repeats_table),
+    section=Section("sampling-stability", "Repeats", _repeats_table), order=150,
     names=("repeat_k", "repeat_n", "repeat_consistency", "repeat_expected_accuracy",
            "repeat_majority_accuracy"))
 
@@ -567,4 +590,4 @@ STRUCTURED: MetricSpec[StructuredReport] = _control(
     section=Section("structured-answers", "Structured", _structured_table),
     names=("structured_n", "structured_free_parse_failure", "structured_schema_parse_failure",
            "structured_free_accuracy", "structured_schema_accuracy",
-           "structured_schema_not_answered"))
+           "structured_schema_not_answered"), order=160)

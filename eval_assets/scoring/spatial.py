@@ -119,7 +119,8 @@ METHODS = (
 )
 
 SPATIAL: MetricSpec[VqaReport] = MetricSpec(
-    name=NAME, description=__doc__ or "", file="spatial.json", version="1",
+    order=100,
+    name=NAME, description=__doc__ or "", file="spatial.json", version="2",
     result_model=VqaReport, score=_score, metadata=_metadata, label="spatial choice accuracy",
     columns=(Column("spatial_accuracy"), Column("spatial_n", integer=True)),
     pool=_pool, methods=METHODS, section=Section("spatial", "Spatial", _table),

@@ -1,5 +1,6 @@
 """VQA choice accuracy: overall and per family, Wilson 95% intervals, parse failures, chance,
-and the headline mean over families (each family weighs the same).
+and the headline mean over families (each family weighs the same, scored so that no answer prior
+moves it: :mod:`eval_assets.metrics.headline`).
 
 The leaderboard ranks models on it and pools it per case (restricted to the common case set),
 so its columns are filled by the leaderboard's pooling, and the report shows it with the ranking.
@@ -72,7 +73,9 @@ def _metadata(report: VqaReport) -> dict[str, Any]:
     return {"family_mean": mean.mean if mean else None,
             "family_mean_ci_low": mean.ci_low if mean else None,
             "family_mean_ci_high": mean.ci_high if mean else None,
-            "n_families": mean.n_families if mean else 0, "accuracy": overall.accuracy,
+            "n_families": mean.n_families if mean else 0,
+            "headline_chance": mean.chance if mean else None,
+            "headline_caa": mean.caa if mean else None, "accuracy": overall.accuracy,
             "ci_low": overall.ci_low, "ci_high": overall.ci_high,
             "n": overall.n, "parse_failure_rate": overall.parse_failure_rate,
             "failed_calls": overall.failed_calls, "by_family": Markdown(table)}
@@ -93,18 +96,32 @@ def _score(inputs: ScoringInputs) -> VqaReport:
 
 _COUNT = {"n_cases", "n_frames", "correct", "parse_failures", "failed_calls"}
 VQA: MetricSpec[VqaReport] = MetricSpec(
-    name=NAME, description=__doc__ or "", file="vqa.json", version="4", result_model=VqaReport,
+    order=10,
+    name=NAME, description=__doc__ or "", file="vqa.json", version="5", result_model=VqaReport,
     score=_score, metadata=_metadata, label="VQA accuracy", needs=frozenset({"labels"}),
     columns=tuple(Column(c, integer=c in _COUNT, nullable=False) for c in (
         "vqa_accuracy", "vqa_ci_low", "vqa_ci_high", "n_cases", "n_frames", "design_effect",
         "correct", "parse_failures", "failed_calls", "parse_failure_rate", "chance")),
 )
 
-# The headline columns the leaderboard adds after every metric's: the mean over families.
+# The headline columns the leaderboard adds after every metric's: the mean over families of the
+# prior-free scores (eval_assets.metrics.headline), its chance and CAA, the raw pooled CAA.
 HEADLINE_COLUMNS: tuple[Column, ...] = (
     Column("family_mean"), Column("family_mean_ci_low"), Column("family_mean_ci_high"),
     Column("n_families", integer=True, nullable=False),
     # Families with cases but under the headline's minimum n: shown, not in the mean.
     Column("n_families_left_out", integer=True, nullable=False),
-    # SITE's chance-adjusted accuracy over the row's choice cases, beside the headline.
-    Column("caa"))
+    # Families whose cases all have one gold answer: a prior scores them, not in the mean.
+    Column("n_families_uninformative", integer=True, nullable=False),
+    # The mean of the families' chances: what any answer prior scores on the headline.
+    Column("headline_chance"),
+    # (family_mean - headline_chance) / (1 - headline_chance): 0 for every answer prior.
+    Column("caa"),
+    # SITE's chance-adjusted accuracy of the raw pooled accuracy over the single-image cases.
+    Column("raw_caa"),
+    # The headline minus the best blind baseline's (random, frequency, blind models) on the
+    # cases both answered, with a paired interval; null outside the pooled common rows.
+    Column("over_blind"), Column("over_blind_ci_low"), Column("over_blind_ci_high"))
+# Text columns of the leaderboard beside them: which baseline a row is ("" for a model under
+# test; "random", "blind" or "frequency") and the best blind baseline it is compared with.
+BASELINE_TEXT_COLUMNS: tuple[str, ...] = ("baseline", "best_blind")

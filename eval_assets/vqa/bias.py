@@ -31,6 +31,10 @@ flagged, and the TsT accuracy (the forest's argmax choice, ties shared; its MRA 
 blind upper bound. :func:`iterative_bias_pruning` drops the flagged cases and refits until none
 is flagged, a family would fall under the floor, or the round limit is reached.
 
+A family can also be guessable as a whole though no case reaches the threshold: its answer prior
+(:mod:`eval_assets.vqa.answer_prior`) is in the family summary. :mod:`eval_assets.vqa.reaudit`
+re-runs the audit on a published or edited dataset folder.
+
 Files (the dataset's private audit; a model under test never sees them): ``audit/bias.jsonl``
 (per case: id, family, bias_score, flagged) and ``audit/bias.json`` (configuration, per-family
 summary, what was pruned and why).
@@ -52,6 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from eval_assets.jsonio import dumps_json, read_json, read_jsonl
 from eval_assets.schemas.spatial import SpatialCase, SpatialLabel
 from eval_assets.schemas.vqa import DATASET_AUDIT, Case, Label, dumps_line
+from eval_assets.vqa.answer_prior import PRIOR_MARGIN, family_prior
 
 AUDIT_BIAS_CASES = "bias.jsonl"
 AUDIT_BIAS_SUMMARY = "bias.json"
@@ -129,6 +134,13 @@ class FamilyBias(BaseModel):
     flagged_share: float | None = Field(description="flagged / n_scored")
     blind_upper_bound: float | None = Field(
         description="TsT accuracy: the forest's argmax choice (ties shared) or its MRA")
+    # The family's answer prior (eval_assets.vqa.answer_prior): its most common gold answer (a
+    # numeric family's median), what answering it everywhere scores, a choice family's chance
+    # (mean 1 / number of choices), and whether that is guessable beyond chance.
+    majority_answer: str | None = None
+    prior_score: float | None = None
+    chance: float | None = None
+    prior_flagged: bool = False
 
 
 class PrunedCase(BaseModel):
@@ -179,6 +191,8 @@ class BiasSummary(BaseModel):
         description="folds used per fit (choice, number); None: under two frames, no score")
     families: dict[str, FamilyBias]
     pruning: Pruning | None = None
+    prior_margin: float | None = Field(
+        default=None, description="a family is prior-flagged above chance by more than this")
 
 
 @dataclass(frozen=True)
@@ -447,7 +461,8 @@ def case_records(cases: Sequence[BiasCase], result: BiasResult, config: BiasConf
 
 def family_summary(cases: Sequence[BiasCase], result: BiasResult, config: BiasConfig
                    ) -> dict[str, FamilyBias]:
-    """Per family (sorted by name): n, scored, mean score, flagged share, blind upper bound."""
+    """Per family (sorted by name): n, scored, mean score, flagged share, blind upper bound,
+    and its answer prior (:func:`family_prior`)."""
     out: dict[str, FamilyBias] = {}
     for family in sorted({c.family for c in cases}):
         mine = [c for c in cases if c.family == family]
@@ -461,7 +476,8 @@ def family_summary(cases: Sequence[BiasCase], result: BiasResult, config: BiasCo
             mean_bias_score=_round(math.fsum(values) / len(values)) if values else None,
             flagged=n_flagged,
             flagged_share=_round(n_flagged / len(values)) if values else None,
-            blind_upper_bound=_round(math.fsum(tst) / len(tst)) if tst else None)
+            blind_upper_bound=_round(math.fsum(tst) / len(tst)) if tst else None,
+            **family_prior(mine))
     return out
 
 
@@ -539,20 +555,24 @@ def audit_cases(cases: Sequence[BiasCase], config: BiasConfig) -> BiasAudit:
         kept, result = list(cases), score_cases(cases, config)
     summary = BiasSummary(method=METHOD, features=list(FEATURES), config=config,
                           sklearn_version=sklearn.__version__, folds=result.folds,
-                          families=family_summary(kept, result, config), pruning=pruning)
+                          families=family_summary(kept, result, config), pruning=pruning,
+                          prior_margin=PRIOR_MARGIN)
     return BiasAudit(cases=case_records(kept, result, config), summary=summary,
                      kept=[c.id for c in kept])
 
 
 def write_bias_audit(root: Path, audit: BiasAudit) -> None:
-    """Write ``audit/bias.jsonl`` and ``audit/bias.json`` under the dataset folder ``root``
-    (a folder being published: the dataset's own rename makes them appear atomically)."""
+    """Write ``audit/bias.jsonl`` and ``audit/bias.json`` under the dataset folder ``root``,
+    each atomically (a folder being published appears whole by its own rename; a published one
+    re-audited never shows a half-written file)."""
+    from eval_assets.atomic import write_text_atomic
+
     folder = root / DATASET_AUDIT
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / AUDIT_BIAS_CASES).write_text("".join(dumps_line(c) + "\n" for c in audit.cases),
-                                           encoding="utf-8")
-    (folder / AUDIT_BIAS_SUMMARY).write_text(
-        dumps_json(audit.summary.model_dump(mode="json")), encoding="utf-8")
+    write_text_atomic(folder / AUDIT_BIAS_CASES,
+                      "".join(dumps_line(c) + "\n" for c in audit.cases))
+    write_text_atomic(folder / AUDIT_BIAS_SUMMARY,
+                      dumps_json(audit.summary.model_dump(mode="json")))
 
 
 def read_bias_cases(dataset_dir: Path) -> dict[str, CaseBias] | None:

@@ -59,16 +59,25 @@ def test_interval_is_clipped_to_zero_and_one() -> None:
 
 
 def test_vqa_report_carries_the_family_mean_unlike_the_pooled_accuracy() -> None:
+    # presence: 60 cases, half "yes", all answered right; closest_object: 20 cases, gold "a" or
+    # "b", all answered wrong; 12 object_distance cases (under the minimum n).
     rows = [{"case_id": f"p{i}", "family": "presence", "recording": "r", "frame_index": i,
-             "choices": ["yes", "no"], "answer": "yes", "prediction": "yes"} for i in range(60)]
+             "choices": ["yes", "no"], "answer": "yes" if i % 2 else "no",
+             "prediction": "yes" if i % 2 else "no"} for i in range(60)]
     rows += [{"case_id": f"c{i}", "family": "closest_object", "recording": "r",
-              "frame_index": i, "choices": ["a", "b"], "answer": "a", "prediction": "b"}
-             for i in range(20)]
-    rows.append({"case_id": "d", "family": "object_distance", "recording": "r",
+              "frame_index": i, "choices": ["a", "b"], "answer": "a" if i % 2 else "b",
+              "prediction": "b" if i % 2 else "a"} for i in range(20)]
+    rows += [{"case_id": f"d{i}", "family": "object_distance", "recording": "r",
+              "frame_index": i, "choices": ["a", "b"], "answer": "ab"[i % 2], "prediction": "a"}
+             for i in range(12)]
+    # One image_coverage case: one gold answer, nothing a prior could not get.
+    rows.append({"case_id": "i", "family": "image_coverage", "recording": "r",
                  "frame_index": 0, "choices": ["a", "b"], "answer": "a", "prediction": "a"})
     report = vqa_accuracy(rows)
-    assert report.overall.accuracy == pytest.approx(61 / 81)
+    assert report.overall.accuracy == pytest.approx(67 / 93)
     assert report.family_mean is not None
-    assert report.family_mean.mean == pytest.approx(0.5)
+    assert report.family_mean.mean == pytest.approx(0.5)  # (1 + 0) / 2
     assert [f.family for f in report.family_mean.families] == ["closest_object", "presence"]
     assert [f.family for f in report.family_mean.left_out] == ["object_distance"]
+    assert [f.family for f in report.family_mean.uninformative] == ["image_coverage"]
+    assert report.rows[0].choices == ["yes", "no"]  # rows keep the choices shown

@@ -11,7 +11,12 @@ import pytest
 
 from eval_assets.metrics.numeric import mean_relative_accuracy
 from eval_assets.metrics.vqa import vqa_accuracy
-from eval_assets.report.baselines import FamilyBaselines, blind_models, family_baselines
+from eval_assets.report.baselines import (
+    FamilyBaselines,
+    baseline_models,
+    blind_models,
+    family_baselines,
+)
 from eval_assets.report.baselines_section import baselines_section
 from eval_assets.report.html import render_report
 from eval_assets.report.leaderboard import build_leaderboard, leaderboard_json
@@ -78,6 +83,9 @@ def test_blind_models_are_read_from_the_run_configs(tmp_path: Path) -> None:
             run("r", {"serve": "random"}), run("hosted", {"base_url": "http://x/v1"}),
             ("none", tmp_path / "absent")]
     assert blind_models(runs) == ["b"]
+    # The board's blind baselines by kind: the random guesser too; a served one is a model.
+    runs.append(run("served-random", {"serve": "random", "base_url": "http://x/v1"}))
+    assert baseline_models(runs) == {"b": "blind", "r": "random"}
 
 
 def test_section_marks_flagged_families_and_the_json_carries_them() -> None:

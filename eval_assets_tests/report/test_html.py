@@ -310,17 +310,25 @@ def test_without_common_cases_there_is_no_ranking() -> None:
 
 
 def test_headline_leads_with_the_mean_over_families_and_each_familys_n() -> None:
-    rows = [row(f"p{i}", "presence", "yes", "yes", "r", frame_index=i) for i in range(30)]
-    rows += [row(f"c{i}", "closest_object", "a", "b", "r", ["a", "b"], frame_index=40 + i)
+    # Two gold answers per family, so each is informative: presence answered all right (score
+    # 100%), closest object always "b" (a constant: its chance, 50%).
+    rows = [row(f"p{i}", "presence", ("yes", "no")[i % 2], ("yes", "no")[i % 2], "r",
+                frame_index=i) for i in range(30)]
+    rows += [row(f"c{i}", "closest_object", "ab"[i % 2], "b", "r", ["a", "b"], frame_index=40 + i)
              for i in range(20)]
     rows.append(row("d", "object_distance", "a", "a", "r", ["a", "b"], frame_index=90))
     results = [result("r", "m", rows)]
     text = render_report(build_leaderboard(results), results, [], "t")
     headline = section(text, "headline")
     assert "Mean over families [95% CI]" in headline and "Pooled accuracy [95% CI]" in headline
-    assert "<b>50.0% " in headline  # (100% + 0%) / 2, bold: the headline number
-    assert "60.8% " in headline  # pooled: 31 of 51
+    assert "<b>75.0% " in headline  # (100% + 50%) / 2, bold: the headline number
+    assert "80.4% " in headline  # raw pooled: 41 of 51
     assert re.search(r"Families \(n common cases\):</b> presence 30 · object distance 1"
                      r".*not in the mean</span> · closest object 20</p>", headline)
-    # CAA beside the headline: (31 - 51/2) / (51 - 51/2) = 5.5 / 25.5.
-    assert "Chance-adjusted (CAA), pts" in headline and f"{5.5 / 25.5 * 100:+.1f}" in headline
+    # The prior-free CAA beside the headline, (75% - 50%) / (1 - 50%), and SITE's CAA of the
+    # raw pooled accuracy apart from it: (41 - 51/2) / (51 - 51/2) = 15.5 / 25.5.
+    assert "Chance-adjusted (CAA), pts" in headline and ">+50.0<" in headline
+    assert "Raw CAA, pts" in headline and f">{15.5 / 25.5 * 100:+.1f}<" in headline
+    # The frequency baseline is ranked beside the model, marked, at the chance exactly.
+    assert "Chance level (frequency)</span> <span class=\"ci\">baseline (frequency)" in headline
+    assert ">+0.0<" in headline

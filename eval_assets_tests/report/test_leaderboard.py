@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from eval_assets.metrics.baselines import FREQUENCY_BASELINE
 from eval_assets.metrics.stats import wilson_interval
 from eval_assets.report.coverage import build_coverage
 from eval_assets.report.leaderboard import (
@@ -23,7 +25,14 @@ from eval_assets.report.leaderboard import (
     ranking,
     write_leaderboard,
 )
-from eval_assets_tests.report.builders import THIRDS, judge_scores, result, row, vision_scores
+from eval_assets_tests.report.builders import (
+    THIRDS,
+    YES_NO,
+    judge_scores,
+    result,
+    row,
+    vision_scores,
+)
 
 Z = 1.959964
 
@@ -134,7 +143,9 @@ def test_rows_are_sorted_by_model_with_the_pooled_row_first() -> None:
         ("m0", "answered", ALL_RECORDINGS, True), ("m0", "answered", "rec-a", True),
         ("m1", "common", ALL_RECORDINGS, True), ("m1", "common", "rec-a", True),
         ("m1", "answered", ALL_RECORDINGS, False), ("m1", "answered", "rec-a", False),
-        ("m1", "answered", "rec-b", False)]
+        ("m1", "answered", "rec-b", False),
+        # Last the frequency baseline: one pooled row on the common cases.
+        (FREQUENCY_BASELINE, "common", ALL_RECORDINGS, True)]
     assert list(df.columns[: len(BASE_COLUMNS)]) == list(BASE_COLUMNS)
     assert [c for c in df.columns if c.endswith("__accuracy")] == [
         "presence__accuracy", "horizontal_direction__accuracy"]
@@ -232,7 +243,9 @@ def test_written_files_are_byte_identical_and_round_trip(tmp_path) -> None:
     assert "intersection" in document["methods"]["case_sets"]
     ranking = document["ranking"]
     assert (ranking["ranked"], ranking["n_common_cases"]) == (True, 2)
-    assert [m["model"] for m in ranking["order"]] == ["m0", "m1"]  # a tie at 100%: by name
+    # A tie at 100%: by name; the frequency baseline ("no" on a1, a2: 50 %) last.
+    assert [m["model"] for m in ranking["order"]] == ["m0", "m1", FREQUENCY_BASELINE]
+    assert [m["baseline"] for m in ranking["order"]] == [None, None, "frequency"]
     cover = document["coverage"]
     assert cover["summary"].startswith("Ranked on 2 common cases (2 frames) of 1 recording")
     assert "missing: (rec-b, m0)" in cover["summary"]
@@ -253,52 +266,123 @@ def test_written_files_are_byte_identical_and_round_trip(tmp_path) -> None:
         "leaderboard.json", "leaderboard.parquet"]  # no temp files left behind
 
 
-def test_headline_is_the_mean_over_families_beside_the_pooled_accuracy() -> None:
-    # 24 presence cases (12 right) and 20 three-way direction cases (none right), own frames.
-    rows = [row(f"p{i}", "presence", "yes", "yes" if i < 12 else "no", "r", frame_index=i)
+def test_headline_is_the_mean_of_prior_free_family_scores_beside_the_raw_pooled_accuracy(
+) -> None:
+    # 24 presence cases, 18 "no": a model answering "no" to all; 21 three-way direction cases
+    # (7 of each), answered right; each case on its own frame.
+    rows = [row(f"p{i}", "presence", "yes" if i < 6 else "no", "no", "r", frame_index=i)
             for i in range(24)]
-    rows += [row(f"h{i}", "horizontal_direction", "left", "right", "r", THIRDS, 100 + i)
-             for i in range(20)]
+    rows += [row(f"h{i}", "horizontal_direction", THIRDS[i % 3], THIRDS[i % 3], "r", THIRDS,
+                 100 + i) for i in range(21)]
     pooled = pooled_row(build_leaderboard([result("r", "m1", rows)]), "m1")
-    expected = (pooled["presence__accuracy"] + pooled["horizontal_direction__accuracy"]) / 2
     assert pooled.n_families == 2 and pooled.n_families_left_out == 0
-    assert pooled.family_mean == pytest.approx(expected)
-    assert pooled.family_mean == pytest.approx(0.25)  # (12/24 + 0/20) / 2
-    assert pooled.vqa_accuracy == pytest.approx(12 / 44)  # pooled: each case weighs the same
-    assert pooled.family_mean_ci_low < pooled.family_mean < pooled.family_mean_ci_high
-    # SITE's CAA beside it: (12 - (24/2 + 20/3)) / (44 - (24/2 + 20/3)), per family too.
-    guess = 24 / 2 + 20 / 3
-    assert pooled.caa == pytest.approx((12 - guess) / (44 - guess), abs=1e-12)
+    assert pooled.n_families_uninformative == 0
+    # presence: the constant "no" scores its chance, 1/2, though its raw accuracy is 75 %.
+    assert pooled["presence__accuracy"] == pytest.approx(18 / 24)
+    assert pooled["presence__score"] == pytest.approx(0.5, abs=1e-12)
     assert pooled["presence__caa"] == pytest.approx(0.0, abs=1e-12)
-    assert pooled["horizontal_direction__caa"] == pytest.approx(-0.5, abs=1e-12)
+    assert pooled["presence__raw_caa"] == pytest.approx(0.5)  # SITE's, on raw accuracy
+    assert pooled["horizontal_direction__score"] == pytest.approx(1.0)
+    assert pooled.family_mean == pytest.approx((0.5 + 1.0) / 2)
+    assert pooled.headline_chance == pytest.approx((1 / 2 + 1 / 3) / 2)
+    chance = (1 / 2 + 1 / 3) / 2
+    assert pooled.caa == pytest.approx((0.75 - chance) / (1 - chance))
+    assert pooled.vqa_accuracy == pytest.approx(39 / 45)  # raw pooled: each case the same
+    # A constant answer is exact: no width; every case right keeps one (the floor).
+    assert pooled["presence__score_ci_low"] == pytest.approx(0.5)
+    assert pooled["presence__score_ci_high"] == pytest.approx(0.5)
+    assert pooled["horizontal_direction__score_ci_low"] < 1.0
+    assert pooled.family_mean_ci_low < pooled.family_mean < pooled.family_mean_ci_high
+    # SITE's CAA of the raw pooled accuracy beside it: (39 - sum 1/n) / (45 - sum 1/n).
+    guess = 24 / 2 + 21 / 3
+    assert pooled.raw_caa == pytest.approx((39 - guess) / (45 - guess), abs=1e-12)
+
+
+def test_an_answer_prior_is_at_the_chance_and_the_frequency_baseline_is_on_the_board() -> None:
+    # Planted prior: presence is 95 % "no" (40 frames of 5 cases, 10 "yes" in all); a
+    # direction family 60 / 25 / 15. "prior" answers each family's most common answer (a
+    # served prior), "random" guesses, "seer" is right 80 % of the time, else says "no" /
+    # "left".
+    rng = random.Random(4)
+    golds = []
+    for frame in range(40):
+        golds += [(f"p{frame}-{i}", "presence", "yes" if (frame * 5 + i) % 20 == 3 else "no",
+                   YES_NO, frame) for i in range(5)]
+        draw = rng.random()
+        golds.append((f"h{frame}", "horizontal_direction",
+                      "left" if draw < 0.6 else "center" if draw < 0.85 else "right", THIRDS,
+                      frame))
+
+    def answers(choose) -> list[dict[str, Any]]:
+        return [row(case, family, gold, choose(gold, choices), "r", choices, frame)
+                for case, family, gold, choices, frame in golds]
+
+    pick = random.Random(9)
+    results = [
+        result("r", "prior", answers(lambda g, ch: "no" if "no" in ch else "left")),
+        result("r", "random", answers(lambda g, ch: pick.choice(ch))),
+        result("r", "seer", answers(lambda g, ch: g if pick.random() < 0.8
+                                    else ("no" if "no" in ch else "left"))),
+    ]
+    df = build_leaderboard(results, baselines={"random": "random"})
+    prior, rand, seer = (pooled_row(df, m, "common") for m in ("prior", "random", "seer"))
+    frequency = pooled_row(df, FREQUENCY_BASELINE, "common")
+    chance = (1 / 2 + 1 / 3) / 2
+    # The served prior and the frequency baseline: exactly the chance, CAA 0, though their raw
+    # pooled accuracy is high.
+    for r in (prior, frequency):
+        assert r.family_mean == pytest.approx(chance, abs=1e-12)
+        assert r.caa == pytest.approx(0.0, abs=1e-12)
+        assert r.vqa_accuracy > 0.85 and r.raw_caa > 0.6
+    assert frequency.baseline == "frequency" and rand.baseline == "random"
+    assert prior.baseline == "" and frequency["presence__accuracy"] == pytest.approx(0.95)
+    # The random guesser within 5 points of both; the seer above.
+    assert abs(rand.family_mean - prior.family_mean) < 0.05 and abs(rand.caa) <= 0.1
+    assert seer.caa > 0.5
+    # Every row against the best blind baseline other than itself, with a paired interval.
+    best = FREQUENCY_BASELINE if frequency.family_mean >= rand.family_mean else "random"
+    assert seer.best_blind == best and prior.best_blind == best
+    assert seer.over_blind_ci_low > 0 and seer.over_blind == pytest.approx(
+        seer.family_mean - pooled_row(df, best, "common").family_mean)
+    assert prior.over_blind_ci_low <= 0 <= prior.over_blind_ci_high or best != "random"
+    assert rand.best_blind == FREQUENCY_BASELINE
+    assert rand.over_blind_ci_low < 0 < rand.over_blind_ci_high
+    order = ranking(df)["order"]
+    assert order[0]["model"] == "seer"
+    assert {o["model"] for o in order} == {"prior", "random", "seer", FREQUENCY_BASELINE}
+    # Only pooled common rows are compared; the answered rows leave it null.
+    answered = pooled_row(df, "seer")
+    assert answered.best_blind == "" and math.isnan(answered.over_blind)
 
 
 def test_families_under_the_minimum_n_are_left_out_of_the_headline() -> None:
-    # two_recordings has 6 presence and 4 direction cases: both under 20, so no headline;
-    # the families keep their own columns and the pooled accuracy ranks.
+    # two_recordings has 6 presence and 4 direction cases: under 20, and no gold answer has
+    # the 5 cases a rate needs, so no headline; the families keep their own columns and the
+    # pooled accuracy ranks.
     df = build_leaderboard(two_recordings())
     pooled = pooled_row(df, "m1")
-    assert pooled.n_families == 0 and pooled.n_families_left_out == 2
+    assert pooled.n_families == 0 and pooled.n_families_uninformative == 2
     assert math.isnan(pooled.family_mean) and math.isnan(pooled.family_mean_ci_low)
     assert pooled["presence__n"] == 6 and pooled["presence__accuracy"] == pytest.approx(0.5)
     assert pooled.vqa_accuracy == pytest.approx(0.3)
 
 
 def test_ranking_is_on_the_mean_over_families_not_the_pooled_accuracy() -> None:
-    # "big" wins the large easy family, "small" the tiny hard one: pooled accuracy favours big,
-    # the mean over families favours small.
+    # "big" wins the large easy family, "small" the smaller hard one: pooled accuracy favours
+    # big, the mean over families favours small. Golds alternate, so both families inform.
     def rows(big_right: int, small_right: int) -> list[dict[str, Any]]:
-        out = [row(f"p{i}", "presence", "yes", "yes" if i < big_right else "no", "r",
-                   frame_index=i) for i in range(100)]
-        out += [row(f"h{i}", "horizontal_direction", "left",
-                    "left" if i < small_right else "right", "r", THIRDS, frame_index=200 + i)
-                for i in range(20)]
+        out = [row(f"p{i}", "presence", YES_NO[i % 2], YES_NO[i % 2] if i < big_right
+                   else YES_NO[(i + 1) % 2], "r", frame_index=i) for i in range(100)]
+        out += [row(f"h{i}", "horizontal_direction", THIRDS[i % 3],
+                    THIRDS[i % 3] if i < small_right else THIRDS[(i + 1) % 3], "r", THIRDS,
+                    frame_index=200 + i) for i in range(21)]
         return out
 
-    results = [result("r", "big", rows(100, 0)), result("r", "small", rows(70, 20))]
+    results = [result("r", "big", rows(100, 0)), result("r", "small", rows(70, 21))]
     df = build_leaderboard(results)
     assert pooled_row(df, "big").vqa_accuracy > pooled_row(df, "small").vqa_accuracy
     order = ranking(df)["order"]
-    assert [o["model"] for o in order] == ["small", "big"]
+    assert [o["model"] for o in order][:2] == ["small", "big"]
+    # presence: 35 of 50 "yes" and of 50 "no" right (balanced 0.7); direction all right.
     assert order[0]["family_mean"] == pytest.approx((0.7 + 1.0) / 2)
     assert order[0]["n_families"] == 2

@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
-from eval_assets.metrics.headline import MIN_FAMILY_N
+from eval_assets.metrics.headline import MIN_FAMILY_N, score_families
 from eval_assets.report.baselines import family_baselines
 from eval_assets.report.html import render_report
 from eval_assets.report.leaderboard import ALL_RECORDINGS, COMMON, build_leaderboard
@@ -24,7 +24,7 @@ from eval_assets.report.motion_section import (
     motion_section,
 )
 from eval_assets.schemas.results import CellScores, PredictionCounts
-from eval_assets.scoring.families import family_scores
+from eval_assets.scoring.families import family_scores, spatial_headline_cases
 from eval_assets.scoring.inputs import ModelRun, load_private_dataset
 from eval_assets.scoring.numeric import NUMERIC, score_numeric
 from eval_assets.scoring.spatial import SPATIAL, score_spatial
@@ -41,10 +41,11 @@ ROUTES = ["forward, turn left", "turn left, forward"]
 
 def _truth(family: str, i: int) -> str:
     """Case ``i``'s gold answer: half the displacements 0 (the camera stayed put), directions
-    on both sides of ±180°."""
+    on both sides of ±180°; every family has more than one gold answer (a family of one is
+    left out of the headline as uninformative), path lengths and turns mostly 3 m and 90°."""
     return {"camera_displacement_m": "0" if i % 2 else "2.0",
-            "path_length_m": "3.0",
-            "turn_angle_deg": "90",
+            "path_length_m": "3.0" if i % 4 else "5.0",
+            "turn_angle_deg": "90" if i % 4 else "45",
             "egocentric_direction_deg": "-170" if i % 2 else "170",
             "turn_direction": TURNS[i % 3],
             "route_sequence": ROUTES[i % 2],
@@ -117,10 +118,17 @@ def test_motion_families_join_the_headline_and_the_baselines(tmp_path: Path) -> 
     pooled = board[(board["case_set"] == COMMON) & (board["recording"] == ALL_RECORDINGS)]
     by_model = {m: r for m, r in zip(pooled["model"], pooled.to_dict("records"), strict=True)}
     # dimOS's presence family has 2 cases (under the minimum n): the 7 motion families are in.
-    assert by_model["exact"]["n_families"] == 7
+    assert by_model["exact"]["n_families"] == by_model["rough"]["n_families"] == 7
     assert by_model["exact"]["family_mean"] == pytest.approx(1.0)
-    expected = sum(rough[f].score or 0.0 for f in motion) / 7
-    assert by_model["rough"]["family_mean"] == pytest.approx(expected)
+    # The headline is the mean of the families' prior-free scores, not of their raw ones: a
+    # constant answer ("left", the first route) scores its family's chance, 7 of 20 right or not.
+    prior_free = {s.family: s.score for s in score_families(spatial_headline_cases(cells[1:]))}
+    assert set(prior_free) == motion and all(v is not None for v in prior_free.values())
+    assert prior_free["turn_direction"] == pytest.approx(1 / 3)
+    assert prior_free["route_sequence"] == pytest.approx(1 / 2)
+    assert by_model["rough"]["family_mean"] == pytest.approx(
+        sum(v or 0.0 for v in prior_free.values()) / 7)
+    assert by_model["rough"]["family_mean"] < by_model["exact"]["family_mean"]
     baselines = {b.family: b for b in family_baselines(cells)}
     assert motion <= set(baselines)
     assert baselines["camera_displacement_m"].kind == "mra"
@@ -161,8 +169,9 @@ def test_the_report_places_motion_after_the_numeric_families(tmp_path: Path) -> 
     cells = _cells(tmp_path)
     page = render_report(build_leaderboard(cells), cells, [], "t")
     assert 'href="#motion"' in page
-    assert page.index('id="numeric-families"') < page.index('id="motion"') \
-        < page.index('id="recordings"')
+    # Under the navigation's groups: Spatial (numeric families), then Motion, then the rest.
+    assert page.index('id="numeric-families"') < page.index('id="g-motion"') \
+        < page.index('id="motion"') < page.index('id="pope"')
     assert 'href="#motion"' not in render_report(
         build_leaderboard(cells[:0]), [], [], "t")
 

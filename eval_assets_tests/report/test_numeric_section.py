@@ -76,8 +76,9 @@ def test_the_report_shows_the_section_only_with_numeric_results() -> None:
         **c.scores, NUMERIC.name: scores.model_dump(mode="json")}}) for c in results]
     text = render_report(build_leaderboard(numeric), numeric, [], "t")
     assert 'href="#numeric-families"' in text and '<section id="numeric-families">' in text
-    assert text.index('id="baselines"') < text.index('id="numeric-families"') < text.index(
-        'id="recordings"')
+    # In the navigation's Spatial group, after the families and their baselines.
+    assert text.index('id="baselines"') < text.index('id="g-spatial"') < text.index(
+        'id="numeric-families"')
 
 
 def test_a_rows_score_from_the_metric_wins_and_angles_draw_on_linear_axes(

@@ -31,10 +31,13 @@ def test_every_drawn_section_has_its_drawer_in_the_report() -> None:
 def test_the_navigation_links_every_metric_section_in_page_order() -> None:
     results = [result("rec", m, [row("c0", "presence", "yes", "yes", "rec")]) for m in "ab"]
     page = render_report(build_leaderboard(results), results, [], "t")
-    nav = re.findall(r'<a href="#([^"]+)">', page.split("<nav>", 1)[1].split("</nav>", 1)[0])
-    body = re.findall(r'<section id="([^"]+)"', page)
+    # Every link of the navigation: the groups' (to a group's heading, or its only section)
+    # and their menus' (to sections).
+    nav = re.findall(r'<a href="#([^"]+)"', page.split("<nav>", 1)[1].split("</nav>", 1)[0])
+    body = re.findall(r'<(?:section|div class="group-head") id="([^"]+)"', page)
     anchors = [spec.section.anchor for spec in METRICS if spec.section is not None]
-    # CircularEval and FlipEval are drawn right after the comparisons, as before.
-    assert nav[nav.index("comparisons") + 1:nav.index("comparisons") + 3] == ["circular", "flip"]
+    # CircularEval and FlipEval open the Robustness group, together.
+    start = nav.index("g-robustness") + 1
+    assert nav[start:start + 2] == ["circular", "flip"]
     assert set(anchors) <= set(nav)
-    assert nav == [a for a in body if a in nav]
+    assert len(nav) == len(set(nav)) and nav == [a for a in body if a in nav]

@@ -211,3 +211,82 @@ def test_iterative_bias_pruning_drops_the_leak_down_to_the_floor(tmp_path: Path)
 def test_template_cuts_names_and_numbers() -> None:
     assert template_of("Is the Red Ball 2.5 m from the red ball box?", ["red ball", "red"]) \
         == "is the <obj> <num> m from the <obj> box?"
+
+
+DISTANCES = ["under 1 meter", "1 to under 2 meters", "2 to under 3 meters", "3 meters or more"]
+
+
+def prior_cases(frames: int = 50, seed: int = 1) -> list[BiasCase]:
+    """Planted priors, drawn independently of every feature (no case-level leak): per frame an
+    ``object_distance`` case whose gold is "3 meters or more" 60 % of the time (four choices),
+    and a ``turn_direction`` control spread evenly over three; plus ``relative_direction``, 8
+    cases of which 3 are alike (four choices): too few to call a prior."""
+    rng = random.Random(seed)
+    out = []
+    for frame in range(frames):
+        gold = DISTANCES[3] if rng.random() < 0.6 else rng.choice(DISTANCES[:3])
+        out.append(BiasCase(id=f"d{frame}", family="object_distance", kind="choice",
+                            question="How far is the box?", choices=tuple(DISTANCES),
+                            object_names=("box",), frame=frame, n_frames=1, unit=None,
+                            answer=gold))
+        out.append(BiasCase(id=f"t{frame}", family="turn_direction", kind="choice",
+                            question="Which way did the camera turn?",
+                            choices=("left", "right", "no turn"), object_names=(),
+                            frame=frame, n_frames=2, unit=None,
+                            answer=("left", "right", "no turn")[frame % 3]))
+    for i, gold in enumerate(["front-left"] * 3 + ["front-right", "back-left", "back-right",
+                                                    "back-left", "front-right"]):
+        out.append(BiasCase(id=f"r{i}", family="relative_direction", kind="choice",
+                            question="Where is it?", choices=("front-left", "front-right",
+                                                              "back-left", "back-right"),
+                            object_names=(), frame=i, n_frames=2, unit=None, answer=gold))
+    return out
+
+
+def test_a_family_prior_is_flagged_though_no_case_reaches_the_threshold() -> None:
+    audit = audit_cases(prior_cases(), BiasConfig(trees=40))
+    families = audit.summary.families
+    distance = families["object_distance"]
+    # No case is flagged: the forest can only learn the 60 % prior, under 0.8.
+    assert distance.flagged == 0 and (distance.mean_bias_score or 1) < 0.8
+    assert distance.majority_answer == "3 meters or more" and distance.chance == 0.25
+    assert distance.prior_score is not None and distance.prior_score > 0.45
+    assert distance.prior_flagged
+    # The even control and the tiny family are not prior-flagged.
+    assert not families["turn_direction"].prior_flagged
+    assert families["turn_direction"].prior_score == pytest.approx(0.34)
+    small = families["relative_direction"]
+    assert small.prior_score == pytest.approx(3 / 8) and not small.prior_flagged
+    assert audit.summary.prior_margin == 0.10
+
+
+def test_the_audit_reruns_on_an_edited_dataset_by_command(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from eval_assets.cli import app
+
+    root = write_planted(tmp_path / "ds", frames=30)
+    # Edit the dataset: drop the control family's cases from the public file.
+    lines = (root / "cases.jsonl").read_text().splitlines()
+    kept = [line for line in lines if "largest_visible_area" not in line]
+    (root / "cases.jsonl").write_text("".join(line + "\n" for line in kept))
+    result = CliRunner().invoke(app, ["vqa", "audit", str(root), "--bias-threshold", "0.75"])
+    assert result.exit_code == 0, result.output
+    print(result.output)
+    cases = read_bias_cases(root)
+    summary = read_bias_summary(root)
+    assert cases is not None and summary is not None
+    assert len(cases) == len(kept) == 60 and summary.config.threshold == 0.75
+    assert set(summary.families) == {"closest_object", "presence"}
+    # The name leak is flagged case by case; presence is also mostly "no" (1 name in 6 says
+    # yes): prior-flagged, and the command says so.
+    assert summary.families["presence"].prior_flagged
+    assert "presence:" in result.output and "PRIOR-FLAGGED" in result.output
+    assert "guessable from the answer prior" in result.output
+    assert f"{len(kept)} cases audited" in result.output
+    # Rerun with the same options: the same files, byte for byte; a non-dataset is refused.
+    before = (root / "audit/bias.json").read_bytes()
+    assert CliRunner().invoke(app, ["vqa", "audit", str(root)]).exit_code == 0
+    assert (root / "audit/bias.json").read_bytes() == before
+    refused = CliRunner().invoke(app, ["vqa", "audit", str(tmp_path)])
+    assert refused.exit_code == 2 and "not a dataset folder" in refused.output

@@ -17,6 +17,7 @@ from eval_assets.defs import keys
 from eval_assets.defs.automation_conditions import OWNERS, REPORT_SETTLED, SETTLED
 from eval_assets.defs.partitions import model_partitions, recordings_partitions
 from eval_assets.defs.resources import ProjectStorage, ScoringResource
+from eval_assets.publication import record_leaderboard, record_report
 from eval_assets.scoring.collect import load_results
 
 # eval_assets.report.publish (and matplotlib with it) is imported inside the two assets: every run
@@ -48,7 +49,7 @@ def _results(context: AssetExecutionContext, storage: ProjectStorage):
 # board build from the old results before the metrics that read them had even been requested.
 @asset(key=keys.LEADERBOARD, group_name=GROUP,
        deps=[AssetDep(k, partition_mapping=AllPartitionMapping()) for k in keys.CELL_ASSETS],
-       code_version="9", automation_condition=SETTLED, kinds={"parquet", "json"}, owners=OWNERS)
+       code_version="10", automation_condition=SETTLED, kinds={"parquet", "json"}, owners=OWNERS)
 def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> MaterializeResult:
     """Every model × recording with results, plus pooled all-recordings rows (Parquet + JSON),
     and a paired comparison (McNemar, clustered difference interval, MDD) of every two models."""
@@ -62,6 +63,7 @@ def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> Mate
     table, parquet, json_path = publish_leaderboard(
         storage.layout(), results, recordings=expected["recordings"], models=expected["models"],
         labels_dir=storage.labels_path())
+    record_leaderboard(storage.layout())  # what was published, verified by every run
     columns = ["model", "case_set", "recording", "vqa_accuracy", "vqa_ci_low", "vqa_ci_high",
                "n_cases"]
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
@@ -79,7 +81,8 @@ def leaderboard(context: AssetExecutionContext, storage: ProjectStorage) -> Mate
 _EVERY = AllPartitionMapping()
 
 
-@asset(key=keys.REPORT, group_name=GROUP, code_version="11",
+# 13: the cost section counts every call of each run (usage.jsonl).
+@asset(key=keys.REPORT, group_name=GROUP, code_version="13",
        automation_condition=REPORT_SETTLED,
        deps=[keys.LEADERBOARD,
              *(AssetDep(k, partition_mapping=_EVERY) for k in (
@@ -91,9 +94,10 @@ _EVERY = AllPartitionMapping()
        kinds={"html"}, owners=OWNERS)
 def report(context: AssetExecutionContext, storage: ProjectStorage,
            scoring: ScoringResource) -> MaterializeResult:
-    """The static HTML report: headline, paired comparisons, charts, metric sections, the label
-    audit, and every case browsable by model, family, recording and outcome (one overlay per
-    frame)."""
+    """The static HTML report: the answer first (best model, margin, certainty, baselines,
+    what to distrust), headline, paired comparisons, charts, metric sections, the label audit,
+    and every case browsable by model, family, recording, outcome, right or wrong and the bias
+    audit's blind-solvable flag (one overlay per frame)."""
     results = _results(context, storage)
     expected = _expected(context)
     from eval_assets.report.publish import publish_report
@@ -103,6 +107,7 @@ def report(context: AssetExecutionContext, storage: ProjectStorage,
     path = publish_report(storage.layout(), results, recordings=expected["recordings"],
                           labels_dir=storage.labels_path(),
                           annotations_dir=scoring.annotations_path())
+    record_report(storage.layout())  # what was published, verified by every run
     context.log.info(f"report: {path}")
     return MaterializeResult(metadata={"path": MetadataValue.path(str(path)),
                                        "partitions": len(results)})

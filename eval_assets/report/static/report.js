@@ -29,7 +29,7 @@
   });
   var frames = JSON.parse(document.getElementById("frame-data").textContent);
   var PAGE = data.page_size;
-  var KEYS = ["model", "family", "recording", "outcome"];
+  var KEYS = ["model", "family", "recording", "outcome", "result", "blind", "sort"];
   var sel = {};
   KEYS.forEach(function (k) { sel[k] = document.getElementById("f-" + k); });
   var page = 0;
@@ -48,10 +48,29 @@
   function matches(c) {
     if (sel.family.value && c.family !== sel.family.value) { return false; }
     if (sel.recording.value && c.recording !== sel.recording.value) { return false; }
+    var b = sel.blind.value;
+    if (b === "yes" && c.solvable !== true) { return false; }
+    if (b === "no" && c.solvable !== false) { return false; }
+    if (b === "unscored" && c.bias !== null) { return false; }
     var shown = answersOf(c);
     if (!shown.length) { return false; }
     var o = sel.outcome.value;
-    return !o || shown.some(function (a) { return a.status === o; });
+    if (o && !shown.some(function (a) { return a.status === o; })) { return false; }
+    var r = sel.result.value;
+    if (r === "right") { return shown.some(function (a) { return a.status === "correct"; }); }
+    if (r === "wrong") {
+      return shown.some(function (a) { return data.wrong.indexOf(a.status) >= 0; });
+    }
+    return true;
+  }
+  // Dataset order, or the bias score highest first (cases without one last, in dataset order).
+  function ordered(list) {
+    if (sel.sort.value !== "bias") { return list; }
+    return list.map(function (c, i) { return [c, i]; }).sort(function (x, y) {
+      var bx = x[0].bias === null ? -1 : x[0].bias;
+      var by = y[0].bias === null ? -1 : y[0].bias;
+      return by - bx || x[1] - y[1];
+    }).map(function (p) { return p[0]; });
   }
   function answer(c, a) {
     var d = el("div", "answer");
@@ -97,6 +116,13 @@
     h.appendChild(el("b", null, c.recording));
     h.appendChild(document.createTextNode(" \u00b7 frame " + c.frame + " \u00b7 "));
     h.appendChild(el("span", "chip", c.family.replace(/_/g, " ")));
+    if (c.bias !== null) {
+      var s = el("span", "chip bias", "bias score " + c.bias.toFixed(2));
+      s.title = "the bias audit's out-of-fold score of a blind forest on this case " +
+        "(1: a guess that sees no pixel gets it right)";
+      h.appendChild(s);
+    }
+    if (c.solvable === true) { h.appendChild(el("span", "flag", "blind-solvable")); }
     art.appendChild(h);
     var body = el("div", "case-body");
     var fig = el("figure");
@@ -197,7 +223,7 @@
     return true;
   }
   function render() {
-    var list = data.cases.filter(matches);
+    var list = ordered(data.cases.filter(matches));
     var pages = Math.max(1, Math.ceil(list.length / PAGE));
     page = Math.min(Math.max(page, 0), pages - 1);
     var out = document.getElementById("case-list");
