@@ -3,7 +3,7 @@
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test test-fast lint typecheck bench
+.PHONY: setup demo test test-fast lint typecheck bench snapshots
 
 setup:
 	bash scripts/setup.sh
@@ -25,3 +25,8 @@ typecheck: setup
 
 bench: setup
 	$(BIN)/python benchmarks/vision_similarity.py
+
+# Regenerate the definitions snapshot after a change to the asset graph (a new metric, say), then
+# review its diff: eval_assets_tests/defs/snapshots/definitions.json.
+snapshots:
+	EVAL_ASSETS_UPDATE_SNAPSHOTS=1 $(BIN)/pytest -q eval_assets_tests/defs/test_definitions_snapshot.py

@@ -8,9 +8,10 @@ machine, each into a fresh storage root:
 
 - in process: ``execute_in_process`` on a persistent (SQLite) instance, the code location already
   imported — what ``eval-assets run`` pays per job;
-- daemon: ``launchRun`` over GraphQL on a real ``dagster-webserver`` + ``dagster-daemon`` (the run
-  queue of :data:`eval_assets.defs.local.DAGSTER_YAML`, the default run launcher, which starts one
-  process per run). Wall time runs from the launch to the moment GraphQL reports SUCCESS; the
+- daemon: ``launchRun`` over GraphQL on a real ``dagster-webserver`` + ``dagster-daemon`` sharing
+  one code server (the run queue and the warm run launcher of
+  :data:`eval_assets.defs.local.DAGSTER_YAML`: each run a fork of a worker that imported the code
+  location once). Wall time runs from the launch to the moment GraphQL reports SUCCESS; the
   run's own start→end comes from its RUN_START/RUN_SUCCESS events.
 
 The daemon's extra time is split into queue (created → RUN_STARTING, i.e. waiting for the run

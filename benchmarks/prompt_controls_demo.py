@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from eval_assets.atomic import write_text_atomic
-from eval_assets.family_spec import family as declared_family
 from eval_assets.metrics.prompt_controls import TemplateRow, tau_pairs, template_stats
 from eval_assets.model_runs.client import open_model
 from eval_assets.model_runs.runner import run_model
@@ -49,6 +48,7 @@ from eval_assets.scoring.prompt_controls import (
     TemplateReport,
 )
 from eval_assets.scoring.spec import ScoringInputs
+from eval_assets.vqa.declarations import family as declared_family
 
 
 def _spec(name: str) -> ModelSpec:

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 # Model loaders (transformers' GGUF conversion, sentence-transformers) draw tqdm bars of their own
@@ -18,12 +21,23 @@ import typer
 from rich.markup import escape
 
 from eval_assets.cli_errors import guarded, set_debug
+from eval_assets.cli_options import (
+    MODELS,
+    OUTPUT,
+    RUN,
+    SCENE,
+    SENSORS,
+    SERVER,
+    models_file_option,
+    storage_root_option,
+)
 from eval_assets.console import format_seconds, make_console
 from eval_assets.errors import InputError
 from eval_assets.labels_cli import labels_app
 from eval_assets.metrics.cli import score_app
 from eval_assets.model_runs.cli import serve_command, vqa_run_command
 from eval_assets.vqa.cli import vqa_app
+from eval_assets.vqa.declarations import BUILT_IN as _FAMILIES  # noqa: F401 (declares every family)
 
 # Plain tracebacks: rich ones walk every local (datasets, models) and can take minutes and GBs.
 app = typer.Typer(
@@ -60,24 +74,56 @@ def _format_counts(counts: dict[str, int | float]) -> str:
                      for key, value in shown)
 
 
+_VERBOSE = typer.Option(False, "--verbose", "-v", rich_help_panel=RUN,
+                        help="Also print Dagster's event stream (always in the log).")
+_NO_WAIT = typer.Option(
+    False, "--no-wait", envvar="EVAL_ASSETS_NO_WAIT", rich_help_panel=RUN,
+    help="When another eval-assets run works on the same storage root, exit 2 naming it "
+    "instead of waiting for it.")
+MODELS_ENV = "EVAL_ASSETS_MODELS"
+
+
+@contextlib.contextmanager
+def _models_file_in_env(models_file: Path | None) -> Iterator[None]:
+    """``--models-file`` as ``$EVAL_ASSETS_MODELS``, where the pipeline and its run processes
+    read the models file, while the command runs."""
+    if models_file is None:
+        yield
+        return
+    if not models_file.is_file():
+        raise InputError(f"--models-file {models_file}: no such file. Fix: pass a models file "
+                         "(see data/models.yaml), or leave the option out for "
+                         "$EVAL_ASSETS_MODELS or data/models.yaml")
+    before = os.environ.get(MODELS_ENV)
+    os.environ[MODELS_ENV] = str(models_file.resolve())
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(MODELS_ENV, None)
+        else:
+            os.environ[MODELS_ENV] = before
+
+
 @app.command()
 @guarded
 def run(
     recording: Path = typer.Argument(..., help="A recording file (*.db)."),
-    storage_root: Path | None = typer.Option(
-        None, help="Output root (default $EVAL_ASSETS_HOME or ./.eval_assets)."
-    ),
+    models_file: Path | None = models_file_option(),
     model: list[str] = typer.Option(
-        [], "--model", help="A model from data/models.yaml (repeatable; default: all)."
-    ),
-    verbose: bool = typer.Option(
-        False, "--verbose", "-v", help="Also print Dagster's event stream (always in the log)."),
-    no_wait: bool = typer.Option(
-        False, "--no-wait", envvar="EVAL_ASSETS_NO_WAIT",
-        help="When another eval-assets run works on the same storage root, exit 2 naming it "
-        "instead of waiting for it."),
+        [], "--model", help="A model of the models file (repeatable; default: all).",
+        rich_help_panel=MODELS),
+    storage_root: Path | None = storage_root_option(),
+    verbose: bool = _VERBOSE,
+    no_wait: bool = _NO_WAIT,
 ) -> None:
     """Build RECORDING's dataset, benchmark the models on it, and print the report path."""
+    with _models_file_in_env(models_file):
+        _run(recording, model, storage_root, verbose, no_wait)
+
+
+def _run(recording: Path, model: list[str], storage_root: Path | None, verbose: bool,
+         no_wait: bool) -> None:
     from eval_assets.defs.local import JobReport, StepReport, run_locally
 
     console = make_console()
@@ -105,17 +151,17 @@ def run(
 @app.command()
 @guarded
 def demo(
-    storage_root: Path | None = typer.Option(None, help="Output root (default ./.eval_assets)."),
-    verbose: bool = typer.Option(
-        False, "--verbose", "-v", help="Also print Dagster's event stream (always in the log)."),
-    no_wait: bool = typer.Option(
-        False, "--no-wait", envvar="EVAL_ASSETS_NO_WAIT",
-        help="When another eval-assets run works on the same storage root, exit 2 naming it "
-        "instead of waiting for it."),
+    models_file: Path | None = models_file_option(
+        "Models file (default $EVAL_ASSETS_MODELS or data/models.yaml: the offline default "
+        "models)."),
+    storage_root: Path | None = storage_root_option(),
+    verbose: bool = _VERBOSE,
+    no_wait: bool = _NO_WAIT,
 ) -> None:
     """The whole chain on the bundled sample recording with the offline default models."""
     sample = Path(__file__).resolve().parent.parent / "data" / "recordings" / "sample.db"
-    run(sample, storage_root, [], verbose, no_wait)
+    with _models_file_in_env(models_file):
+        _run(sample, [], storage_root, verbose, no_wait)
 
 
 SENSOR_TIMEOUT_ENV = "DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS"
@@ -126,11 +172,11 @@ SENSOR_TIMEOUT_S = 300
 @app.command()
 @guarded
 def ui(
-    storage_root: Path | None = typer.Option(
-        None, help="Output root whose instance to serve (default $EVAL_ASSETS_HOME or "
-        "./.eval_assets)."),
-    host: str = typer.Option("127.0.0.1", help="Address the webserver listens on."),
-    port: int = typer.Option(3000, help="Port the webserver listens on."),
+    storage_root: Path | None = storage_root_option(
+        "Storage root whose instance to serve (default $EVAL_ASSETS_HOME or ./.eval_assets)."),
+    host: str = typer.Option("127.0.0.1", help="Address the webserver listens on.",
+                             rich_help_panel=SERVER),
+    port: int = typer.Option(3000, help="Port the webserver listens on.", rich_help_panel=SERVER),
 ) -> None:
     """Start Dagster's UI (webserver) and daemon on the local instance, until Ctrl-C.
 
@@ -159,8 +205,18 @@ def ui(
     command = [dagster, "dev", *target, "-h", host, "-p", str(port)]
     typer.echo(f"DAGSTER_HOME={home}; starting the webserver on http://{host}:{port} and the "
                "daemon (Ctrl-C stops both)", err=True)
-    # dagster dev starts both, stops both on Ctrl-C or SIGTERM; exec hands it our pid.
+    # dagster dev starts both and stops both on Ctrl-C or SIGTERM; exec hands it our pid.
+    # It handles SIGTERM with whatever handles SIGINT (dagster._utils.interrupts), and exec keeps
+    # a signal that is ignored ignored: started from a script in the background (`cmd &`, nohup,
+    # a supervisor), where the shell ignores SIGINT, it ignored SIGTERM too. Both to default.
+    default_interrupts()
     os.execv(command[0], command)
+
+
+def default_interrupts() -> None:
+    """SIGINT and SIGTERM back to their default dispositions (for the program exec'd next)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 recording_app = typer.Typer(no_args_is_help=True, help="Create recordings.")
@@ -175,23 +231,28 @@ def recording_synthesize(
         "sample", help="sample: 640x480 fisheye at 2 Hz, one ring LiDAR scan per image (the "
         "bundled sample). rig: the Go2 + Mid-360 reference rig, 1280x720 equidistant fisheye at "
         "15 Hz, Mid-360-like LiDAR at 10 Hz in mid360_link, TF world->base_link 20 Hz; written "
-        "streaming, so minutes-long recordings need no more memory than short ones."),
+        "streaming, so minutes-long recordings need no more memory than short ones.",
+        rich_help_panel=SENSORS),
     seed: int = typer.Option(
         0, help="Noise seed: timestamp jitter, late or dropped LiDAR scans, range noise. With "
-        "--profile rig it is also the scene seed unless --scene-seed is given."),
+        "--profile rig it is also the scene seed unless --scene-seed is given.",
+        rich_help_panel=SCENE),
     scene_seed: int | None = typer.Option(
         None, help="Scene seed: the room (size, wall and floor colours), object layout, colours "
         "and shapes (from the detector's vocabulary), distractors and the robot's loop. Default: "
-        "the fixed sample scene for --profile sample, --seed for --profile rig."),
+        "the fixed sample scene for --profile sample, --seed for --profile rig.",
+        rich_help_panel=SCENE),
     frames: int | None = typer.Option(
         None, help="Camera frames (default: 24 for the fixed sample scene, one full lap of the "
-        "loop for --profile sample with --scene-seed, 1800 = 120 s for rig)."),
+        "loop for --profile sample with --scene-seed, 1800 = 120 s for rig).",
+        rich_help_panel=SENSORS),
     duration_s: float | None = typer.Option(
         None, "--duration-s", help="Length in seconds instead of --frames (e.g. 300 for "
-        "5 minutes: 4500 rig frames)."),
+        "5 minutes: 4500 rig frames).", rich_help_panel=SENSORS),
     truth_every: int | None = typer.Option(
         None, help="Per-frame truth (scene.json frames, truth.npz id maps) for every N-th frame; "
-        "0: the scene only, no .truth.npz. Default: 1 for sample, 15 (1 Hz) for rig."),
+        "0: the scene only, no .truth.npz. Default: 1 for sample, 15 (1 Hz) for rig.",
+        rich_help_panel=OUTPUT),
 ) -> None:
     """Render a synthetic scene into OUT_DB plus OUT.scene.json and OUT.truth.npz.
 
@@ -214,27 +275,31 @@ def recording_synthesize(
 def recording_simulate(
     out_db: Path = typer.Argument(..., help="Recording to write (*.db); truth files go beside it."),
     seed: int = typer.Option(0, help="Scene seed: which objects go where, their heading, how they "
-                             "settle. Same seed and options, same recording and truth."),
-    frames: int = typer.Option(120, help="Camera frames, spread over the whole drive."),
-    resolution: str = typer.Option("640x480", help="Camera resolution: 640x480 or 1280x720."),
-    objects: int = typer.Option(8, help="Benchmark objects in the scene."),
+                             "settle. Same seed and options, same recording and truth.",
+                             rich_help_panel=SCENE),
+    frames: int = typer.Option(120, help="Camera frames, spread over the whole drive.",
+                               rich_help_panel=SENSORS),
+    resolution: str = typer.Option("640x480", help="Camera resolution: 640x480 or 1280x720.",
+                                   rich_help_panel=SENSORS),
+    objects: int = typer.Option(8, help="Benchmark objects in the scene.", rich_help_panel=SCENE),
     names: str | None = typer.Option(
         None, help="Comma-separated object names to use, cycled (default: duck, teddy bear, mug, "
-        "soccer ball, tray, jenga block, lego brick, table)."),
+        "soccer ball, tray, jenga block, lego brick, table).", rich_help_panel=SCENE),
     path: str = typer.Option("loop", help="The husky's drive: loop (rounded rectangle with a "
                              "jog) or figure8; both turn left and right, stop once and revisit "
-                             "their first straight."),
+                             "their first straight.", rich_help_panel=SCENE),
     distractors: int = typer.Option(1, help="Objects outside the vocabulary (background in the "
-                                    "truth maps)."),
-    lidar_rings: int = typer.Option(16, help="LiDAR rings, evenly spread over --lidar-fov-deg."),
-    lidar_columns: int = typer.Option(1024, help="LiDAR rays per ring."),
+                                    "truth maps).", rich_help_panel=SCENE),
+    lidar_rings: int = typer.Option(16, help="LiDAR rings, evenly spread over --lidar-fov-deg.",
+                                    rich_help_panel=SENSORS),
+    lidar_columns: int = typer.Option(1024, help="LiDAR rays per ring.", rich_help_panel=SENSORS),
     lidar_fov_deg: str = typer.Option(
         "-15,15", help="Lowest and highest ring elevation in degrees, e.g. -30,2 to spend the "
-        "rings on the floor and the objects rather than the empty sky."),
+        "rings on the floor and the objects rather than the empty sky.", rich_help_panel=SENSORS),
     reference_views: int = typer.Option(
         8, help="Reference views per catalog object in the scene, written to OUT.objects/ "
         "(<name>/view_XX.png, its mask, object.json) from viewpoints the drive does not use: "
-        "the folder taught names are read from. 0 writes none."),
+        "the folder taught names are read from. 0 writes none.", rich_help_panel=OUTPUT),
 ) -> None:
     """Simulate a PyBullet scene into OUT_DB plus OUT.scene.json, OUT.truth.npz and OUT.objects/.
 

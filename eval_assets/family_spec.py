@@ -9,25 +9,31 @@ unit), the scorer (zero rule, angle magnitude), the time controls and the report
 read :func:`families` / :func:`family`, the way metrics are read from
 :class:`~eval_assets.scoring.spec.MetricSpec`.
 
-Declaring modules (:data:`DECLARING_MODULES`) call :func:`register` at import; the registry
-imports them on first use, so a reader never depends on import order. Adding a family is one
-``register(FamilySpec(...))`` in its module and its tests; a test may :func:`register` a family
-of its own and :func:`unregister` it afterwards.
+The declaring modules (:mod:`eval_assets.vqa.families`, :mod:`eval_assets.vqa.spatial.declared`)
+call :func:`register` at import; :mod:`eval_assets.vqa.declarations`, the one module above both,
+imports them and then calls :func:`all_declared`. This module imports neither: it sits below the
+schemas and the generators, so both can import it, and nothing here reaches back up the layers.
+A reader above the generators imports its lookups from :mod:`eval_assets.vqa.declarations`,
+which guarantees they are filled; a reader below them (the schemas, the time and prompt
+controls, the numeric rules) reads them here, and the program's entry points (the CLI, the
+code location, the test suite's conftest) import the declarations before anything is read. A
+lookup before that raises :class:`FamiliesNotDeclaredError` instead of answering from a partial
+registry. Adding a family is one ``register(FamilySpec(...))`` in its module and its tests; a
+test may :func:`register` a family of its own and :func:`unregister` it afterwards.
 
-No Dagster, no evidence types: this module sits below the schemas and the generators, so both
-can import it.
+No Dagster, no evidence types, no imports from this package.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["DECLARING_MODULES", "AnswerType", "Evidence", "FamilySpec", "File", "TimeControl",
-           "declared", "families", "family", "family_names", "register", "unregister"]
+__all__ = ["AnswerType", "Evidence", "FamiliesNotDeclaredError", "FamilySpec", "File",
+           "TimeControl", "all_declared", "declared", "families", "family", "family_names",
+           "register", "unregister"]
 
 AnswerType = Literal["choice", "number"]
 # Where a family's cases are published: dimOS's single-image files (cases.jsonl, one image,
@@ -37,13 +43,6 @@ File = Literal["dimos", "spatial"]
 # cannot answer it, so the generator does not offer it there); "tracks": world-frame object
 # tracks; "trajectory": the camera's TF poses over time.
 Evidence = Literal["detections", "masks", "lidar", "tracks", "trajectory"]
-
-# The modules whose import declares the built-in families, in the families' order.
-DECLARING_MODULES: tuple[str, ...] = (
-    "eval_assets.vqa.families",
-    "eval_assets.vqa.spatial.declared",
-)
-
 
 @dataclass(frozen=True)
 class TimeControl:
@@ -114,7 +113,13 @@ class FamilySpec:
 
 
 _REGISTRY: dict[str, FamilySpec] = {}
-_loaded = False
+_complete = False
+DECLARATIONS_MODULE = "eval_assets.vqa.declarations"
+
+
+class FamiliesNotDeclaredError(RuntimeError):
+    """The registry was read before the built-in families were declared (nothing in this
+    process imported :mod:`eval_assets.vqa.declarations`)."""
 
 
 def register(spec: FamilySpec) -> FamilySpec:
@@ -127,6 +132,13 @@ def register(spec: FamilySpec) -> FamilySpec:
     return spec
 
 
+def all_declared() -> None:
+    """Mark the built-in families as declared: called once by :mod:`eval_assets.vqa.declarations`
+    after importing every declaring module. Lookups answer from then on."""
+    global _complete
+    _complete = True
+
+
 def unregister(name: str) -> None:
     """Forget the family ``name`` (for tests that declared their own); KeyError if unknown."""
     del _REGISTRY[name]
@@ -135,7 +147,6 @@ def unregister(name: str) -> None:
 @contextmanager
 def declared(spec: FamilySpec) -> Iterator[FamilySpec]:
     """``spec`` registered for the ``with`` block, unregistered after (tests)."""
-    _load()
     register(spec)
     try:
         yield spec
@@ -143,30 +154,20 @@ def declared(spec: FamilySpec) -> Iterator[FamilySpec]:
         unregister(spec.name)
 
 
-def _load() -> None:
-    """Import the declaring modules once. A module that is being imported right now (this call
-    came from its own imports) is skipped, and the registry stays unmarked, so a later call
-    finishes the job."""
-    global _loaded
-    if _loaded:
-        return
-    import sys
-
-    complete = True
-    for module in DECLARING_MODULES:
-        spec = sys.modules.get(module)
-        if spec is not None and getattr(getattr(spec, "__spec__", None), "_initializing", False):
-            complete = False
-            continue
-        importlib.import_module(module)
-    _loaded = complete
+def _registry() -> dict[str, FamilySpec]:
+    if not _complete:
+        raise FamiliesNotDeclaredError(
+            "the question families were read before they were declared: import "
+            f"{DECLARATIONS_MODULE} first (the CLI, the code location and the tests' conftest "
+            "do; a script that reads cases, labels or the time and prompt controls without "
+            "them must too)")
+    return _REGISTRY
 
 
 def families(file: File | None = None) -> tuple[FamilySpec, ...]:
     """Every declared family (only those published in ``file``, if given), in declaration
     order: dimOS's seven, then the spatial ones, then any declared later."""
-    _load()
-    return tuple(s for s in _REGISTRY.values() if file is None or s.file == file)
+    return tuple(s for s in _registry().values() if file is None or s.file == file)
 
 
 def family_names(file: File | None = None) -> tuple[str, ...]:
@@ -176,5 +177,4 @@ def family_names(file: File | None = None) -> tuple[str, ...]:
 
 def family(name: str) -> FamilySpec | None:
     """The declaration of ``name``; None when no family has that name."""
-    _load()
-    return _REGISTRY.get(name)
+    return _registry().get(name)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from eval_assets.vqa.declarations import BUILT_IN as _FAMILIES  # noqa: F401 (declares every family)
+
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_DIR = REPO / "data" / "recordings"
 SAMPLE_DB = SAMPLE_DIR / "sample.db"

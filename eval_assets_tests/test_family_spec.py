@@ -233,9 +233,10 @@ def test_a_declared_spatial_family_reaches_generator_scorer_headline_baselines_a
                                    "eval_assets.time_controls", "eval_assets.vqa.authors",
                                    "eval_assets.vqa.spatial.families"])
 def test_every_family_is_known_whichever_module_is_imported_first(first: str) -> None:
-    # The declarations import the schemas; the schemas read the declarations when asked. A
-    # fresh interpreter importing ``first`` before anything else must still see all of them.
+    # The declarations import the schemas; the schemas read the registry when asked. A fresh
+    # interpreter importing ``first`` before the declarations must still see all of them.
     code = (f"import {first}\n"
+            "import eval_assets.vqa.declarations\n"
             "from eval_assets.schemas.vqa import FAMILY_NAMES\n"
             "from eval_assets.vqa.authors import AuthorConfig\n"
             "from eval_assets.time_controls import TIME_FAMILIES\n"
@@ -245,3 +246,17 @@ def test_every_family_is_known_whichever_module_is_imported_first(first: str) ->
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120)
     assert out.stdout.split() == ["7", "7", str(len(time_families())), str(len(family_names()))]
+
+
+def test_reading_the_registry_before_the_declarations_names_the_missing_import() -> None:
+    # The registry imports no declaring module (they sit above it): a process that reads it
+    # without importing eval_assets.vqa.declarations is told so, never answered from a part.
+    code = ("from eval_assets.schemas.spatial import SPATIAL_FAMILIES\n"
+            "from eval_assets.family_spec import FamiliesNotDeclaredError\n"
+            "try:\n"
+            "    len(SPATIAL_FAMILIES)\n"
+            "except FamiliesNotDeclaredError as exc:\n"
+            "    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert "import eval_assets.vqa.declarations first" in out.stdout

@@ -12,15 +12,6 @@ from dagster import AssetKey
 
 from eval_assets import asset_names as names
 from eval_assets import scoring
-from eval_assets.scoring.chair import CHAIR
-from eval_assets.scoring.circular import CIRCULAR
-from eval_assets.scoring.flip import FLIP
-from eval_assets.scoring.judge import JUDGE
-from eval_assets.scoring.mcq import MCQ
-from eval_assets.scoring.numeric import NUMERIC
-from eval_assets.scoring.pope import POPE
-from eval_assets.scoring.vision import VISION
-from eval_assets.scoring.vqa import VQA
 
 # Observed inputs: files outside Dagster whose content is their data version.
 RECORDING_FILE = AssetKey(names.RECORDING_FILE)
@@ -46,17 +37,9 @@ recording partition materializes."""
 
 # Per (recording, model).
 PREDICTIONS = AssetKey(names.PREDICTIONS)
-# The metric assets, named by their specs (eval_assets.scoring.METRICS): one per spec.
+# The metric assets, named by their specs (eval_assets.scoring.METRICS): one per spec, no
+# constant per metric; a metric's key is ``METRICS[spec.name]``.
 METRICS: dict[str, AssetKey] = {spec.name: AssetKey(spec.name) for spec in scoring.METRICS}
-VQA_ACCURACY = METRICS[VQA.name]
-CIRCULAR_EVAL = METRICS[CIRCULAR.name]
-FLIP_EVAL = METRICS[FLIP.name]
-POPE_PRESENCE = METRICS[POPE.name]
-MCQ_AVLM = METRICS[MCQ.name]
-DESCRIPTION_JUDGE = METRICS[JUDGE.name]
-VISION_SIMILARITY = METRICS[VISION.name]
-CHAIR_HALLUCINATION = METRICS[CHAIR.name]
-NUMERIC_ACCURACY = METRICS[NUMERIC.name]
 BENCHMARK_RESULTS = AssetKey(names.BENCHMARK_RESULTS)
 CELL_ASSETS = (PREDICTIONS, *METRICS.values(), BENCHMARK_RESULTS)
 """The assets of one (recording, model) cell, in order: the ``model_benchmark`` job's selection,

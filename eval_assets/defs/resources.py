@@ -11,7 +11,6 @@ from pydantic import ConfigDict, Field, field_validator
 
 from eval_assets.defs.partitions import declared_model, declared_models
 from eval_assets.env_names import check_env_var_name
-from eval_assets.family_spec import family_names
 from eval_assets.layout import (
     StorageLayout,
     default_annotations_dir,
@@ -31,6 +30,7 @@ from eval_assets.perception.protocols import Detector, Segmenter
 from eval_assets.schemas.endpoint import Endpoint
 from eval_assets.schemas.predictions import PROMPT_CONTROLS_OFF, ModelSpec, PromptControls
 from eval_assets.vqa.authors import DEFAULT_VOCABULARY, AuthorConfig, QuestionAuthor, build_author
+from eval_assets.vqa.declarations import family_names
 
 
 class ProjectStorage(ConfigurableResource):

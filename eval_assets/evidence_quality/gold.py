@@ -31,7 +31,8 @@ from eval_assets.jsonio import read_jsonl
 from eval_assets.layout import AUDIT_LABELS, AUDIT_SPATIAL_LABELS, DATASET_AUDIT
 from eval_assets.schemas.evidence_quality import FamilyKind, FamilyQuality, WrongCase
 from eval_assets.schemas.spatial import SpatialLabel
-from eval_assets.schemas.vqa import FAMILY_NAMES, Label
+from eval_assets.schemas.vqa import Label
+from eval_assets.vqa.declarations import family_names
 from eval_assets.vqa.families import (
     COUNT_CHOICES,
     COVERAGE_SCHEMES,
@@ -220,8 +221,8 @@ def _family(family: str, kind: FamilyKind, cases: int, rejected: Mapping[str, in
 def dimos_families(labels: Iterable[Label], truth: SceneTruth,
                    rejected: Mapping[str, Mapping[str, int]]) -> list[FamilyQuality]:
     """dimOS's seven families: each case's gold against the truth frame, and the yield."""
-    by_family: dict[str, list[tuple[WrongCase | None, str | None]]] = {f: [] for f in
-                                                                       FAMILY_NAMES}
+    by_family: dict[str, list[tuple[WrongCase | None, str | None]]] = {
+        f: [] for f in family_names("dimos")}
     for label in labels:
         outcomes = by_family.setdefault(label.family, [])
         if not truth.has_frame(label.frame_index):

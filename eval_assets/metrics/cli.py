@@ -10,6 +10,13 @@ from typing import TYPE_CHECKING, TypeVar
 
 import typer
 
+from eval_assets.cli_options import (
+    JUDGE,
+    RUN,
+    deprecated_alias,
+    models_file_option,
+    prefer,
+)
 from eval_assets.metrics.avlm_rows import PredictionsError
 
 if TYPE_CHECKING:
@@ -60,18 +67,22 @@ def mcq(inference_dir: Path = typer.Argument(..., help=_INFERENCE_DIR_HELP)) -> 
 @score_app.command("judge")
 def judge(
     inference_dir: Path = typer.Argument(..., help=_INFERENCE_DIR_HELP),
-    config: Path = typer.Option(..., "--config", "-c",
-                                help="Judge YAML (base_url, model, api_key_env, ... or serve)."),
+    judge_config: Path | None = typer.Option(
+        None, "--judge-config", rich_help_panel=JUDGE,
+        help="Judge YAML (base_url, model, api_key_env, ... or serve; default $EVAL_ASSETS_JUDGE "
+             "or data/judge.yaml, as the Dagster `judge` resource reads)."),
     max_samples: int | None = typer.Option(
-        None, "--max-samples", min=1, help="Judge only the first N open-ended rows."),
+        None, "--max-samples", min=1, help="Judge only the first N open-ended rows.",
+        rich_help_panel=RUN),
     avlm_compat: bool = typer.Option(
-        False, "--avlm-compat",
+        False, "--avlm-compat", rich_help_panel=JUDGE,
         help="AVLM's score coercions (>10 divided by 10, rounding, clamping, no score = 1) "
              "instead of failures; every coerced row is counted. Same as avlm_compat: true."),
-    models: Path | None = typer.Option(
-        None, "--models",
-        help="Models under test, to flag a judge that is one of them (default: "
-             "$EVAL_ASSETS_MODELS or data/models.yaml, when it exists)."),
+    models_file: Path | None = models_file_option(
+        "Models file: the models under test, to flag a judge that is one of them (default "
+        "$EVAL_ASSETS_MODELS or data/models.yaml when it exists, as the Dagster pipeline reads)."),
+    config: Path | None = deprecated_alias("--config", "--judge-config", "-c"),
+    models: Path | None = deprecated_alias("--models", "--models-file"),
 ) -> None:
     """Calibrate the judge, then judge open-ended rows; write llm_judge/*.json.
 
@@ -79,15 +90,18 @@ def judge(
     Exit 2: bad input (config, files). Calls are journalled: a rerun repeats only those in flight.
     """
     # Imported here so that other eval-assets commands do not pay for importing the judge.
+    from eval_assets.layout import default_judge_file
     from eval_assets.metrics.judge import JudgeConfig, judge_dir, self_judging_models
 
+    config = prefer(judge_config, config) or default_judge_file()
+    models = prefer(models_file, models)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
     def run() -> JudgeReport:
         overrides = {"avlm_compat": True} if avlm_compat else {}
-        judge_config = JudgeConfig.from_yaml(config, **overrides)
-        flagged = self_judging_models(judge_config, _models_under_test(models))
-        return judge_dir(inference_dir, judge_config, limit=max_samples,
+        settings = JudgeConfig.from_yaml(config, **overrides)
+        flagged = self_judging_models(settings, _models_under_test(models))
+        return judge_dir(inference_dir, settings, limit=max_samples,
                          self_judging_models=flagged)
 
     report = _run_reporting(run)
@@ -149,4 +163,4 @@ def _models_under_test(path: Path | None) -> list[ModelSpec]:
     try:
         return load_model_specs(chosen)
     except ValueError as exc:
-        raise JudgeConfigError(f"--models: {exc}") from None
+        raise JudgeConfigError(f"--models-file: {exc}") from None

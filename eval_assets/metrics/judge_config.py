@@ -187,8 +187,8 @@ class JudgeConfig(BaseModel):
         """
         path = Path(path)
         if not path.is_file():
-            raise FileNotFoundError(f"{path}: judge config not found; fix: pass --config with a "
-                                    f"YAML file that sets base_url and model, or serve")
+            raise FileNotFoundError(f"{path}: judge config not found; fix: pass --judge-config "
+                                    f"with a YAML file that sets base_url and model, or serve")
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:

@@ -1,17 +1,19 @@
 """Commands that run a model under test, registered by ``eval_assets.cli``:
 
     eval-assets serve --model random|blind-smollm2 [--port 8000] [--seed 0]
-    eval-assets vqa run DATASET --model NAME [--base-url URL] [--output DIR] [--circular]
+    eval-assets vqa run DATASET --model NAME [--base-url URL] [--output DIR] [--no-circular]
 
 ``vqa run`` mirrors ``dimos evals vqa run``: it answers a public dataset's cases with one model
 and writes a run folder (config.json, answers.jsonl, descriptions.jsonl, summary.json); scoring
 against the private labels is a separate step. Rerunning the same command resumes: completed
 answers are kept, only missing and failed ones are asked again.
 
-``--circular`` (off by default here, so a plain run costs what dimOS's does: one call per case)
-also asks every case with its choices rotated, for CircularEval and position bias, into
-``rotations.jsonl``. The Dagster pipeline, which builds the report, asks them by default (the
-``vlm`` resource's ``rotations``).
+The run controls (``--circular``: every case with its choices rotated, for CircularEval and
+position bias, into ``rotations.jsonl``; ``--flip``, ``--time-flip``, ``--repeat-frames``) are on
+by default, as the Dagster pipeline asks them (the ``vlm`` resource's ``rotations``, ``flips``,
+``time_flips``, ``repeat_frames``): the same model gives the same numbers either way. A run as
+cheap as dimOS's, one call per case, turns them off (``--no-circular --no-flip --no-time-flip
+--no-repeat-frames``).
 """
 
 from __future__ import annotations
@@ -25,18 +27,29 @@ from typing import Any
 import typer
 
 from eval_assets.cli_errors import EXIT_BAD_INPUT, env_name_option, guarded
+from eval_assets.cli_options import (
+    CONTROLS,
+    MODELS,
+    OUTPUT,
+    RUN,
+    SERVER,
+    models_file_option,
+    storage_root_option,
+)
 from eval_assets.local_models.registry import LOCAL_MODELS
-from eval_assets.model_runs.run_controls import RUN_CONTROLS
+from eval_assets.model_runs.run_controls import RUN_CONTROLS, RunControl
 from eval_assets.schemas.cost import NO_PRICE
 from eval_assets.schemas.predictions import RunSummary
 
 
 @guarded
 def serve_command(
-    model: str = typer.Option(..., help=f"Local model to serve: {', '.join(LOCAL_MODELS)}."),
-    port: int = typer.Option(8000, help="TCP port (0 picks a free one)."),
-    seed: int = typer.Option(0, help="Seed of the random model."),
-    host: str = typer.Option("127.0.0.1", help="Interface to bind; keep it local."),
+    model: str = typer.Option(..., help=f"Local model to serve: {', '.join(LOCAL_MODELS)}.",
+                              rich_help_panel=MODELS),
+    port: int = typer.Option(8000, help="TCP port (0 picks a free one).", rich_help_panel=SERVER),
+    seed: int = typer.Option(0, help="Seed of the random model.", rich_help_panel=MODELS),
+    host: str = typer.Option("127.0.0.1", help="Interface to bind; keep it local.",
+                             rich_help_panel=SERVER),
 ) -> None:
     """Serve a local baseline behind an OpenAI-compatible /v1/chat/completions API."""
     from eval_assets.local_models.server import serve
@@ -60,10 +73,11 @@ def _echo_cost(summary: RunSummary) -> None:
         return
     batched = (f" ({cost.batch_calls} calls through the Batch API at "
                f"{cost.price.batch_share:.0%} of the price)" if cost.batch_calls else "")
-    typer.echo(f"cost: ${cost.total_usd:.4f} for the standing records{batched}")
-    if cost.probes_usd is not None:
-        typer.echo(f"  of which probes: ${cost.probes_usd:.4f} (the endpoint's capability "
-                   "preflight, endpoint.json)")
+    calls = sum(k.calls for k in cost.by_kind.values())
+    typer.echo(f"cost: ${cost.total_usd:.4f} for every call of the run folder ({calls} calls, "
+               f"usage.jsonl){batched}")
+    typer.echo("  " + ", ".join(f"{kind} ${k.usd:.4f} ({k.calls})"
+                                for kind, k in cost.by_kind.items()))
     budget = cost.budget
     if budget is not None:
         typer.echo(f"budget: ${budget.spent_usd:.4f} spent of ${budget.budget_usd:.4f}, "
@@ -72,14 +86,27 @@ def _echo_cost(summary: RunSummary) -> None:
                       "(nothing asked is asked again)" if budget.stopped else ""))
 
 
+# The CLI option of each control by run_model keyword: the table's, and the prompt controls'.
+_OPTION_OF = {**{c.switch: c.flag for c in RUN_CONTROLS}, "templates": "--templates",
+              "repeats": "--repeats", "structured": "--structured"}
+
+
+def _echo_not_asked(not_asked: dict[str, str] | None) -> None:
+    for switch, why in (not_asked or {}).items():
+        typer.echo(f"warning: {_OPTION_OF.get(switch, switch)} was not asked: {why}", err=True)
+
+
 def _with_run_controls(command: Callable[..., None]) -> Callable[..., None]:
     """Give ``command`` one on/off option per :data:`RUN_CONTROLS` entry, listed right after
-    ``--describe``; Typer passes them into its ``**controls``."""
+    ``--describe`` with the table's default (the ``vlm`` resource's); Typer passes them into its
+    ``**controls``."""
     signature = inspect.signature(command, eval_str=True)
     params = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
     at = [p.name for p in params].index("describe") + 1
     options = [inspect.Parameter(c.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=bool,
-                                 default=typer.Option(False, c.option, help=c.help))
+                                 default=typer.Option(c.default, c.option,
+                                                      help=f"{c.help} {_default_note(c)}",
+                                                      rich_help_panel=CONTROLS))
                for c in RUN_CONTROLS]
     # Typer reads the options from the signature: the table's enter it there, not in the def.
     command.__signature__ = signature.replace(  # type: ignore[attr-defined]
@@ -87,59 +114,79 @@ def _with_run_controls(command: Callable[..., None]) -> Callable[..., None]:
     return command
 
 
+def _default_note(control: RunControl) -> str:
+    """How a control's default compares with the pipeline's, for its ``--help``."""
+    return (f"On by default, as the Dagster `vlm` resource's `{control.switch}`."
+            if control.default else
+            f"Off by default, as the Dagster `vlm` resource's `{control.switch}`.")
+
+
 @guarded
 @_with_run_controls
 def vqa_run_command(
     dataset: Path = typer.Argument(..., help="A public dataset folder (cases.jsonl + assets/)."),
     model: str = typer.Option(..., help="A model declared in the models file, or any model id "
-                                        "served at --base-url."),
-    base_url: str | None = typer.Option(None, help="OpenAI-compatible endpoint (…/v1)."),
+                                        "served at --base-url.", rich_help_panel=MODELS),
+    base_url: str | None = typer.Option(None, help="OpenAI-compatible endpoint (…/v1).",
+                                        rich_help_panel=MODELS),
     output: Path | None = typer.Option(
-        None, help="Run folder (default <storage root>/runs/<dataset>-<content hash>/<model>)."),
+        None, help="Run folder (default <storage root>/runs/<dataset>-<content hash>/<model>).",
+        rich_help_panel=OUTPUT),
+    storage_root: Path | None = storage_root_option(),
     api_key_env: str | None = typer.Option(
-        None, help="NAME of the environment variable holding the API key."),
+        None, help="NAME of the environment variable holding the API key.",
+        rich_help_panel=MODELS),
     max_concurrency: int | None = typer.Option(
         None, help="Most requests in flight (default: adaptive up to 64 over HTTP; a local "
-        "model's entry)."),
-    max_tokens: int | None = typer.Option(None, help="Reply token limit (default 256)."),
-    timeout_s: float | None = typer.Option(None, help="Seconds per request (default 60)."),
+        "model's entry).", rich_help_panel=RUN),
+    max_tokens: int | None = typer.Option(None, help="Reply token limit (default 256).",
+                                          rich_help_panel=MODELS),
+    timeout_s: float | None = typer.Option(None, help="Seconds per request (default 60).",
+                                           rich_help_panel=RUN),
     max_retries: int | None = typer.Option(
-        None, help="Retries of a transient failure (429, 5xx, timeout) (default 4)."),
-    describe: bool = typer.Option(True, help="Also ask for a description of every frame."),
+        None, help="Retries of a transient failure (429, 5xx, timeout) (default 4).",
+        rich_help_panel=RUN),
+    describe: bool = typer.Option(True, help="Also ask for a description of every frame.",
+                                  rich_help_panel=CONTROLS),
     time_control_share: float = typer.Option(
-        1.0, min=0.0, max=1.0,
+        1.0, min=0.0, max=1.0, rich_help_panel=CONTROLS,
         help="With --time-flip or --repeat-frames: the share of their cases asked (drawn by "
              "case id, the same cases every run; 1: all)."),
     templates: bool | None = typer.Option(
-        None, "--templates/--no-templates",
+        None, "--templates/--no-templates", rich_help_panel=CONTROLS,
         help="Also ask up to --prompt-control-cases cases per family in the paraphrase and "
              "lettered-options templates (templates.jsonl): two more calls per such case "
              "(default: the model entry's `templates`, else off)."),
     repeats: int | None = typer.Option(
-        None, min=1, help="Ask up to --prompt-control-cases cases per family this many times at "
-                          "--repeat-temperature (repeats.jsonl; 1: no repeats; default: the "
-                          "model entry's `repeats`, else 1)."),
+        None, min=1, rich_help_panel=CONTROLS,
+        help="Ask up to --prompt-control-cases cases per family this many times at "
+             "--repeat-temperature (repeats.jsonl; 1: no repeats; default: the model entry's "
+             "`repeats`, else 1)."),
     repeat_temperature: float | None = typer.Option(
-        None, help="The temperature of the --repeats calls (must be above 0; default: the model "
-                   "entry's, else 0.7)."),
+        None, rich_help_panel=CONTROLS,
+        help="The temperature of the --repeats calls (must be above 0; default: the model "
+             "entry's, else 0.7)."),
     structured: bool | None = typer.Option(
-        None, "--structured/--no-structured",
+        None, "--structured/--no-structured", rich_help_panel=CONTROLS,
         help="Where the preflight found structured output enforced, also ask up to "
              "--prompt-control-cases cases per family with a JSON schema of their choices "
              "(structured.jsonl; default: the model entry's `structured`, else off)."),
     prompt_control_cases: int | None = typer.Option(
-        None, min=1, help="Cases per family asked by --templates, --repeats and --structured "
-                          "(drawn by case id, the same cases every run; default: the model "
-                          "entry's, else 100)."),
-    models_file: Path | None = typer.Option(None, help="Models file (default data/models.yaml)."),
+        None, min=1, rich_help_panel=CONTROLS,
+        help="Cases per family asked by --templates, --repeats and --structured (drawn by case "
+             "id, the same cases every run; default: the model entry's, else 100)."),
+    models_file: Path | None = models_file_option(),
     budget_usd: float | None = typer.Option(
-        None, help="Stop before this invocation could spend more (USD; needs the model's price "
-                   "in the models file, default: its budget_usd); rerun to continue."),
+        None, rich_help_panel=RUN,
+        help="Stop before this invocation could spend more (USD; needs the model's price in the "
+             "models file, default: its budget_usd); rerun to continue."),
     batch: bool = typer.Option(
-        False, "--batch/--no-batch", help="Send the calls through the OpenAI Batch API (half "
-        "price, results within 24 h); a batch still in flight is collected by the next run."),
+        False, "--batch/--no-batch", rich_help_panel=RUN,
+        help="Send the calls through the OpenAI Batch API (half price, results within 24 h); a "
+             "batch still in flight is collected by the next run."),
     batch_wait_s: float = typer.Option(
-        60.0, help="With --batch: how long to wait for the batch before leaving it in flight."),
+        60.0, rich_help_panel=RUN,
+        help="With --batch: how long to wait for the batch before leaving it in flight."),
     **controls: bool,
 ) -> None:
     """Answer every case of DATASET with one model and write the run folder (no scoring)."""
@@ -186,7 +233,8 @@ def vqa_run_command(
         **spec.endpoint.model_dump(exclude_unset=True), **given}})
     # The default folder carries the dataset's content hash: a dataset regenerated under the
     # same name gets a run folder of its own instead of sharing the old one.
-    out = output or StorageLayout(default_storage_root()).vqa_run_dir(
+    root = storage_root.resolve() if storage_root else default_storage_root()
+    out = output or StorageLayout(root).vqa_run_dir(
         f"{dataset.resolve().name}-{public_fingerprint(dataset)[:12]}", spec.name)
     # Each control's flag, under the run_model keyword that switches it on (a test holds the
     # table's switches to run_model's keywords, which mypy cannot see through a dict).
@@ -223,6 +271,7 @@ def vqa_run_command(
 
         typer.echo(spatial_line(result.summary.spatial))
     typer.echo(f"run folder: {out}")
+    _echo_not_asked(dict(result.not_asked or {}))
     _echo_cost(result.summary)
     if result.batch_in_flight is not None:
         typer.echo(f"batch {result.batch_in_flight} in flight (recorded in {out}); rerun the "
@@ -235,3 +284,6 @@ def vqa_run_command(
         typer.echo(f"incomplete ({errors}); rerun the same command to retry only "
                    f"the failed calls", err=True)
         raise typer.Exit(1)
+    cost = result.summary.cost
+    if cost is not None and cost.budget is not None and cost.budget.stopped:
+        raise typer.Exit(1)  # the controls' calls left by the budget: said above, rerun asks

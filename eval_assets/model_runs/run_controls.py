@@ -12,15 +12,18 @@ __all__ = ["RUN_CONTROLS", "RunControl"]
 
 @dataclass(frozen=True)
 class RunControl:
-    """One control: ``name`` is the ``vqa run`` parameter behind ``flag`` (``--flag/--no-flag``,
-    off by default), ``help`` its help text, ``switch`` the keyword of
+    """One control: ``name`` is the ``vqa run`` parameter behind ``flag`` (``--flag/--no-flag``),
+    ``help`` its help text, ``switch`` the keyword of
     :func:`~eval_assets.model_runs.runner.run_model` and the field of the Dagster ``vlm``
-    resource that turn it on."""
+    resource that turn it on. ``default``: whether ``vqa run`` asks it unless told not to, the
+    ``vlm`` resource's default (``eval_assets_tests/cli/test_vocabulary.py`` holds them equal),
+    so that ``vqa run`` and the pipeline give the same numbers for the same model."""
 
     name: str
     flag: str
     help: str
     switch: str
+    default: bool = True
 
     @property
     def option(self) -> str:

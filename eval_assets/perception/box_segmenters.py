@@ -37,10 +37,7 @@ class RegionSegmenter:
     def segment(self, image: np.ndarray,
                 box_xyxy: tuple[float, float, float, float]) -> np.ndarray:
         """Boolean (H, W) mask: the largest region of the box's most frequent colour in the box."""
-        check_rgb(image)
-        h, w = image.shape[:2]
-        x0, y0, x1, y1 = _pixel_box(box_xyxy, w, h)
-        mask = np.zeros((h, w), dtype=bool)
+        mask, (x0, y0, x1, y1) = _empty_mask(image, box_xyxy)
         crop = self.classifier.labels(image)[y0:y1, x0:x1]
         counts = np.bincount(crop[crop >= 0].ravel(), minlength=len(self.classifier.colors))
         if crop.size == 0 or counts.sum() == 0:
@@ -76,10 +73,8 @@ class GrabCutSegmenter:
     def segment(self, image: np.ndarray,
                 box_xyxy: tuple[float, float, float, float]) -> np.ndarray:
         """Boolean (H, W) mask of the foreground GrabCut finds inside the box."""
-        check_rgb(image)
-        h, w = image.shape[:2]
-        x0, y0, x1, y1 = _pixel_box(box_xyxy, w, h)
-        mask = np.zeros((h, w), dtype=bool)
+        mask, (x0, y0, x1, y1) = _empty_mask(image, box_xyxy)
+        h, w = mask.shape
         if x1 - x0 < 2 or y1 - y0 < 2:
             return mask
         cx0, cy0 = max(x0 - self.margin_px, 0), max(y0 - self.margin_px, 0)
@@ -99,6 +94,14 @@ class GrabCutSegmenter:
         mask[:, :x0] = False
         mask[:, x1:] = False
         return mask
+
+
+def _empty_mask(image: np.ndarray, box_xyxy: tuple[float, float, float, float]
+                ) -> tuple[np.ndarray, tuple[int, int, int, int]]:
+    """An all-False (H, W) mask of the (checked) RGB ``image``, and the box's pixel range."""
+    check_rgb(image)
+    h, w = image.shape[:2]
+    return np.zeros((h, w), dtype=bool), _pixel_box(box_xyxy, w, h)
 
 
 def _pixel_box(box_xyxy: tuple[float, float, float, float], width: int,

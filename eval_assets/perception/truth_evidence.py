@@ -133,8 +133,8 @@ def _box(mask: np.ndarray) -> tuple[float, float, float, float]:
     return (float(us.min()), float(vs.min()), float(us.max() + 1), float(vs.max() + 1))
 
 
-class TruthDetector:
-    """Exact boxes of every object of the queried name with pixels in the frame (score 1)."""
+class _FromTruth:
+    """A perception model (``truth``) that answers from the recording's truth files."""
 
     name = "truth"
     version = TRUTH_VERSION
@@ -146,6 +146,10 @@ class TruthDetector:
     def bind_frame(self, frame: RectifiedFrame) -> None:
         """See :meth:`TruthSource.bind_frame`."""
         self.source.bind_frame(frame)
+
+
+class TruthDetector(_FromTruth):
+    """Exact boxes of every object of the queried name with pixels in the frame (score 1)."""
 
     def detect(self, image: np.ndarray, object_name: str) -> list[Box]:
         """One box per object named ``object_name`` visible in the bound frame, by object id."""
@@ -156,19 +160,8 @@ class TruthDetector:
                 if self.source.names.get(oid, "").lower() == wanted]
 
 
-class TruthSegmenter:
+class TruthSegmenter(_FromTruth):
     """The exact mask of the object whose truth box is the prompt (the truth detector's)."""
-
-    name = "truth"
-    version = TRUTH_VERSION
-
-    def __init__(self, source: TruthSource) -> None:
-        """Answer from ``source`` (the recording's truth files)."""
-        self.source = source
-
-    def bind_frame(self, frame: RectifiedFrame) -> None:
-        """See :meth:`TruthSource.bind_frame`."""
-        self.source.bind_frame(frame)
 
     def segment(self, image: np.ndarray,
                 box_xyxy: tuple[float, float, float, float]) -> np.ndarray:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from eval_assets.family_spec import family_names
 from eval_assets.metrics.circular import CircularGroupStats, PositionBias
 from eval_assets.metrics.stats import MIN_RELIABLE_N
 from eval_assets.report.coverage import Coverage
@@ -24,6 +23,7 @@ from eval_assets.report.markup import (
     table,
 )
 from eval_assets.schemas.results import CellScores
+from eval_assets.vqa.declarations import family_names
 
 
 def _bias_test(bias: PositionBias) -> str:
@@ -70,7 +70,7 @@ def circular_section(results: Sequence[CellScores], coverage: Coverage) -> str:
         return section("circular", title, lead, '<p class="empty">Not measured: no run asked '
                         "the rotated choices (the <code>vlm</code> resource's "
                         "<code>rotations</code> is off, or <code>eval-assets vqa run</code> "
-                        "ran without <code>--circular</code>).</p>")
+                        "ran with <code>--no-circular</code>).</p>")
     unmeasured = sorted({r.model for r in results if coverage.usable(r)} - set(pooled))
     headers = [("Model", False), ("Cases", False), ("CircularEval [95% CI]", False),
                ("n (not asked)", True), ("Chance", True), ("Under rotation [95% CI]", False),

@@ -228,7 +228,8 @@ METHODS = (
 )
 
 BLIND: MetricSpec[SolvabilityScores] = MetricSpec(
-    name=NAME, description=__doc__ or "", file="blind.json", version="1",
+    order=130,
+    name=NAME, description=__doc__ or "", file="blind.json", version="2",
     result_model=SolvabilityScores, score=_score, metadata=_metadata,
     label="blind solvability", needs=frozenset({"labels"}),
     columns=(Column("tst_accuracy_all"), Column("tst_accuracy_unflagged"),

@@ -139,6 +139,7 @@ def _not_computed(cells: Sequence[CellScores]) -> list[tuple[str, str]]:
 
 
 CHAIR: MetricSpec[ChairScores] = MetricSpec(
+    order=80,
     name=NAME, description=__doc__ or "", file="chair.json", version="2", result_model=ChairScores,
     score=_score, metadata=_metadata, needs=frozenset({"annotations"}), describes_frames=True,
     label="CHAIR",

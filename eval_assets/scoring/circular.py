@@ -119,6 +119,7 @@ METHODS = (
 
 
 CIRCULAR: MetricSpec[CircularReport] = MetricSpec(
+    order=20,
     name=NAME, description=__doc__ or "", file="circular.json", version="1",
     result_model=CircularReport, score=_score, needs=frozenset({"labels", "rotations"}),
     methods=METHODS,

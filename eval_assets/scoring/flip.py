@@ -92,6 +92,7 @@ METHODS = (
 
 
 FLIP: MetricSpec[FlipReport] = MetricSpec(
+    order=30,
     name=NAME, description=__doc__ or "", file="flip.json", version="1",
     result_model=FlipReport, score=_score, needs=frozenset({"flips"}),
     metadata=FIGURES.metadata, methods=METHODS, pool=lambda cells: FIGURES.pool(FLIP, cells),

@@ -290,6 +290,7 @@ def _not_computed(cells: Sequence[CellScores]) -> list[tuple[str, str]]:
 
 
 JUDGE: MetricSpec[JudgeScores] = MetricSpec(
+    order=60,
     name=NAME, description=__doc__ or "", file="judge.json", version="3", result_model=JudgeScores,
     score=_score, metadata=_metadata, needs=frozenset({"annotations", "judge"}),
     describes_frames=True, label="LLM judge",

@@ -166,6 +166,7 @@ METHODS = (
 )
 
 MCQ: MetricSpec[McqScores] = MetricSpec(
+    order=50,
     name=NAME, description=__doc__ or "", file="mcq.json", version="2", result_model=McqScores,
     score=_score, metadata=_metadata, label="AVLM MCQ", needs=frozenset({"labels"}),
     columns=(Column("mcq_lettered_cases", integer=True), Column("mcq_pct_correct"),

@@ -273,7 +273,8 @@ METHODS = (
 )
 
 NUMERIC: MetricSpec[NumericScores] = MetricSpec(
-    name=NAME, description=__doc__ or "", file="numeric.json", version="3",
+    order=90,
+    name=NAME, description=__doc__ or "", file="numeric.json", version="4",
     result_model=NumericScores, score=_score, metadata=_metadata, label="numeric MRA",
     needs=frozenset({"labels"}),
     columns=(Column("numeric_mra"), Column("numeric_abs_rel_error"),

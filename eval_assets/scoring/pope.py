@@ -92,6 +92,7 @@ def _table(cells: Sequence[CellScores]) -> ReportTable:
 
 
 POPE: MetricSpec[PopeResult] = MetricSpec(
+    order=40,
     name=NAME, description=__doc__ or "", file="pope.json", version="2", result_model=PopeResult,
     score=_score, metadata=_metadata, label="POPE", needs=frozenset({"labels"}),
     columns=(Column("pope_f1"), Column("pope_accuracy"), Column("pope_precision"),

@@ -5,7 +5,8 @@ its name (its Dagster asset key and its folder under the storage root), its outp
 needs, a Dagster-free scoring function that returns its result or a visible
 :class:`~eval_assets.schemas.results.NotMeasured` record, its result model, its leaderboard
 columns and how they pool over cells, and its report section as data (:class:`ReportTable`).
-The metric assets, the leaderboard and the report iterate :data:`eval_assets.scoring.METRICS`.
+The metric assets, the leaderboard and the report iterate :data:`eval_assets.scoring.METRICS`,
+the registry of every spec a module of :mod:`eval_assets.scoring` defines.
 """
 
 from __future__ import annotations
@@ -198,6 +199,9 @@ class MetricSpec(Generic[R]):
       leaderboard columns are computed, (key, text) lines of the leaderboard's ``methods``.
     - ``not_computed``: per recording, the (metric, why) lines of the report's "Not computed"
       section for the cells of that recording.
+    - ``order``: where its columns and sections sit among the metrics' (ascending, ties by
+      name): :data:`eval_assets.scoring.METRICS` is sorted by it. A new metric left at the
+      default comes after the built-in ones.
     """
 
     name: str
@@ -216,6 +220,7 @@ class MetricSpec(Generic[R]):
     label: str = ""
     description: str = ""
     methods: tuple[tuple[str, str], ...] = ()
+    order: int = 1000
 
     @property
     def sections(self) -> tuple[Section, ...]:

@@ -131,7 +131,7 @@ def _anchor(control: str) -> str:
     return control.replace("_", "-")
 
 
-def _time_control(control: Control, *, version: str, label: str, variant: str,
+def _time_control(control: Control, *, order: int, version: str, label: str, variant: str,
                   pooled: tuple[Figure, ...], shown: tuple[Figure, ...],
                   methods: tuple[tuple[str, str], ...], title: str, lead: str,
                   last: tuple[str, Callable[[PairedStats], Cell]]) -> MetricSpec[PairedReport]:
@@ -146,7 +146,8 @@ def _time_control(control: Control, *, version: str, label: str, variant: str,
                                   control)
 
     spec: MetricSpec[PairedReport] = MetricSpec(
-        name=control, description=__doc__ or "", file=f"{control}.json", version=version,
+        order=order, name=control, description=__doc__ or "", file=f"{control}.json",
+        version=version,
         # Scored against the spatial labels, which label overrides never touch (as
         # spatial_accuracy): an override is no input of it.
         result_model=PairedReport, score=score, metadata=figures.metadata, methods=methods,
@@ -189,7 +190,7 @@ TIME_FLIP_METHODS = (
      "in 'common' rows"),
 )
 TIME_FLIP = _time_control(
-    "time_flip", version="2", label="TimeFlip", methods=TIME_FLIP_METHODS,
+    "time_flip", order=110, version="3", label="TimeFlip", methods=TIME_FLIP_METHODS,
     variant="reversed",
     pooled=("consistency", "ci_low", "ci_high", "n", "not_asked", "original_accuracy",
             "variant_accuracy", "agreement"),
@@ -221,7 +222,7 @@ REPEAT_METHODS = (
      "Pooled per case over a row's cells; null in 'common' rows"),
 )
 REPEAT_FRAMES = _time_control(
-    "repeat_frames", version="2", label="RepeatFrames", methods=REPEAT_METHODS,
+    "repeat_frames", order=120, version="3", label="RepeatFrames", methods=REPEAT_METHODS,
     variant="repeated",
     pooled=("changed", "n_compared", "n", "not_asked", "consistency", "original_accuracy",
             "variant_accuracy"),

@@ -149,6 +149,7 @@ def _not_computed(cells: Sequence[CellScores]) -> list[tuple[str, str]]:
 
 
 VISION: MetricSpec[VisionScores] = MetricSpec(
+    order=70,
     name=NAME, description=__doc__ or "", file="vision.json", version="2",
     result_model=VisionScores, score=_score, metadata=_metadata,
     needs=frozenset({"annotations", "similarity"}), describes_frames=True,

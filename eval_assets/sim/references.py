@@ -35,7 +35,7 @@ import numpy as np
 from eval_assets.sim.catalog import CatalogEntry, SimConfigError
 from eval_assets.sim.geometry import PinholeCamera, VisualBox, view_matrix, visual_box
 from eval_assets.sim.world import quiet_stdout
-from eval_assets.synth.sample import _rounded  # one rounding for every scene file
+from eval_assets.synth.truth import rounded  # one rounding for every scene file
 
 _FOV_Y_DEG = 60.0  # the simulator's camera
 _NEAR, _FAR = 0.05, 30.0
@@ -212,7 +212,7 @@ def _write_object(entry: CatalogEntry, folder: Path, options: ReferenceViews) ->
         "renderer": "ER_TINY_RENDERER", "camera": {
             "width": camera.width, "height": camera.height, "fov_y_deg": camera.fov_y_deg},
         "views": records}}
-    text = json.dumps(_rounded(record), sort_keys=True, indent=2)
+    text = json.dumps(rounded(record), sort_keys=True, indent=2)
     (folder / "object.json").write_text(text + "\n", encoding="utf-8")
 
 

@@ -32,13 +32,11 @@ Nothing is left at the output paths unless all the files were written.
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
 import shutil
 import time
-import zipfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -47,28 +45,9 @@ from typing import Any
 
 import numpy as np
 
-from eval_assets.recording import RecordingWriter, jpeg_image
-from eval_assets.recording.messages import (
-    FLOAT32,
-    CameraInfo,
-    Header,
-    Image,
-    PointCloud2,
-    PointField,
-    TFMessage,
-    Transform,
-    TransformStamped,
-)
-from eval_assets.recording.names import (
-    BASE_FRAME,
-    CAMERA_FRAME,
-    CAMERA_INFO_STREAM,
-    IMAGE_STREAM,
-    LIDAR_FRAME,
-    LIDAR_STREAM,
-    TF_STREAM,
-    WORLD_FRAME,
-)
+from eval_assets.recording import RecordingWriter
+from eval_assets.recording.messages import CameraInfo
+from eval_assets.recording.names import CAMERA_INFO_STREAM, IMAGE_STREAM, LIDAR_STREAM, TF_STREAM
 from eval_assets.sim.catalog import DISTRACTORS, SimConfigError, entries_for
 from eval_assets.sim.geometry import PinholeCamera, pose_matrix, world_aabb
 from eval_assets.sim.path import PATHS, SPEED_M_S, DrivePath, drive_path
@@ -86,7 +65,9 @@ from eval_assets.sim.world import (
     SimWorld,
     lidar_directions,
 )
-from eval_assets.synth.sample import _rounded  # one rounding for every scene file
+from eval_assets.synth import sensors
+from eval_assets.synth.scene import homogeneous, rot_y
+from eval_assets.synth.truth import npz_bytes, rounded, sidecar_paths, visible_object
 
 GENERATOR = "eval_assets.sim.simulate/1"
 T0 = 1_700_000_000.0
@@ -97,7 +78,6 @@ _FIRST_IMAGE_S = 0.25
 _LIDAR_OFFSET_S = 0.013
 _TF_PERIOD_S = 0.1
 _STATIC_TF_PERIOD_S = 0.2
-_JPEG_QUALITY = 90
 _FOV_Y_DEG = 60.0
 _NEAR, _FAR = 0.1, 30.0
 
@@ -106,21 +86,9 @@ _CAMERA_PITCH_RAD = math.radians(10.0)
 _OPTICAL_LEVEL = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
 
 
-def _rot_y(a: float) -> np.ndarray:
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
-
-
-def _homogeneous(r: np.ndarray, t: tuple[float, float, float]) -> np.ndarray:
-    m = np.eye(4)
-    m[:3, :3] = r
-    m[:3, 3] = t
-    return m
-
-
 # A camera on a mast at the husky's front (its top plate is 0.40 m high), a LiDAR above it.
-BASE_FROM_CAMERA = _homogeneous(_rot_y(_CAMERA_PITCH_RAD) @ _OPTICAL_LEVEL, (0.30, 0.0, 0.65))
-BASE_FROM_LIDAR = _homogeneous(np.eye(3), (0.0, 0.0, 0.75))
+BASE_FROM_CAMERA = homogeneous(rot_y(_CAMERA_PITCH_RAD) @ _OPTICAL_LEVEL, (0.30, 0.0, 0.65))
+BASE_FROM_LIDAR = homogeneous(np.eye(3), (0.0, 0.0, 0.75))
 
 
 @dataclass(frozen=True)
@@ -136,11 +104,6 @@ class SimOutputs:
     timings: dict[str, float] = field(default_factory=dict)
     objects_dir: Path | None = None
     """The reference views (``OUT.objects``), when they were asked for."""
-
-
-def sidecar_paths(db: Path) -> tuple[Path, Path]:
-    """``X.db`` → ``X.scene.json``, ``X.truth.npz`` (the synthesizer's names)."""
-    return db.with_suffix(".scene.json"), db.with_suffix(".truth.npz")
 
 
 def check_config(out_db: Path, config: SimConfig) -> None:
@@ -188,72 +151,20 @@ def check_config(out_db: Path, config: SimConfig) -> None:
 # --- messages ----------------------------------------------------------------------------------
 
 
-def _quat_xyzw(r: np.ndarray) -> tuple[float, float, float, float]:
-    from eval_assets.synth.scene import quaternion_xyzw
-
-    return quaternion_xyzw(r)
-
-
-def _transform(m: np.ndarray) -> Transform:
-    t = m[:3, 3]
-    return Transform((float(t[0]), float(t[1]), float(t[2])), _quat_xyzw(m[:3, :3]))
-
-
-def _pose7(m: np.ndarray) -> tuple[float, ...]:
-    tr = _transform(m)
-    return (*tr.translation, *tr.rotation)
-
-
-def _tf(ts: float, parent: str, child: str, m: np.ndarray, seq: int) -> TFMessage:
-    return TFMessage((TransformStamped(Header.at(ts, parent, seq), child, _transform(m)),))
-
-
 def _camera_info(camera: PinholeCamera, ts: float, seq: int) -> CameraInfo:
     k = camera.K
-    return CameraInfo(
-        header=Header.at(ts, CAMERA_FRAME, seq), height=camera.height, width=camera.width,
-        distortion_model="plumb_bob", D=(0.0, 0.0, 0.0, 0.0, 0.0),
-        K=tuple(float(v) for v in k.ravel()), R=(1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0),
-        P=tuple(float(v) for v in np.hstack([k, np.zeros((3, 1))]).ravel()))
-
-
-def _point_cloud(points: np.ndarray, ts: float, seq: int) -> PointCloud2:
-    fields = tuple(PointField(name, 4 * i, FLOAT32, 1)
-                   for i, name in enumerate(("x", "y", "z", "intensity")))
-    return PointCloud2(header=Header.at(ts, LIDAR_FRAME, seq), height=1, width=len(points),
-                       fields=fields, is_bigendian=False, point_step=16,
-                       row_step=16 * len(points),
-                       data=np.ascontiguousarray(points, dtype="<f4").tobytes(), is_dense=True)
-
-
-def _third(u: float, width: int) -> str:
-    if u < width / 3:
-        return "left"
-    return "center" if u < 2 * width / 3 else "right"
+    return sensors.camera_info(ts, seq, width=camera.width, height=camera.height,
+                       distortion_model="plumb_bob", d=(0.0, 0.0, 0.0, 0.0, 0.0), k=k,
+                       p=np.hstack([k, np.zeros((3, 1))]))
 
 
 def frame_objects(objects: list[PlacedObject], camera: PinholeCamera,
                   camera_from_world: np.ndarray, ids: np.ndarray,
                   distance: np.ndarray) -> list[dict[str, Any]]:
     """Per-object truth of one view, in the synthesizer's keys; objects without pixels omitted."""
-    k = camera.K
-    rows = []
-    for obj in objects:
-        vs, us = np.nonzero(ids == obj.id)
-        if us.size == 0:
-            continue
-        center = camera_from_world @ np.array([*obj.box.center_world, 1.0])
-        px = k @ (center[:3] / center[2])
-        rows.append({
-            "id": obj.id, "name": obj.entry.name, "visible_pixels": int(us.size),
-            "bbox_xyxy": [int(us.min()), int(vs.min()), int(us.max()) + 1, int(vs.max()) + 1],
-            "centroid_px": [float(us.mean()), float(vs.mean())],
-            "center_px": [float(px[0]), float(px[1])],
-            "center_distance_m": float(np.linalg.norm(center[:3])),
-            "surface_distance_m": float(np.median(distance[vs, us])),
-            "horizontal_third": _third(float(px[0]), camera.width),
-        })
-    return rows
+    rows = (visible_object(obj.id, obj.entry.name, obj.box.center_world, camera.K, camera.width,
+                           camera_from_world, ids, distance) for obj in objects)
+    return [row for row in rows if row is not None]
 
 
 def _header(config: SimConfig, world: SimWorld, camera: PinholeCamera,
@@ -307,16 +218,12 @@ def _header(config: SimConfig, world: SimWorld, camera: PinholeCamera,
 # --- writing -----------------------------------------------------------------------------------
 
 
-def _us(t: float) -> float:
-    return round(t, 6)
-
-
 def image_times(path: DrivePath, frames: int) -> list[float]:
     """Image stamps spread over the whole drive (first at its start, last at its end)."""
     if frames == 1:
-        return [_us(path.t_start)]
+        return [sensors.round_us(path.t_start)]
     step = path.duration / (frames - 1)
-    return [_us(path.t_start + i * step) for i in range(frames)]
+    return [sensors.round_us(path.t_start + i * step) for i in range(frames)]
 
 
 @contextmanager
@@ -328,13 +235,6 @@ def _temporary(path: Path) -> Iterator[Path]:
         yield tmp
     finally:
         tmp.unlink(missing_ok=True)
-
-
-def _npz_member(zf: zipfile.ZipFile, name: str, array: np.ndarray) -> None:
-    info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-    info.compress_type = zipfile.ZIP_DEFLATED
-    with zf.open(info, "w", force_zip64=True) as fh:
-        np.lib.format.write_array(fh, np.ascontiguousarray(array), allow_pickle=False)
 
 
 def simulate_recording(out_db: str | Path, config: SimConfig | None = None,
@@ -372,18 +272,15 @@ def simulate_recording(out_db: str | Path, config: SimConfig | None = None,
         writer = stack.enter_context(RecordingWriter(out_db, overwrite=True))
         # The writer renames its file into place on a clean exit; until then (and on any
         # failure) out_db is untouched, and the truth files are temporaries.
-        writer.add_stream(IMAGE_STREAM, Image, "jpeg")
-        writer.add_stream(CAMERA_INFO_STREAM, CameraInfo, "lcm")
-        writer.add_stream(TF_STREAM, TFMessage, "lcm")
-        writer.add_stream(LIDAR_STREAM, PointCloud2, "lcm")
+        sensors.add_sensor_streams(writer)
         events: list[tuple[float, int, str, int]] = []
         for i, t in enumerate(img_ts):
             events.append((t, 0, "image", i))
-            events.append((_us(t + _LIDAR_OFFSET_S), 2, "lidar", i))
+            events.append((sensors.round_us(t + _LIDAR_OFFSET_S), 2, "lidar", i))
         end = img_ts[-1] + 0.25
-        events += [(_us(T0 + k * _TF_PERIOD_S), 1, "tf", k)
+        events += [(sensors.round_us(T0 + k * _TF_PERIOD_S), 1, "tf", k)
                    for k in range(math.ceil((end - T0) / _TF_PERIOD_S) + 1)]
-        events += [(_us(T0 + k * _STATIC_TF_PERIOD_S), 1, "tf_static", k)
+        events += [(sensors.round_us(T0 + k * _STATIC_TF_PERIOD_S), 1, "tf_static", k)
                    for k in range(math.ceil((end - T0) / _STATIC_TF_PERIOD_S) + 1)]
         events.sort()
         ray_lengths = camera.ray_lengths()
@@ -391,12 +288,10 @@ def simulate_recording(out_db: str | Path, config: SimConfig | None = None,
         truth_frames: list[dict[str, Any]] = []
         for ts, _, kind, index in events:
             if kind == "tf":
-                writer.write(TF_STREAM, ts, _tf(ts, WORLD_FRAME, BASE_FRAME,
-                                           path.world_from_base(ts), index))
+                writer.write(TF_STREAM, ts, sensors.world_tf(ts, path.world_from_base(ts), index))
             elif kind == "tf_static":
-                for child, pose in ((CAMERA_FRAME, BASE_FROM_CAMERA),
-                                    (LIDAR_FRAME, BASE_FROM_LIDAR)):
-                    writer.write(TF_STREAM, ts, _tf(ts, BASE_FRAME, child, pose, index))
+                for mount in sensors.static_tfs(ts, BASE_FROM_CAMERA, BASE_FROM_LIDAR, index):
+                    writer.write(TF_STREAM, ts, mount)
             elif kind == "image":
                 t0 = time.perf_counter()
                 w_base = world.place_husky(ts)
@@ -406,20 +301,21 @@ def simulate_recording(out_db: str | Path, config: SimConfig | None = None,
                 id_maps[index] = ids
                 cam_from_world = np.linalg.inv(w_cam)
                 truth_frames.append({
-                    "index": index, "image_ts": ts, "lidar_ts": _us(ts + _LIDAR_OFFSET_S),
+                    "index": index, "image_ts": ts,
+                    "lidar_ts": sensors.round_us(ts + _LIDAR_OFFSET_S),
                     "lidar_dt": _LIDAR_OFFSET_S, "camera_from_world": cam_from_world.tolist(),
                     "objects": frame_objects(world.objects, camera, cam_from_world, ids,
                                              depth * ray_lengths)})
                 writer.write(CAMERA_INFO_STREAM, ts, _camera_info(camera, ts, index))
-                writer.write(IMAGE_STREAM, ts,
-                             jpeg_image(rgb, Header.at(ts, CAMERA_FRAME, index),
-                                        quality=_JPEG_QUALITY), pose=_pose7(w_base))
+                writer.write(IMAGE_STREAM, ts, sensors.camera_image(rgb, ts, index),
+                             pose=sensors.pose7(w_base))
             else:
                 t0 = time.perf_counter()
                 w_base = world.place_husky(ts)
                 scan = world.lidar_scan(w_base @ BASE_FROM_LIDAR, directions)
                 timings["lidar"] += time.perf_counter() - t0
-                writer.write(LIDAR_STREAM, ts, _point_cloud(scan, ts, index), pose=_pose7(w_base))
+                writer.write(LIDAR_STREAM, ts, sensors.point_cloud(scan, ts, index),
+                             pose=sensors.pose7(w_base))
                 scans += 1
         if objects_tmp is not None:
             t0 = time.perf_counter()
@@ -427,13 +323,10 @@ def simulate_recording(out_db: str | Path, config: SimConfig | None = None,
             timings["references"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         header = _header(config, world, camera, config.frames)
-        text = json.dumps(_rounded({**header, "frames": truth_frames}), sort_keys=True, indent=2)
+        text = json.dumps(rounded({**header, "frames": truth_frames}), sort_keys=True, indent=2)
         json_tmp.write_text(text + "\n", encoding="utf-8")
-        buf = io.BytesIO()
-        with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-            _npz_member(zf, "id_maps", id_maps)
-            _npz_member(zf, "frame_index", np.arange(config.frames, dtype=np.int64))
-        npz_tmp.write_bytes(buf.getvalue())
+        npz_tmp.write_bytes(npz_bytes({
+            "id_maps": id_maps, "frame_index": np.arange(config.frames, dtype=np.int64)}))
         try:
             os.replace(npz_tmp, truth_npz)
             os.replace(json_tmp, scene_json)

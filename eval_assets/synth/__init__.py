@@ -14,12 +14,12 @@ from eval_assets.lazy import lazy_exports
 _EXPORTS = {
     "BACKGROUND_ID": "render", "SceneRaycaster": "render", "View": "render",
     "DEFAULT_FRAMES": "sample", "DEFAULT_SEED": "sample", "SampleOutputs": "sample",
-    "Timeline": "sample", "make_timeline": "sample", "sidecar_paths": "sample",
-    "synthesize_sample": "sample",
+    "Timeline": "sample", "make_timeline": "sample", "synthesize_sample": "sample",
     "Distractor": "scene", "LoopPath": "scene", "Scene": "scene", "SceneObject": "scene",
     "TourPath": "scene",
     "sample_scene": "scene",
     "seeded_scene": "seeded",
+    "sidecar_paths": "truth",
     "PROFILES": "stream", "Profile": "stream", "SynthConfigError": "stream",
     "SynthOutputs": "stream", "synthesize_recording": "stream",
 }

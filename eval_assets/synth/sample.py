@@ -19,9 +19,7 @@ reference rig's format and long recordings are :mod:`eval_assets.synth.stream`'s
 
 from __future__ import annotations
 
-import io
 import time
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,27 +28,13 @@ import numpy as np
 
 from eval_assets.atomic import write_bytes_atomic
 from eval_assets.jsonio import write_json
-from eval_assets.recording import RecordingWriter, jpeg_image
-from eval_assets.recording.messages import (
-    FLOAT32,
-    CameraInfo,
-    Header,
-    Image,
-    PointCloud2,
-    PointField,
-    TFMessage,
-    Transform,
-    TransformStamped,
-)
+from eval_assets.recording import RecordingWriter
+from eval_assets.recording.messages import CameraInfo
 from eval_assets.recording.names import (
-    BASE_FRAME,
-    CAMERA_FRAME,
     CAMERA_INFO_STREAM,
     IMAGE_STREAM,
-    LIDAR_FRAME,
     LIDAR_STREAM,
     TF_STREAM,
-    WORLD_FRAME,
 )
 from eval_assets.synth.render import (
     SceneRaycaster,
@@ -58,7 +42,18 @@ from eval_assets.synth.render import (
     fisheye_directions,
     pinhole_directions,
 )
-from eval_assets.synth.scene import CameraModel, Scene, quaternion_xyzw, sample_scene
+from eval_assets.synth.scene import CameraModel, Scene, sample_scene
+from eval_assets.synth.sensors import (
+    add_sensor_streams,
+    camera_image,
+    camera_info,
+    point_cloud,
+    pose7,
+    round_us,
+    static_tfs,
+    world_tf,
+)
+from eval_assets.synth.truth import npz_bytes, rounded, sidecar_paths, visible_object
 
 GENERATOR = "eval_assets.synth.sample/1"
 DEFAULT_SEED = 0
@@ -72,8 +67,6 @@ _STATIC_TF_PERIOD = 0.2
 _LIDAR_NEAR_DT = 0.03  # |image − scan| for matched frames: ≤ 6 mm of robot motion
 _LIDAR_LATE_DT = (0.12, 0.20)  # |image − scan| for the frames whose scan is too far to match
 _LATE_FRAMES = 3
-_JPEG_QUALITY = 90
-_DECIMALS = 6
 
 
 @dataclass(frozen=True)
@@ -96,15 +89,6 @@ class SampleOutputs:
     render_seconds: float
 
 
-def sidecar_paths(db_path: Path) -> tuple[Path, Path]:
-    """The ground-truth files beside a recording: ``X.db`` → ``X.scene.json``, ``X.truth.npz``."""
-    return db_path.with_suffix(".scene.json"), db_path.with_suffix(".truth.npz")
-
-
-def _us(t: float) -> float:
-    return round(t, 6)
-
-
 def make_timeline(frames: int, seed: int, t0: float = T0) -> Timeline:
     """Image times at ≈2 Hz with ±20 ms jitter and one LiDAR scan per image.
 
@@ -125,10 +109,10 @@ def make_timeline(frames: int, seed: int, t0: float = T0) -> Timeline:
     n_tf = round((t_end - t0) / _TF_PERIOD)
     n_static = round((t_end - t0) / _STATIC_TF_PERIOD)
     return Timeline(
-        image_ts=tuple(_us(t) for t in image_ts),
-        lidar_ts=tuple(_us(t) for t in image_ts + lidar_dt),
-        tf_ts=tuple(_us(t0 + _TF_PERIOD * k) for k in range(n_tf + 1)),
-        static_tf_ts=tuple(_us(t0 + _STATIC_TF_PERIOD * k) for k in range(n_static + 1)),
+        image_ts=tuple(round_us(t) for t in image_ts),
+        lidar_ts=tuple(round_us(t) for t in image_ts + lidar_dt),
+        tf_ts=tuple(round_us(t0 + _TF_PERIOD * k) for k in range(n_tf + 1)),
+        static_tf_ts=tuple(round_us(t0 + _STATIC_TF_PERIOD * k) for k in range(n_static + 1)),
     )
 
 
@@ -142,106 +126,19 @@ def world_from_lidar(scene: Scene, t: float) -> np.ndarray:
     return scene.path.world_from_base(t) @ scene.base_from_lidar
 
 
-def _transform(m: np.ndarray) -> Transform:
-    t = m[:3, 3]
-    return Transform((float(t[0]), float(t[1]), float(t[2])), quaternion_xyzw(m[:3, :3]))
-
-
-def _tf(ts: float, parent: str, child: str, m: np.ndarray, seq: int) -> TFMessage:
-    return TFMessage((TransformStamped(Header.at(ts, parent, seq), child, _transform(m)),))
-
-
-def _pose7(m: np.ndarray) -> tuple[float, ...]:
-    tr = _transform(m)
-    return (*tr.translation, *tr.rotation)
-
-
-def _camera_info(scene: Scene, ts: float, seq: int) -> CameraInfo:
+def scene_camera_info(scene: Scene, ts: float, seq: int) -> CameraInfo:
+    """The ``camera_info`` message of a synthesized scene's (equidistant fisheye) camera."""
     cam = scene.camera
-    return CameraInfo(
-        header=Header.at(ts, CAMERA_FRAME, seq),
-        height=cam.height,
-        width=cam.width,
-        distortion_model="equidistant",
-        D=tuple(float(d) for d in cam.D),
-        K=tuple(float(k) for k in cam.K.ravel()),
-        R=(1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0),
-        P=tuple(float(p) for p in cam.P.ravel()),
-    )
-
-
-def _point_cloud(points: np.ndarray, ts: float, seq: int) -> PointCloud2:
-    fields = tuple(PointField(name, 4 * i, FLOAT32, 1)
-                   for i, name in enumerate(("x", "y", "z", "intensity")))
-    data = np.ascontiguousarray(points, dtype="<f4").tobytes()
-    return PointCloud2(
-        header=Header.at(ts, LIDAR_FRAME, seq),
-        height=1,
-        width=len(points),
-        fields=fields,
-        is_bigendian=False,
-        point_step=16,
-        row_step=16 * len(points),
-        data=data,
-        is_dense=True,
-    )
-
-
-def _third(u: float, width: int) -> str:
-    if u < width / 3:
-        return "left"
-    return "center" if u < 2 * width / 3 else "right"
+    return camera_info(ts, seq, width=cam.width, height=cam.height,
+                       distortion_model="equidistant", d=cam.D, k=cam.K, p=cam.P)
 
 
 def frame_objects(scene: Scene, camera_from_world: np.ndarray, view: View) -> list[dict[str, Any]]:
     """Per-object truth of one ideal pinhole (``K_rect``) view; objects without pixels omitted."""
-    K = scene.camera.K_rect
-    width = scene.camera.width
-    rows = []
-    for obj in scene.objects:
-        vs, us = np.nonzero(view.ids == obj.id)
-        if us.size == 0:
-            continue
-        center = camera_from_world @ np.array([*obj.center, 1.0])
-        px = K @ (center[:3] / center[2])
-        rows.append({
-            "id": obj.id,
-            "name": obj.name,
-            "visible_pixels": int(us.size),
-            "bbox_xyxy": [int(us.min()), int(vs.min()), int(us.max()) + 1, int(vs.max()) + 1],
-            "centroid_px": [float(us.mean()), float(vs.mean())],
-            "center_px": [float(px[0]), float(px[1])],
-            "center_distance_m": float(np.linalg.norm(center[:3])),
-            "surface_distance_m": float(np.median(view.distance[vs, us])),
-            "horizontal_third": _third(float(px[0]), width),
-        })
-    return rows
-
-
-def _rounded(value: Any) -> Any:
-    if isinstance(value, float):
-        # "+ 0.0" folds −0.0 into 0.0 so the JSON text never flips sign on a rounding tie.
-        return round(value, _DECIMALS) + 0.0
-    if isinstance(value, dict):
-        return {k: _rounded(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_rounded(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _rounded(value.tolist())
-    return value
-
-
-def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
-    """The bytes ``np.savez_compressed`` would write, minus its wall-clock zip timestamps."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for name, array in arrays.items():
-            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            with zf.open(info, "w", force_zip64=True) as fh:
-                np.lib.format.write_array(fh, np.ascontiguousarray(array), allow_pickle=False)
-    return buf.getvalue()
-
+    cam = scene.camera
+    rows = (visible_object(obj.id, obj.name, obj.center, cam.K_rect, cam.width,
+                           camera_from_world, view.ids, view.distance) for obj in scene.objects)
+    return [row for row in rows if row is not None]
 
 
 def camera_record(cam: CameraModel) -> dict[str, Any]:
@@ -254,6 +151,7 @@ def camera_record(cam: CameraModel) -> dict[str, Any]:
         "D": cam.D.tolist(),
         "K_rect": cam.K_rect.tolist(),
     }
+
 
 def _scene_header(scene: Scene, seed: int) -> dict[str, Any]:
     cam = scene.camera
@@ -300,15 +198,13 @@ def synthesize_sample(out_db: str | Path, seed: int = DEFAULT_SEED,
         assert distorted.rgb is not None
         rectified = raycaster.render(w_cam, pinhole, colour=False)
         id_maps[i] = rectified.ids
-        robot = _pose7(scene.path.world_from_base(t_img))
-        header = Header.at(t_img, CAMERA_FRAME, i)
-        rows.append((t_img, 0, CAMERA_INFO_STREAM, _camera_info(scene, t_img, i), None))
-        rows.append((t_img, 1, IMAGE_STREAM,
-                     jpeg_image(distorted.rgb, header, quality=_JPEG_QUALITY), robot))
+        robot = pose7(scene.path.world_from_base(t_img))
+        rows.append((t_img, 0, CAMERA_INFO_STREAM, scene_camera_info(scene, t_img, i), None))
+        rows.append((t_img, 1, IMAGE_STREAM, camera_image(distorted.rgb, t_img, i), robot))
         scan = raycaster.lidar_scan(world_from_lidar(scene, t_lidar), scene.lidar_elevations_deg,
                                     scene.lidar_azimuth_step_deg, noise_rng)
-        rows.append((t_lidar, 3, LIDAR_STREAM, _point_cloud(scan, t_lidar, i),
-                     _pose7(scene.path.world_from_base(t_lidar))))
+        rows.append((t_lidar, 3, LIDAR_STREAM, point_cloud(scan, t_lidar, i),
+                     pose7(scene.path.world_from_base(t_lidar))))
         truth_frames.append({
             "index": i,
             "image_ts": t_img,
@@ -320,25 +216,20 @@ def synthesize_sample(out_db: str | Path, seed: int = DEFAULT_SEED,
     render_seconds = time.perf_counter() - started
 
     for k, t in enumerate(timeline.tf_ts):
-        world_from_base = scene.path.world_from_base(t)
-        rows.append((t, 2, TF_STREAM, _tf(t, WORLD_FRAME, BASE_FRAME, world_from_base, k), None))
+        rows.append((t, 2, TF_STREAM, world_tf(t, scene.path.world_from_base(t), k), None))
     for k, t in enumerate(timeline.static_tf_ts):
-        for child, base_from_child in ((CAMERA_FRAME, scene.base_from_camera),
-                                       (LIDAR_FRAME, scene.base_from_lidar)):
-            rows.append((t, 2, TF_STREAM, _tf(t, BASE_FRAME, child, base_from_child, k), None))
+        for mount in static_tfs(t, scene.base_from_camera, scene.base_from_lidar, k):
+            rows.append((t, 2, TF_STREAM, mount, None))
     # Stable sort: equal (ts, rank) rows keep their construction order.
     rows.sort(key=lambda r: (r[0], r[1]))
 
     with RecordingWriter(out_db, overwrite=True) as writer:
-        writer.add_stream(IMAGE_STREAM, Image, "jpeg")
-        writer.add_stream(CAMERA_INFO_STREAM, CameraInfo, "lcm")
-        writer.add_stream(TF_STREAM, TFMessage, "lcm")
-        writer.add_stream(LIDAR_STREAM, PointCloud2, "lcm")
+        add_sensor_streams(writer)
         for ts, _, stream, message, pose in rows:
             writer.write(stream, ts, message, pose=pose)
 
     truth = _scene_header(scene, seed)
     truth["frames"] = truth_frames
-    write_json(scene_json, _rounded(truth), sort_keys=True)
+    write_json(scene_json, rounded(truth), sort_keys=True)
     write_bytes_atomic(truth_npz, npz_bytes({"id_maps": id_maps}))
     return SampleOutputs(out_db, scene_json, truth_npz, render_seconds)

@@ -46,17 +46,13 @@ import numpy as np
 
 from eval_assets import progress
 from eval_assets.errors import InputError
-from eval_assets.recording import RecordingWriter, jpeg_image
-from eval_assets.recording.messages import CameraInfo, Header, Image, PointCloud2, TFMessage
+from eval_assets.recording import RecordingWriter
 from eval_assets.recording.names import (
-    BASE_FRAME,
-    CAMERA_FRAME,
     CAMERA_INFO_STREAM,
     IMAGE_STREAM,
     LIDAR_FRAME,
     LIDAR_STREAM,
     TF_STREAM,
-    WORLD_FRAME,
 )
 from eval_assets.synth.render import (
     SceneRaycaster,
@@ -66,25 +62,28 @@ from eval_assets.synth.render import (
     pinhole_directions,
 )
 from eval_assets.synth.sample import (
-    _JPEG_QUALITY,
     DEFAULT_FRAMES,
     DEFAULT_SEED,
     T0,
-    _camera_info,
-    _point_cloud,
-    _pose7,
-    _rounded,
-    _tf,
-    _us,
     camera_record,
     frame_objects,
-    sidecar_paths,
+    scene_camera_info,
     synthesize_sample,
     world_from_camera,
     world_from_lidar,
 )
 from eval_assets.synth.scene import CameraModel, Scene, TourPath, rig_camera, sample_camera
 from eval_assets.synth.seeded import seeded_scene
+from eval_assets.synth.sensors import (
+    add_sensor_streams,
+    camera_image,
+    point_cloud,
+    pose7,
+    round_us,
+    static_tfs,
+    world_tf,
+)
+from eval_assets.synth.truth import npz_entry, rounded, sidecar_paths
 
 GENERATOR = "eval_assets.synth.stream/1"
 
@@ -221,7 +220,7 @@ class _Event:
 def _image_events(spec: Profile, frames: int, rng: np.random.Generator) -> Iterator[_Event]:
     for i in range(frames):
         jitter = rng.uniform(-spec.image_jitter_s, spec.image_jitter_s)
-        yield _Event(_us(T0 + _FIRST_IMAGE_S + i / spec.image_rate_hz + jitter), 0, "image", i)
+        yield _Event(round_us(T0 + _FIRST_IMAGE_S + i / spec.image_rate_hz + jitter), 0, "image", i)
 
 
 def _last_nominal_image(spec: Profile, frames: int) -> float:
@@ -236,7 +235,7 @@ def _lidar_events(spec: Profile, frames: int, rng: np.random.Generator) -> Itera
         jitter = rng.uniform(-spec.lidar_jitter_s, spec.lidar_jitter_s)
         dropped = rng.uniform() < spec.lidar_drop_fraction
         if not dropped:
-            yield _Event(_us(nominal + jitter), 2, "lidar", j)
+            yield _Event(round_us(nominal + jitter), 2, "lidar", j)
         j += 1
 
 
@@ -244,9 +243,9 @@ def _tf_events(spec: Profile, frames: int) -> Iterator[_Event]:
     """World → base_link at ``tf_rate_hz``; static mounts at ``static_tf_rate_hz`` (their own
     sequence numbers), both from ``T0`` to a little past the last message."""
     end = _last_nominal_image(spec, frames) + _TF_TAIL_S
-    moving = (_Event(_us(T0 + k / spec.tf_rate_hz), 1, "tf", k)
+    moving = (_Event(round_us(T0 + k / spec.tf_rate_hz), 1, "tf", k)
               for k in range(math.ceil((end - T0) * spec.tf_rate_hz) + 1))
-    static = (_Event(_us(T0 + k / spec.static_tf_rate_hz), 1, "tf_static", k)
+    static = (_Event(round_us(T0 + k / spec.static_tf_rate_hz), 1, "tf_static", k)
               for k in range(math.ceil((end - T0) * spec.static_tf_rate_hz) + 1))
     return heapq.merge(moving, static, key=lambda e: (e.ts, e.order))
 
@@ -313,16 +312,10 @@ class IdMapsWriter:
         self._frame_indices = np.array(frame_indices, dtype=np.int64)
         self._shape = (height, width)
         self._written = 0
-        self._entry = self._zf.open(self._info("id_maps"), "w", force_zip64=True)
+        self._entry = self._zf.open(npz_entry("id_maps"), "w", force_zip64=True)
         np.lib.format.write_array_header_1_0(self._entry, {
             "descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)), "fortran_order": False,
             "shape": (len(frame_indices), height, width)})
-
-    @staticmethod
-    def _info(name: str) -> zipfile.ZipInfo:
-        info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-        info.compress_type = zipfile.ZIP_DEFLATED
-        return info
 
     def add(self, ids: np.ndarray) -> None:
         """Append the next map (uint8, H × W)."""
@@ -337,7 +330,7 @@ class IdMapsWriter:
             raise RuntimeError(f"{self._written} id maps written, "
                                f"{len(self._frame_indices)} announced")
         self._entry.close()
-        with self._zf.open(self._info("frame_index"), "w", force_zip64=True) as fh:
+        with self._zf.open(npz_entry("frame_index"), "w", force_zip64=True) as fh:
             np.lib.format.write_array(fh, self._frame_indices, allow_pickle=False)
         self._zf.close()
 
@@ -423,51 +416,44 @@ def synthesize_streamed(out_db: str | Path, spec: Profile, *, seed: int, scene_s
     raycaster = SceneRaycaster(scene)
     fisheye = fisheye_directions(cam)
     pinhole = pinhole_directions(cam.K_rect, cam.width, cam.height) if truth_frames else None
-    header = _rounded(_scene_header(scene, spec, seed, scene_seed, frames, truth_every))
+    header = rounded(_scene_header(scene, spec, seed, scene_seed, frames, truth_every))
     scans = 0
     with RecordingWriter(out_db, overwrite=True) as writer, \
             _atomic_file(scene_json) as json_fh, \
             (_atomic_file(truth_npz) if truth_frames else _no_file()) as npz_fh, \
             progress.task(f"synthesizing {out_db.name}", total=frames) as advance:
-        writer.add_stream(IMAGE_STREAM, Image, "jpeg")
-        writer.add_stream(CAMERA_INFO_STREAM, CameraInfo, "lcm")
-        writer.add_stream(TF_STREAM, TFMessage, "lcm")
-        writer.add_stream(LIDAR_STREAM, PointCloud2, "lcm")
+        add_sensor_streams(writer)
         truth_json = JsonFramesWriter(json_fh, header)
         id_maps = (IdMapsWriter(npz_fh, truth_frames, cam.height, cam.width)
                    if npz_fh is not None else None)
         for event in timeline(spec, frames, seed):
             t = event.ts
             if event.kind == "tf":
-                writer.write(TF_STREAM, t, _tf(t, WORLD_FRAME, BASE_FRAME,
-                                          scene.path.world_from_base(t), event.index))
+                writer.write(TF_STREAM, t, world_tf(t, scene.path.world_from_base(t), event.index))
             elif event.kind == "tf_static":
-                writer.write(TF_STREAM, t, _tf(t, BASE_FRAME, CAMERA_FRAME, scene.base_from_camera,
-                                          event.index))
-                writer.write(TF_STREAM, t, _tf(t, BASE_FRAME, LIDAR_FRAME, scene.base_from_lidar,
-                                          event.index))
+                for mount in static_tfs(t, scene.base_from_camera, scene.base_from_lidar,
+                                        event.index):
+                    writer.write(TF_STREAM, t, mount)
             elif event.kind == "lidar":
                 directions = (mid360_directions(event.index, spec.lidar_points)
                               if spec.lidar_points else rings)
                 points = raycaster.scan(world_from_lidar(scene, t), directions, noise_rng)
-                writer.write(LIDAR_STREAM, t, _point_cloud(points, t, event.index),
-                             pose=_pose7(scene.path.world_from_base(t)))
+                writer.write(LIDAR_STREAM, t, point_cloud(points, t, event.index),
+                             pose=pose7(scene.path.world_from_base(t)))
                 scans += 1
             else:
                 i = event.index
                 w_cam = world_from_camera(scene, t)
                 view = raycaster.render(w_cam, fisheye)
                 assert view.rgb is not None
-                writer.write(CAMERA_INFO_STREAM, t, _camera_info(scene, t, i))
-                writer.write(IMAGE_STREAM, t,
-                             jpeg_image(view.rgb, Header.at(t, CAMERA_FRAME, i),
-                                        quality=_JPEG_QUALITY),
-                             pose=_pose7(scene.path.world_from_base(t)))
+                writer.write(CAMERA_INFO_STREAM, t, scene_camera_info(scene, t, i))
+                writer.write(IMAGE_STREAM, t, camera_image(view.rgb, t, i),
+                             pose=pose7(scene.path.world_from_base(t)))
                 if truth_every and i % truth_every == 0:
                     assert pinhole is not None
                     cam_from_world = np.linalg.inv(w_cam)
                     rectified = raycaster.render(w_cam, pinhole, colour=False)
-                    truth_json.add(_rounded({
+                    truth_json.add(rounded({
                         "index": i,
                         "image_ts": t,
                         "camera_from_world": cam_from_world.tolist(),

@@ -33,12 +33,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from eval_assets.chat_request import RequestBuilder
-from eval_assets.family_spec import family_names
 from eval_assets.openai_chat import chat_client
 from eval_assets.schemas.chat import ChatResult
 from eval_assets.schemas.endpoint import ENDPOINT_FIELDS, Endpoint, EndpointError
 from eval_assets.schemas.vqa import Proposal
 from eval_assets.synth.scene import PALETTE, SHAPES
+from eval_assets.vqa.declarations import family_names
 from eval_assets.vqa.families import MAX_REFERENCES, MIN_REFERENCES, FamilyRule, rule_of
 
 # The sample scene's colour and shape words, in the perception default's order; six of these

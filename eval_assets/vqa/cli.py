@@ -6,13 +6,15 @@
     eval-assets vqa generate RECORDING.db --time-step 2
     eval-assets vqa generate RECORDING.db     # RECORDING.selection.yaml, or the default policy
     eval-assets vqa generate RECORDING.db --prune-bias [--bias-threshold 0.8 --prune-floor 5]
+    eval-assets vqa audit DATASET_DIR [--bias-threshold 0.8]   # re-run the blind audit
 
 Frame selection is the pipeline's (:mod:`eval_assets.frames.selection`); bad frames are skipped
 and listed, and the run fails only when more than ``--max-bad-fraction`` of them is bad.
 The default output is ``$XDG_STATE_HOME`` (or ``~/.local/state``)
 ``/eval_assets/<recording-stem>-frames``; it must be absent or empty. Every dataset gets its
 blind-solvability audit (``audit/bias.jsonl``, ``audit/bias.json``: :mod:`eval_assets.vqa.bias`);
-``--prune-bias`` drops the flagged cases before publishing.
+``--prune-bias`` drops the flagged cases before publishing. ``vqa audit`` re-runs that audit on a
+published or edited dataset folder and rewrites its two audit files.
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from eval_assets.cli_errors import EXIT_BAD_INPUT, EXIT_FAILED, env_name_option, guarded
+from eval_assets.cli_options import AUDIT, FRAMES, INPUT, OUTPUT, PERCEPTION, QUESTIONS
 
 if TYPE_CHECKING:
     from eval_assets.frames import FrameSelectionConfig, PreparedFrames
     from eval_assets.recording.watch import FileState
     from eval_assets.schemas.vqa import AnswerBalance
-    from eval_assets.vqa.bias import BiasConfig
+    from eval_assets.vqa.bias import BiasConfig, FamilyBias
 
 vqa_app = typer.Typer(no_args_is_help=True, help="Generate VQA datasets from recordings.")
 
@@ -38,56 +41,78 @@ vqa_app = typer.Typer(no_args_is_help=True, help="Generate VQA datasets from rec
 @guarded
 def generate(
     recording: Path = typer.Argument(..., help="A recording file (*.db)."),
-    image_index: int | None = typer.Option(None, help="Generate from this one frame."),
-    start: int | None = typer.Option(None, help="First frame of a range (default 0)."),
-    stop: int | None = typer.Option(None, help="End of the range, exclusive (default: all)."),
-    stride: int | None = typer.Option(None, help="Every n-th frame of the range."),
+    image_index: int | None = typer.Option(None, help="Generate from this one frame.",
+                                           rich_help_panel=FRAMES),
+    start: int | None = typer.Option(None, help="First frame of a range (default 0).",
+                                     rich_help_panel=FRAMES),
+    stop: int | None = typer.Option(None, help="End of the range, exclusive (default: all).",
+                                    rich_help_panel=FRAMES),
+    stride: int | None = typer.Option(None, help="Every n-th frame of the range.",
+                                      rich_help_panel=FRAMES),
     time_step: float | None = typer.Option(
-        None, help="At most one frame per this many seconds of the range."),
+        None, help="At most one frame per this many seconds of the range.", rich_help_panel=FRAMES),
     quality_window: float | None = typer.Option(
         None, help="The sharpest frame per this many seconds of the range (dimOS "
-                   "QualityWindow; not with --stride or --time-step)."),
+                   "QualityWindow; not with --stride or --time-step).", rich_help_panel=FRAMES),
     min_brightness: float | None = typer.Option(
-        None, help="With --quality-window: only frames brighter than this (0-1)."),
+        None, help="With --quality-window: only frames brighter than this (0-1).",
+        rich_help_panel=FRAMES),
     max_bad_fraction: float | None = typer.Option(
         None, help="Fail when more than this share of the examined frames is bad (default: "
-                   "the selection file's, else 0.2)."),
+                   "the selection file's, else 0.2).", rich_help_panel=FRAMES),
     output: Path | None = typer.Option(
-        None, help="Dataset folder, absent or empty (default under $XDG_STATE_HOME)."),
-    author: str = typer.Option("vocabulary", help="Question author: vocabulary or vlm."),
+        None, help="Dataset folder, absent or empty (default under $XDG_STATE_HOME).",
+        rich_help_panel=OUTPUT),
+    author: str = typer.Option("vocabulary", help="Question author: vocabulary or vlm.",
+                               rich_help_panel=QUESTIONS),
     vocabulary: str | None = typer.Option(
-        None, help="Comma-separated object names (default: the sample scene's colour/shapes)."),
-    seed: int = typer.Option(0, help="Seed of the vocabulary author's draws."),
-    max_proposals_per_frame: int = typer.Option(200, help="Proposals kept per frame."),
-    vlm_base_url: str = typer.Option("", help="OpenAI-compatible endpoint of the vlm author."),
-    vlm_model: str = typer.Option("", help="Model name of the vlm author."),
-    vlm_api_key_env: str = typer.Option("", help="Environment variable with its API key."),
+        None, help="Comma-separated object names (default: the sample scene's colour/shapes).",
+        rich_help_panel=QUESTIONS),
+    seed: int = typer.Option(0, help="Seed of the vocabulary author's draws.",
+                             rich_help_panel=QUESTIONS),
+    max_proposals_per_frame: int = typer.Option(200, help="Proposals kept per frame.",
+                                                rich_help_panel=QUESTIONS),
+    vlm_base_url: str = typer.Option("", help="OpenAI-compatible endpoint of the vlm author.",
+                                     rich_help_panel=QUESTIONS),
+    vlm_model: str = typer.Option("", help="Model name of the vlm author.",
+                                  rich_help_panel=QUESTIONS),
+    vlm_api_key_env: str = typer.Option("", help="Environment variable with its API key.",
+                                        rich_help_panel=QUESTIONS),
     detector: str = typer.Option(
         "color", help="Detector: color (offline), moondream, or truth (exact boxes from the "
-        "truth files beside a simulated or synthesized recording; refused on any other)."),
+        "truth files beside a simulated or synthesized recording; refused on any other).",
+        rich_help_panel=PERCEPTION),
     segmenter: str = typer.Option(
         "box_region", help="Segmenter: box_region (offline), grabcut, edgetam, or truth (exact "
-        "masks; with --detector truth)."),
-    moondream_endpoint: str = typer.Option("", help="Moondream Station URL (moondream)."),
+        "masks; with --detector truth).", rich_help_panel=PERCEPTION),
+    moondream_endpoint: str = typer.Option("", help="Moondream Station URL (moondream).",
+                                           rich_help_panel=PERCEPTION),
     moondream_api_key_env: str = typer.Option(
-        "MOONDREAM_API_KEY", help="Environment variable with the Moondream Cloud key."),
-    edgetam_checkpoint: str = typer.Option("", help="EdgeTAM checkpoint file (edgetam)."),
+        "MOONDREAM_API_KEY", help="Environment variable with the Moondream Cloud key.",
+        rich_help_panel=PERCEPTION),
+    edgetam_checkpoint: str = typer.Option("", help="EdgeTAM checkpoint file (edgetam).",
+                                           rich_help_panel=PERCEPTION),
     objects: str = typer.Option(
         "", help="Where the spatial families' objects come from: lidar (found in the LiDAR, "
         "named only when certain, else marked on the images) or detections (each detector "
-        "mask lifted); default: detections with --detector truth, lidar otherwise."),
+        "mask lifted); default: detections with --detector truth, lidar otherwise.",
+        rich_help_panel=PERCEPTION),
     references: Path | None = typer.Option(
         None, help="Folder of taught names: <name>/*.png reference images (with optional "
-        "<stem>.mask.png) per object name; default: RECORDING's <stem>.objects folder if any."),
-    allow_pickle: bool = typer.Option(False, help="Allow pickle-encoded recording payloads."),
+        "<stem>.mask.png) per object name; default: RECORDING's <stem>.objects folder if any.",
+        rich_help_panel=PERCEPTION),
+    allow_pickle: bool = typer.Option(False, help="Allow pickle-encoded recording payloads.",
+                                      rich_help_panel=INPUT),
     prune_bias: bool = typer.Option(
         False, help="Iterative Bias Pruning: drop the cases a pixel-free random forest solves "
                     "(bias score >= --bias-threshold) and refit until none is flagged; "
-                    "audit/bias.json records what was dropped and why."),
+                    "audit/bias.json records what was dropped and why.", rich_help_panel=AUDIT),
     bias_threshold: float = typer.Option(
-        0.8, help="Flag a case whose blind-solvability score is at least this (0-1]."),
+        0.8, help="Flag a case whose blind-solvability score is at least this (0-1].",
+        rich_help_panel=AUDIT),
     prune_floor: int = typer.Option(
-        5, help="With --prune-bias: never leave a family with fewer cases than this."),
+        5, help="With --prune-bias: never leave a family with fewer cases than this.",
+        rich_help_panel=AUDIT),
 ) -> None:
     """Rectify frames, detect objects, propose and answer questions, publish the dataset.
 
@@ -235,8 +260,9 @@ def _run(recording: Path, out: Path, selection: tuple[FrameSelectionConfig, Path
 
 
 def _print_bias(dataset: Path) -> None:
-    """Per family: the mean blind-solvability score, the share flagged, the blind upper bound;
-    then what pruning dropped, if it ran."""
+    """Per family: the mean blind-solvability score, the share flagged, the blind upper bound
+    and the answer prior (prior-flagged families marked); then what pruning dropped, if it
+    ran."""
     from eval_assets.vqa.bias import read_bias_summary
 
     summary = read_bias_summary(dataset)
@@ -250,7 +276,69 @@ def _print_bias(dataset: Path) -> None:
     for family, f in summary.families.items():
         mean = "n/a" if f.mean_bias_score is None else f"{f.mean_bias_score:.2f}"
         typer.echo(f"  {family}: mean score {mean}, flagged {pct(f.flagged_share)} of "
-                   f"{f.n_scored} scored, blind upper bound {pct(f.blind_upper_bound)}")
+                   f"{f.n_scored} scored, blind upper bound {pct(f.blind_upper_bound)}"
+                   + _prior(f, summary.prior_margin))
+    flagged = [name for name, f in summary.families.items() if f.prior_flagged]
+    if flagged:
+        typer.echo(f"guessable from the answer prior (most common answer > chance + "
+                   f"{100 * (summary.prior_margin or 0):.0f} points): {', '.join(flagged)}")
     if summary.pruning is not None:
         typer.echo(f"pruned {len(summary.pruning.pruned)} cases in "
                    f"{len(summary.pruning.rounds)} fits ({summary.pruning.stopped})")
+
+
+def _prior(family: FamilyBias, margin: float | None) -> str:
+    """``; prior: 'no' 95 % vs chance 50 % PRIOR-FLAGGED``: what the answer prior scores."""
+    if family.prior_score is None or family.majority_answer is None:
+        return ""
+    if family.chance is None:  # a numeric family: the median's score
+        return f"; median {family.majority_answer} scores {100 * family.prior_score:.0f} %"
+    flag = " PRIOR-FLAGGED" if family.prior_flagged else ""
+    return (f"; prior: {family.majority_answer!r} {100 * family.prior_score:.0f} % vs chance "
+            f"{100 * family.chance:.0f} %{flag}")
+
+
+@vqa_app.command()
+@guarded
+def audit(
+    dataset: Path = typer.Argument(..., help="A published dataset folder (cases.jsonl, "
+                                   "audit/labels.jsonl), e.g. after editing it."),
+    bias_threshold: float | None = typer.Option(
+        None, help="Flag a case whose blind-solvability score is at least this (0-1]; default: "
+                   "the dataset's audit's, else 0.8.", rich_help_panel=AUDIT),
+    folds: int | None = typer.Option(None, help="k of the k-fold over frames (default: as "
+                                     "before, else 5).", rich_help_panel=AUDIT),
+    seed: int | None = typer.Option(None, help="Seed of the folds and forests (default: as "
+                                    "before, else 0).", rich_help_panel=AUDIT),
+) -> None:
+    """Re-run the blind-solvability audit (per case and per family, the answer prior too) on
+    DATASET and rewrite its audit/bias.jsonl and audit/bias.json; never prunes.
+
+    Results scored on the dataset before go stale (the audit is part of its fingerprint)."""
+    from pydantic import ValidationError
+
+    from eval_assets.schemas.vqa import AUDIT_LABELS, DATASET_AUDIT, DATASET_CASES
+    from eval_assets.vqa.bias import BiasConfig, read_bias_summary
+    from eval_assets.vqa.reaudit import reaudit
+
+    missing = [name for name in (DATASET_CASES, f"{DATASET_AUDIT}/{AUDIT_LABELS}")
+               if not (dataset / name).is_file()]
+    if missing:
+        typer.echo(f"error: {dataset} is not a dataset folder of ours (no {', '.join(missing)}); "
+                   "pass the folder `eval-assets vqa generate` wrote", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    before = read_bias_summary(dataset)
+    base = before.config if before is not None else BiasConfig()
+    changes = {key: value for key, value in (("threshold", bias_threshold), ("folds", folds),
+                                             ("seed", seed)) if value is not None}
+    try:
+        config = BiasConfig.model_validate({**base.model_dump(), **changes})
+    except ValidationError as exc:
+        typer.echo(f"error: --bias-threshold must be in (0, 1] and --folds at least 2: "
+                   f"{exc.errors()[0]['msg']}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
+    result = reaudit(dataset, config)
+    flagged = sum(1 for c in result.cases if c.flagged)
+    typer.echo(f"{len(result.cases)} cases audited, {flagged} flagged -> "
+               f"{dataset / DATASET_AUDIT}")
+    _print_bias(dataset)

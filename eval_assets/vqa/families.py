@@ -14,7 +14,7 @@ exactly on a boundary is decided by the rule ("number of boundaries <= value"), 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import pairwise
@@ -194,15 +194,59 @@ def _ranged(name: str, ev: FrameEvidence) -> DetectionEvidence | Rejected:
     return det
 
 
-@dataclass(frozen=True)
-class Presence:
-    """yes: at least one detection; no: none (asked about, not found)."""
+def _each(names: Sequence[str], ev: FrameEvidence,
+          pick: Callable[[str, FrameEvidence], DetectionEvidence | Rejected]
+          ) -> dict[str, DetectionEvidence] | Rejected:
+    """Each name's detection by ``pick`` (in the names' order), or the first rejection."""
+    dets: dict[str, DetectionEvidence] = {}
+    for obj in names:
+        det = pick(obj, ev)
+        if isinstance(det, Rejected):
+            return det
+        dets[obj] = det
+    return dets
 
-    name: str = "presence"
+
+@dataclass(frozen=True)
+class _Rule:
+    """What every family rule starts with: a proposal naming an object the detector was not asked
+    about, or one it saw a region it could not name as, is rejected before :meth:`answer` is
+    asked. The defaults are those of a question about one object name."""
+
+    name: str
     min_names: int = 1
     max_names: int = 1
     order_independent: bool = False
 
+    def decide(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
+        """Reject (:func:`_not_queried`, :func:`unsure_rejection`), else :meth:`answer`."""
+        if (missing := _not_queried(names, ev)) is not None:
+            return missing
+        if (unsure := unsure_rejection(names, ev)) is not None:
+            return unsure
+        return self.answer(names, ev)
+
+    def answer(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
+        """The family's own rule, on names the detector was asked about and sure of."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class _References(_Rule):
+    """A question comparing MIN_REFERENCES to MAX_REFERENCES objects, in any order."""
+
+    min_names: int = MIN_REFERENCES
+    max_names: int = MAX_REFERENCES
+    order_independent: bool = True
+
+
+@dataclass(frozen=True)
+class Presence(_Rule):
+    """yes: at least one detection; no: none (asked about, not found)."""
+
+    name: str = "presence"
+
+    # Its own prologue: an unsure region only rejects a "no" (one detection is a "yes" anyway).
     def decide(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
         """See the class docstring."""
         (obj,) = names
@@ -216,24 +260,17 @@ class Presence:
 
 
 @dataclass(frozen=True)
-class HorizontalDirection:
+class HorizontalDirection(_Rule):
     """Exactly one detection; its box centre in thirds of the image width.
 
     A centre exactly on ``W/3`` is "center" and exactly on ``2W/3`` is "right".
     """
 
     name: str = "horizontal_direction"
-    min_names: int = 1
-    max_names: int = 1
-    order_independent: bool = False
 
-    def decide(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
+    def answer(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
         """See the class docstring."""
         (obj,) = names
-        if (missing := _not_queried(names, ev)) is not None:
-            return missing
-        if (unsure := unsure_rejection(names, ev)) is not None:
-            return unsure
         det = _single_detection(obj, ev)
         if isinstance(det, Rejected):
             return det
@@ -248,21 +285,14 @@ class HorizontalDirection:
 
 
 @dataclass(frozen=True)
-class ObjectCount:
+class ObjectCount(_Rule):
     """Number of detections, ``min(n, 4)``; zero detections reject."""
 
     name: str = "object_count"
-    min_names: int = 1
-    max_names: int = 1
-    order_independent: bool = False
 
-    def decide(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
+    def answer(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
         """See the class docstring."""
         (obj,) = names
-        if (missing := _not_queried(names, ev)) is not None:
-            return missing
-        if (unsure := unsure_rejection(names, ev)) is not None:
-            return unsure
         n = len(ev.of(obj))
         if n == 0:
             return Rejected("no_detection",
@@ -279,21 +309,14 @@ def choose_coverage_scheme(percent: Fraction) -> str:
 
 
 @dataclass(frozen=True)
-class ImageCoverage:
+class ImageCoverage(_Rule):
     """Mask pixels / image pixels of the one detection, in the better-separated bucket scheme."""
 
     name: str = "image_coverage"
-    min_names: int = 1
-    max_names: int = 1
-    order_independent: bool = False
 
-    def decide(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
+    def answer(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
         """See the class docstring."""
         (obj,) = names
-        if (missing := _not_queried(names, ev)) is not None:
-            return missing
-        if (unsure := unsure_rejection(names, ev)) is not None:
-            return unsure
         det = _single_masked(obj, ev)
         if isinstance(det, Rejected):
             return det
@@ -310,26 +333,17 @@ class ImageCoverage:
 
 
 @dataclass(frozen=True)
-class LargestVisibleArea:
+class LargestVisibleArea(_References):
     """Each reference has one masked detection; the largest has at least 1.2x the runner-up."""
 
     name: str = "largest_visible_area"
-    min_names: int = MIN_REFERENCES
-    max_names: int = MAX_REFERENCES
-    order_independent: bool = True
 
-    def decide(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
+    def answer(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
         """See the class docstring."""
-        if (missing := _not_queried(names, ev)) is not None:
-            return missing
-        if (unsure := unsure_rejection(names, ev)) is not None:
-            return unsure
-        areas: dict[str, int] = {}
-        for obj in names:
-            det = _single_masked(obj, ev)
-            if isinstance(det, Rejected):
-                return det
-            areas[obj] = int(det.mask_area or 0)
+        dets = _each(names, ev, _single_masked)
+        if isinstance(dets, Rejected):
+            return dets
+        areas = {obj: int(det.mask_area or 0) for obj, det in dets.items()}
         ranked = sorted(names, key=lambda n: -areas[n])
         winner, runner = ranked[0], ranked[1]
         evidence = {"mask_pixels": {n: areas[n] for n in names},
@@ -342,7 +356,7 @@ class LargestVisibleArea:
 
 
 @dataclass(frozen=True)
-class ObjectDistance:
+class ObjectDistance(_Rule):
     """One masked detection with >= 5 LiDAR points; the median decides the bucket.
 
     Rejects when the first-to-third quartile interval crosses a boundary, i.e. when q1 and q3
@@ -354,17 +368,10 @@ class ObjectDistance:
     """
 
     name: str = "object_distance"
-    min_names: int = 1
-    max_names: int = 1
-    order_independent: bool = False
 
-    def decide(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
+    def answer(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
         """See the class docstring."""
         (obj,) = names
-        if (missing := _not_queried(names, ev)) is not None:
-            return missing
-        if (unsure := unsure_rejection(names, ev)) is not None:
-            return unsure
         det = _ranged(obj, ev)
         if isinstance(det, Rejected):
             return det
@@ -422,7 +429,7 @@ def _background_detail(obj: str, rng: RangeEvidence, outcome: str) -> str:
 
 
 @dataclass(frozen=True)
-class ClosestObject:
+class ClosestObject(_References):
     """Each reference has one detection with range evidence; the closest (smallest median)
     reference's [q1, q3] interval must overlap no other reference's (touching counts as overlap).
 
@@ -431,23 +438,14 @@ class ClosestObject:
     (``background_in_mask`` otherwise)."""
 
     name: str = "closest_object"
-    min_names: int = MIN_REFERENCES
-    max_names: int = MAX_REFERENCES
-    order_independent: bool = True
 
-    def decide(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
+    def answer(self, names: Sequence[str], ev: FrameEvidence) -> Decision:
         """See the class docstring."""
-        if (missing := _not_queried(names, ev)) is not None:
-            return missing
-        if (unsure := unsure_rejection(names, ev)) is not None:
-            return unsure
-        ranges: dict[str, RangeEvidence] = {}
-        for obj in names:
-            det = _ranged(obj, ev)
-            if isinstance(det, Rejected):
-                return det
-            assert det.range is not None
-            ranges[obj] = det.range
+        dets = _each(names, ev, _ranged)
+        if isinstance(dets, Rejected):
+            return dets
+        # _ranged guarantees every range.
+        ranges = {obj: det.range for obj, det in dets.items() if det.range is not None}
         closest, overlap = _closest(names, ranges)
         if overlap is not None:
             c, o = ranges[closest], ranges[overlap]

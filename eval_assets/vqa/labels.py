@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from eval_assets.family_spec import family_names
 from eval_assets.jsonio import read_json, read_jsonl
 from eval_assets.schemas.vqa import (
     AUDIT_LABELS,
@@ -27,6 +26,7 @@ from eval_assets.schemas.vqa import (
     PrivateLabel,
     audit_frame_relpath,
 )
+from eval_assets.vqa.declarations import family_names
 
 
 def _id_pattern() -> re.Pattern[str]:

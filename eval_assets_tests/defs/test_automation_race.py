@@ -36,9 +36,15 @@ from eval_assets.defs import keys
 from eval_assets.defs.automation_conditions import EVERY_PARTITION, written_after
 from eval_assets.defs.local.conditions import Conditions
 from eval_assets.defs.partitions import MODEL_DIM, RECORDING_DIM, model_partitions
+from eval_assets.scoring.circular import CIRCULAR
+from eval_assets.scoring.judge import JUDGE
+from eval_assets.scoring.mcq import MCQ
+from eval_assets.scoring.numeric import NUMERIC
+from eval_assets.scoring.pope import POPE
+from eval_assets.scoring.vqa import VQA
 
 RECORDINGS = ("alpha", "bravo")
-JUDGED = (keys.DESCRIPTION_JUDGE, keys.BENCHMARK_RESULTS)
+JUDGED = (keys.METRICS[JUDGE.name], keys.BENCHMARK_RESULTS)
 
 
 class Ticks:
@@ -157,7 +163,7 @@ def test_a_run_ending_during_a_tick_is_not_launched_again(
     runs = {recording: _start_run(instance, recording, JUDGED) for recording in RECORDINGS}
     assert ticks.tick() == set()
     for recording in RECORDINGS:
-        _materialize(instance, runs[recording], keys.DESCRIPTION_JUDGE)
+        _materialize(instance, runs[recording], keys.METRICS[JUDGE.name])
     assert ticks.tick() == set()
 
     # Alpha's run writes benchmark_results and ends while the next tick evaluates.
@@ -209,8 +215,8 @@ def test_an_upstream_update_by_a_run_without_it_is_followed(instance: DagsterIns
     requested once, at the first tick that sees it, since no run of it was in flight."""
     ticks = Ticks(instance)
     assert ticks.tick() == set()
-    run = _start_run(instance, "alpha", (keys.VQA_ACCURACY,))
-    _materialize(instance, run, keys.VQA_ACCURACY)
+    run = _start_run(instance, "alpha", (keys.METRICS[VQA.name],))
+    _materialize(instance, run, keys.METRICS[VQA.name])
     _end(instance, run)
     cell = str(_cell("alpha"))
     assert ticks.tick() == {(keys.BENCHMARK_RESULTS.path[-1], cell)}
@@ -232,11 +238,11 @@ def test_what_a_snapshot_may_lack_of_a_partition(instance: DagsterInstance) -> N
     # Populated by events without runs: nothing planned, nothing in flight.
     before = newest()
     assert unsure(keys.BENCHMARK_RESULTS, before) == set()
-    run = _start_run(instance, "alpha", (keys.VQA_ACCURACY, keys.BENCHMARK_RESULTS))
+    run = _start_run(instance, "alpha", (keys.METRICS[VQA.name], keys.BENCHMARK_RESULTS))
     assert unsure(keys.BENCHMARK_RESULTS, before) == {cell}, "planned after the snapshot"
     planned = newest()
     assert unsure(keys.BENCHMARK_RESULTS, planned) == set(), "in flight: the caller's"
-    _materialize(instance, run, keys.VQA_ACCURACY)
+    _materialize(instance, run, keys.METRICS[VQA.name])
     _materialize(instance, run, keys.BENCHMARK_RESULTS)
     assert unsure(keys.BENCHMARK_RESULTS, planned) == {cell}, "written after the snapshot"
     written = newest()
@@ -248,13 +254,12 @@ def test_what_a_snapshot_may_lack_of_a_partition(instance: DagsterInstance) -> N
     instance.report_runless_asset_event(
         AssetMaterialization(keys.BENCHMARK_RESULTS, partition=cell))
     assert unsure(keys.BENCHMARK_RESULTS, snapshot) == {cell}, "written without a run"
-    assert unsure(keys.VQA_ACCURACY, snapshot) == set()
+    assert unsure(keys.METRICS[VQA.name], snapshot) == set()
     instance.report_runless_asset_event(AssetMaterialization(keys.LEADERBOARD))
     assert unsure(keys.LEADERBOARD, snapshot) == {EVERY_PARTITION}, "unpartitioned: all of it"
 
 
-LABEL_METRICS = (keys.VQA_ACCURACY, keys.CIRCULAR_EVAL, keys.POPE_PRESENCE, keys.MCQ_AVLM,
-                 keys.NUMERIC_ACCURACY)
+LABEL_METRICS = tuple(keys.METRICS[spec.name] for spec in (VQA, CIRCULAR, POPE, MCQ, NUMERIC))
 
 
 @pytest.mark.slow

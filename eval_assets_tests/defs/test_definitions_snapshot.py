@@ -3,9 +3,12 @@
 Every asset key with its deps (and partition mappings), group, partitions, code version,
 automation condition, owners and kinds; every asset check, job, schedule, sensor and resource;
 compared with the committed ``snapshots/definitions.json``. A change to the graph fails here until
-the snapshot is regenerated and the diff reviewed:
+the snapshot is regenerated and the diff reviewed, by one command (a new metric needs it too):
 
-    EVAL_ASSETS_UPDATE_SNAPSHOTS=1 pytest eval_assets_tests/defs/test_definitions_snapshot.py
+    make snapshots
+
+which runs
+``EVAL_ASSETS_UPDATE_SNAPSHOTS=1 pytest eval_assets_tests/defs/test_definitions_snapshot.py``.
 
 The model partitions' keys come from the models file, so they are described by kind only.
 """
@@ -135,7 +138,7 @@ def test_the_definitions_match_the_committed_snapshot() -> None:
                                         current.splitlines(keepends=True),
                                         "snapshots/definitions.json", "the code location"))
     assert not diff, (f"the definitions changed; review the diff, then regenerate with "
-                      f"{UPDATE_ENV}=1 pytest {Path(__file__).name}:\n{diff}")
+                      f"`make snapshots` ({UPDATE_ENV}=1 pytest {Path(__file__).name}):\n{diff}")
 
 
 def test_the_condition_text_names_dagster_blocks_and_expands_ours() -> None:

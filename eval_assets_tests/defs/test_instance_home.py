@@ -381,3 +381,41 @@ def test_eval_assets_ui_prepares_a_fresh_home_and_serves_webserver_and_daemon(
         while group_members(ui.pid) and time.monotonic() < deadline:
             time.sleep(0.5)
         assert not group_members(ui.pid), log.read_text()[-4000:]
+
+
+def _ignore_interrupts() -> None:
+    """In the child before exec: SIGINT ignored, as a script's background job (`cmd &`) has it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.slow
+def test_eval_assets_ui_stops_on_sigterm_when_started_from_a_script(tmp_path: Path) -> None:
+    """SIGTERM to the pid alone (as a supervisor or `kill PID` sends it) stops `eval-assets ui`
+    and every process it started, even when it was started with SIGINT ignored: `dagster dev`
+    handles SIGTERM as SIGINT, so it used to inherit the ignoring and ignore SIGTERM too."""
+    from eval_assets_tests.e2e.celery_cluster import group_members
+    from eval_assets_tests.e2e.dagster_services import free_port, stop_process_group
+
+    root, port = tmp_path / "store", free_port()
+    log = tmp_path / "ui.log"
+    ui = subprocess.Popen([str(BIN / "eval-assets"), "ui", "--storage-root", str(root), "--port",
+                           str(port)], cwd=REPO, env=_env(), stdin=subprocess.DEVNULL,
+                          stdout=log.open("wb"), stderr=subprocess.STDOUT,
+                          start_new_session=True, preexec_fn=_ignore_interrupts)
+    try:
+        _wait_for(lambda: _ui_is_up(port), [ui], [log], 420)
+        started = group_members(ui.pid)
+        assert len(started) >= 3, started  # dagster dev, the webserver, the daemon, code servers
+        os.kill(ui.pid, signal.SIGTERM)
+        try:
+            ui.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("SIGTERM did not stop `eval-assets ui` in 60 s; still running: "
+                                 f"{_signal_states(group_members(ui.pid))}\n"
+                                 f"{log.read_text()[-4000:]}") from None
+        deadline = time.monotonic() + 30
+        while group_members(ui.pid) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not group_members(ui.pid), _signal_states(group_members(ui.pid))
+    finally:
+        stop_process_group(ui)

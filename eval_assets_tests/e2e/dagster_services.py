@@ -1,4 +1,10 @@
-"""Start the real dagster-webserver and dagster-daemon for a test, and stop them by PID."""
+"""Start the real dagster-webserver and dagster-daemon for a test, and stop them by PID.
+
+As the server recipe of ``docs/deployment.md`` does: one code server (``dagster code-server
+start``) loads the code location once; the webserver and the daemon reach it through a workspace
+file naming it (``grpc_server``), with Dagster's gRPC deadlines raised to
+:data:`GRPC_TIMEOUT_ENV` so a busy machine does not fail a sensor tick.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +25,23 @@ from eval_assets.defs.local import DAGSTER_YAML
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+CODE_MODULE = "eval_assets.defs.definitions"
+LOCATION = "eval_assets"
+GRPC_TIMEOUT_ENV = {"DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS": "300",
+                    "DAGSTER_SCHEDULE_GRPC_TIMEOUT_SECONDS": "300"}
+"""What the recipe gives a sensor or schedule evaluation in the code server (Dagster: 60 s)."""
+
+
+def code_server_workspace(port: int) -> str:
+    """The workspace file of the recipe: the code server on 127.0.0.1:``port``."""
+    return (f"load_from:\n  - grpc_server:\n      host: 127.0.0.1\n      port: {port}\n"
+            f"      location_name: {LOCATION}\n")
+
+
+def code_server_command(port: int) -> list[str]:
+    """The recipe's code server: the code location loaded once, runs launched from it."""
+    return [str(BIN / "dagster"), "code-server", "start", "-m", CODE_MODULE,
+            "--location-name", LOCATION, "-h", "127.0.0.1", "-p", str(port)]
 
 
 def free_port() -> int:
@@ -87,9 +110,14 @@ def _wait_until_up(services: DagsterServices, logs: list[Path], timeout_s: float
 
 @contextmanager
 def dagster_services(
-    home: Path, env: dict[str, str], timeout_s: float = 180, dagster_yaml: str = DAGSTER_YAML
+    home: Path, env: dict[str, str], timeout_s: float = 180, dagster_yaml: str = DAGSTER_YAML,
+    code_server: bool = True,
 ) -> Iterator[DagsterServices]:
-    """Run webserver + daemon on the repo workspace with ``DAGSTER_HOME=home``; stop both after.
+    """Run webserver + daemon with ``DAGSTER_HOME=home``; stop them after.
+
+    With ``code_server`` (the default) as the deployment recipe runs them: one code server
+    shared by both (see the module). Without, each loads the repo's ``workspace.yaml`` itself
+    (``python_module``: a code server of its own, the daemon's re-created every minute).
 
     The instance has the project's ``dagster.yaml`` by default (telemetry off, the run queue
     limited to one run per partition), so a test sees the queueing a deployment has; a benchmark
@@ -104,26 +132,55 @@ def dagster_services(
     subprocess.run([str(BIN / "dagster"), "instance", "migrate"], env=full_env, cwd=REPO,
                    check=True, capture_output=True, timeout=120)
     port = free_port()
-    workspace = str(REPO / "workspace.yaml")
+    if code_server:
+        grpc_port = free_port()
+        (home / "workspace.yaml").write_text(code_server_workspace(grpc_port))
+        workspace = str(home / "workspace.yaml")
+        full_env = {**GRPC_TIMEOUT_ENV, **full_env}
+    else:
+        workspace = str(REPO / "workspace.yaml")
     commands = [
         [str(BIN / "dagster-webserver"), "-w", workspace, "-h", "127.0.0.1", "-p", str(port)],
         [str(BIN / "dagster-daemon"), "run", "-w", workspace],
     ]
     logs = [home / "webserver.log", home / "daemon.log"]
     processes: list[subprocess.Popen] = []
+    started: list[subprocess.Popen] = []
     try:
+        if code_server:  # first, so webserver and daemon find it; last in the list (stopped last)
+            started.append(_start(code_server_command(grpc_port), home / "code_server.log",
+                                  full_env))
+            _wait_for_port(grpc_port, started[0], home / "code_server.log", timeout_s)
         for command, log in zip(commands, logs, strict=True):
-            # A new session per process lets us signal its whole group (gRPC children too).
-            processes.append(subprocess.Popen(
-                command, cwd=REPO, env=full_env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
-                start_new_session=True,
-            ))
+            processes.append(_start(command, log, full_env))
+        processes += started
+        logs += [home / "code_server.log"] * len(started)
         services = DagsterServices(port=port, home=home, processes=processes)
         _wait_until_up(services, logs, timeout_s)
         yield services
     finally:
-        for proc in processes:
+        for proc in [*processes, *(p for p in started if p not in processes)]:
             stop_process_group(proc)
+
+
+def _start(command: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
+    # A new session per process lets us signal its whole group (gRPC children too).
+    return subprocess.Popen(command, cwd=REPO, env=env, stdout=log.open("wb"),
+                            stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen, log: Path, timeout_s: float) -> None:
+    """Until something listens on 127.0.0.1:``port`` (``proc`` exiting first raises)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{log.stem} exited early:\n{log.read_text()[-4000:]}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise TimeoutError(f"nothing listens on port {port} after {timeout_s}s:\n"
+                       f"{log.read_text()[-4000:]}")
 
 
 def stop_process_group(proc: subprocess.Popen) -> None:

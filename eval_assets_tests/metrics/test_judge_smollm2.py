@@ -73,7 +73,7 @@ def test_blind_smollm2_fails_calibration_and_is_withheld(tmp_path: Path, sample_
     monkeypatch.delenv("EVAL_ASSETS_MODELS", raising=False)  # the repository's models.yaml
     folder = description_rows(tmp_path, sample_db)
     started = time.monotonic()
-    result = CliRunner().invoke(app, ["score", "judge", str(folder), "--config",
+    result = CliRunner().invoke(app, ["score", "judge", str(folder), "--judge-config",
                                       str(REPO / "data" / "judge.yaml")])
     wall_s = time.monotonic() - started
     assert result.exit_code == 1, result.output

@@ -381,7 +381,7 @@ def test_sigkill_midway_then_restart_repeats_only_the_calls_in_flight(tmp_path: 
                           "max_retries: 0\n")
         proc = subprocess.Popen(
             [sys.executable, "-c", "from eval_assets.cli import app; app()", "score", "judge",
-             str(folder), "--config", str(config)],
+             str(folder), "--judge-config", str(config)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         state["pid"] = proc.pid
         _, stderr = proc.communicate(timeout=120)

@@ -91,7 +91,7 @@ def test_score_judge_end_to_end_never_leaks_the_key(
             f"base_url: {srv.base_url}\nmodel: judge-model\napi_key_env: {CANARY_ENV}\n"
             "max_retries: 1\nbackoff_base_s: 0.01\nbackoff_max_s: 0.02\nmax_workers: 2\n"
             "domain: The frames come from a patrolling robot.\ncalibration_pairs: 0\n")
-        result = CliRunner().invoke(app, ["score", "judge", str(inference), "--config",
+        result = CliRunner().invoke(app, ["score", "judge", str(inference), "--judge-config",
                                           str(config)])
         seen = srv.requests
     assert result.exit_code == 0, result.output
@@ -121,7 +121,8 @@ def test_score_judge_without_the_key_says_which_variable(tmp_path: Path,
     write_predictions(tmp_path, [open_row(0)])
     config = tmp_path / "judge.yaml"
     config.write_text(f"base_url: http://127.0.0.1:9/v1\nmodel: m\napi_key_env: {CANARY_ENV}\n")
-    result = CliRunner().invoke(app, ["score", "judge", str(tmp_path), "-c", str(config)])
+    result = CliRunner().invoke(app, ["score", "judge", str(tmp_path), "--judge-config",
+                                      str(config)])
     assert result.exit_code == 2
     assert f"environment variable {CANARY_ENV} is not set" in result.stderr
     assert not (tmp_path / "llm_judge").exists()
@@ -131,7 +132,8 @@ def test_score_judge_reports_a_bad_config(tmp_path: Path) -> None:
     write_predictions(tmp_path, [open_row(0)])
     config = tmp_path / "judge.yaml"
     config.write_text("base_url: http://127.0.0.1:9/v1\nmodel: m\nmax_workers: 0\n")
-    result = CliRunner().invoke(app, ["score", "judge", str(tmp_path), "--config", str(config)])
+    result = CliRunner().invoke(app, ["score", "judge", str(tmp_path), "--judge-config",
+                                      str(config)])
     assert result.exit_code == 2
     assert "judge.yaml: field 'max_workers'" in result.stderr
 
@@ -151,7 +153,7 @@ def test_score_judge_with_nothing_scored_exits_1(tmp_path: Path,
     with OpenAICompatibleServer(script) as srv:
         config = judge_config(tmp_path, srv.base_url, "calibration_pairs: 0\n")
         result = CliRunner().invoke(app, ["score", "judge", str(tmp_path / "inference"),
-                                          "-c", str(config)])
+                                          "--judge-config", str(config)])
     assert result.exit_code == 1, result.output
     assert ("judged 2: 0 scored, 2 failed (missing_score 1, score_out_of_range 1), "
             "mean_score=null") in result.stdout
@@ -171,7 +173,7 @@ def test_score_judge_avlm_compat_flag_shows_the_coercions(tmp_path: Path,
     with OpenAICompatibleServer(script) as srv:
         config = judge_config(tmp_path, srv.base_url, "calibration_pairs: 0\n")
         result = CliRunner().invoke(app, ["score", "judge", str(tmp_path / "inference"),
-                                          "-c", str(config), "--avlm-compat"])
+                                          "--judge-config", str(config), "--avlm-compat"])
     assert result.exit_code == 0, result.output
     assert "judged 3: 3 scored, 0 failed, mean_score=4.00" in result.stdout
     assert ("avlm compat: 2 of 3 scores coerced (missing_score 1, rounded 1, scaled_down 1)"
@@ -185,7 +187,7 @@ def test_score_judge_withheld_by_calibration_exits_1(tmp_path: Path,
     with OpenAICompatibleServer(rubric_judge(lambda gt, pred: 10)) as srv:
         config = judge_config(tmp_path, srv.base_url)
         result = CliRunner().invoke(app, ["score", "judge", str(tmp_path / "inference"),
-                                          "-c", str(config)])
+                                          "--judge-config", str(config)])
     assert result.exit_code == 1, result.output
     assert "calibration: failed, agreement 0%" in result.stdout
     assert "judged 0: 0 scored, 0 failed, mean_score=null" in result.stdout
@@ -201,7 +203,7 @@ def test_score_judge_serves_the_configured_local_model(tmp_path: Path) -> None:
     models = tmp_path / "models.yaml"
     models.write_text("models:\n  - name: random\n    serve: random\n")
     result = CliRunner().invoke(app, ["score", "judge", str(tmp_path / "inference"),
-                                      "-c", str(config), "--models", str(models)])
+                                      "--judge-config", str(config), "--models-file", str(models)])
     # The random model replies in prose: no score at all, so calibration fails at once.
     assert result.exit_code == 1, result.output
     assert "calibration: failed" in result.stdout
@@ -218,7 +220,8 @@ def test_score_judge_bad_config_exits_2_with_one_paragraph(tmp_path: Path, text:
     write_predictions(tmp_path, [open_row(0)])
     config = tmp_path / "judge.yaml"
     config.write_text(text)
-    result = CliRunner().invoke(app, ["score", "judge", str(tmp_path), "-c", str(config)])
+    result = CliRunner().invoke(app, ["score", "judge", str(tmp_path), "--judge-config",
+                                      str(config)])
     assert result.exit_code == 2
     assert expected in result.stderr and str(config) in result.stderr
     assert "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1
@@ -231,6 +234,7 @@ def test_score_judge_bad_models_file_exits_2(tmp_path: Path) -> None:
     config.write_text("serve: random\n")
     models = tmp_path / "models.yaml"
     models.write_text("models: []\n")
-    result = CliRunner().invoke(app, ["score", "judge", str(tmp_path), "-c", str(config),
-                                      "--models", str(models)])
-    assert result.exit_code == 2 and "--models:" in result.stderr and str(models) in result.stderr
+    result = CliRunner().invoke(app, ["score", "judge", str(tmp_path), "--judge-config",
+                                      str(config), "--models-file", str(models)])
+    assert result.exit_code == 2 and "--models-file:" in result.stderr
+    assert str(models) in result.stderr

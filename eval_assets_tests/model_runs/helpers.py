@@ -122,3 +122,14 @@ def make_spatial_dataset(root: Path, rows: tuple = SPATIAL_ROWS, n_frames: int =
     (root / "audit" / "spatial_labels.jsonl").write_text(
         "".join(json.dumps(a) + "\n" for a in audit))
     return SpatialDataset(root=root, cases=tiny.cases, spatial=spatial, labels=audit)
+
+
+def _one_call_per_case() -> tuple[str, ...]:
+    from eval_assets.model_runs.run_controls import RUN_CONTROLS
+
+    return tuple(f"--no-{c.flag.removeprefix('--')}" for c in RUN_CONTROLS)
+
+
+ONE_CALL_PER_CASE = _one_call_per_case()
+"""``vqa run`` as dimOS asks, one call per case: the run controls (on by default, as the pipeline
+asks them) off."""

@@ -16,7 +16,12 @@ from typer.testing import CliRunner
 from eval_assets.cli import app
 from eval_assets.model_runs.prompts import vqa_messages
 from eval_assets_tests.fakes.openai_server import HttpError, OpenAICompatibleServer, Reply
-from eval_assets_tests.model_runs.helpers import CANARY, make_dataset, write_png
+from eval_assets_tests.model_runs.helpers import (
+    CANARY,
+    ONE_CALL_PER_CASE,
+    make_dataset,
+    write_png,
+)
 
 runner = CliRunner()
 
@@ -24,7 +29,8 @@ runner = CliRunner()
 def test_vqa_run_with_a_declared_local_model_writes_the_run_folder(tmp_path: Path) -> None:
     dataset = make_dataset(tmp_path / "ds", n_frames=2, cases_per_frame=2)
     out = tmp_path / "run"
-    args = ["vqa", "run", str(dataset.root), "--model", "random", "--output", str(out)]
+    args = ["vqa", "run", str(dataset.root), "--model", "random", "--output", str(out),
+            *ONE_CALL_PER_CASE]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "random: 4/4 cases answered" in result.output and "6 calls made" in result.output
@@ -40,7 +46,8 @@ def test_vqa_run_against_any_endpoint_with_base_url(tmp_path: Path) -> None:
     with OpenAICompatibleServer(default=Reply("no"), models=["org/vlm-7b"]) as srv:
         result = runner.invoke(app, ["vqa", "run", str(dataset.root), "--model", "org/vlm-7b",
                                      "--base-url", srv.base_url, "--output", str(out),
-                                     "--no-describe", "--max-concurrency", "2"])
+                                     "--no-describe", "--max-concurrency", "2",
+                                     *ONE_CALL_PER_CASE])
         bodies = [json.dumps(r.body) for r in srv.requests]
     assert result.exit_code == 0, result.output
     assert len(bodies) == 2 and all('"model": "org/vlm-7b"' in b for b in bodies)

@@ -25,7 +25,7 @@ from eval_assets_tests.e2e.litellm_proxy import (
     proxy_statuses,
     served,
 )
-from eval_assets_tests.model_runs.helpers import make_dataset
+from eval_assets_tests.model_runs.helpers import ONE_CALL_PER_CASE, make_dataset
 
 pytestmark = [pytest.mark.slow, pytest.mark.reference]
 
@@ -57,8 +57,8 @@ def test_vqa_run_through_litellm_proxy_with_default_settings_answers_every_case(
         start = time.time()
         proc = subprocess.run([str(exe), "vqa", "run", str(dataset.root), "--model", "gateway",
                                "--models-file", str(models), "--output", str(tmp_path / "run"),
-                               "--no-describe"], capture_output=True, text=True, timeout=400,
-                              check=False)
+                               "--no-describe", *ONE_CALL_PER_CASE], capture_output=True,
+                              text=True, timeout=400, check=False)
         elapsed = time.time() - start
         statuses = proxy_statuses(gateway.log)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

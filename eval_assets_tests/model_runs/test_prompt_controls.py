@@ -48,7 +48,7 @@ from eval_assets_tests.fakes.openai_server import (
     Reply,
     message_text,
 )
-from eval_assets_tests.model_runs.helpers import CANARY, write_png
+from eval_assets_tests.model_runs.helpers import CANARY, ONE_CALL_PER_CASE, write_png
 from eval_assets_tests.model_runs.test_runner import client_for, read_jsonl
 
 DIRECTIONS = ["left", "center", "right"]
@@ -341,7 +341,7 @@ def test_local_models_answer_every_template_and_the_report_shows_spread_and_tau(
 def test_vqa_run_asks_the_prompt_controls_only_when_switched_on(tmp_path: Path) -> None:
     root, cases, _ = _dataset(tmp_path / "ds", n=2)
     cli = CliRunner()
-    base = ["vqa", "run", str(root), "--model", "random", "--no-describe"]
+    base = ["vqa", "run", str(root), "--model", "random", "--no-describe", *ONE_CALL_PER_CASE]
     plain = cli.invoke(app, [*base, "--output", str(tmp_path / "plain")])
     assert plain.exit_code == 0, plain.output
     assert not (tmp_path / "plain" / "templates.jsonl").exists()

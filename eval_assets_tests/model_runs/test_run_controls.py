@@ -16,7 +16,8 @@ from eval_assets.model_runs.runner import run_model
 
 # Every option of `vqa run`, in the order --help lists them: (flag, its off flag or "").
 VQA_RUN_FLAGS = [
-    ("--model", ""), ("--base-url", ""), ("--output", ""), ("--api-key-env", ""),
+    ("--model", ""), ("--base-url", ""), ("--output", ""), ("--storage-root", ""),
+    ("--api-key-env", ""),
     ("--max-concurrency", ""), ("--max-tokens", ""), ("--timeout-s", ""), ("--max-retries", ""),
     ("--describe", "--no-describe"), ("--circular", "--no-circular"), ("--flip", "--no-flip"),
     ("--time-flip", "--no-time-flip"), ("--repeat-frames", "--no-repeat-frames"),
@@ -48,8 +49,11 @@ def test_vqa_run_lists_its_flags_and_the_controls_help() -> None:
     assert [(p.opts[0], p.secondary_opts[0] if p.secondary_opts else "")
             for p in options] == VQA_RUN_FLAGS
     controls = {p.opts[0]: p for p in options if p.opts[0] in CONTROL_HELP}
-    assert {flag: p.help for flag, p in controls.items()} == CONTROL_HELP
-    assert all(p.default is False and p.is_flag for p in controls.values())
+    # On by default, as the pipeline asks them (eval_assets_tests/cli/test_vocabulary.py).
+    assert {flag: p.help for flag, p in controls.items()} == {
+        c.flag: f"{CONTROL_HELP[c.flag]} On by default, as the Dagster `vlm` resource's "
+                f"`{c.switch}`." for c in RUN_CONTROLS}
+    assert all(p.default is True and p.is_flag for p in controls.values())
 
 
 def test_each_control_switches_a_run_model_keyword_and_a_vlm_resource_field() -> None:

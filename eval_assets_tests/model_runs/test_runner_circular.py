@@ -26,7 +26,7 @@ from eval_assets_tests.fakes.openai_server import (
     Reply,
     message_text,
 )
-from eval_assets_tests.model_runs.helpers import CANARY, write_png
+from eval_assets_tests.model_runs.helpers import CANARY, ONE_CALL_PER_CASE, write_png
 from eval_assets_tests.model_runs.test_runner import client_for, read_jsonl
 
 CHOICES = [["yes", "no"], ["left", "center", "right"],
@@ -220,15 +220,18 @@ def test_the_local_random_model_answers_every_rotation_and_resumes(tmp_path: Pat
     assert all(r["choice"] in r["choices"] for r in rotations)
 
 
-def test_vqa_run_asks_rotations_only_with_circular(tmp_path: Path) -> None:
+def test_vqa_run_asks_rotations_unless_no_circular(tmp_path: Path) -> None:
     cases = write_dataset(tmp_path / "ds", n_frames=1)
     cli = CliRunner()
     plain = cli.invoke(app, ["vqa", "run", str(tmp_path / "ds"), "--model", "random",
-                             "--output", str(tmp_path / "plain"), "--no-describe"])
+                             "--output", str(tmp_path / "plain"), "--no-describe",
+                             *ONE_CALL_PER_CASE])
     assert plain.exit_code == 0, plain.output
     assert "3 calls made" in plain.output and not (tmp_path / "plain" / "rotations.jsonl").exists()
+    # On by default, as the pipeline asks them; the other controls off to count the calls.
     args = ["vqa", "run", str(tmp_path / "ds"), "--model", "random", "--output",
-            str(tmp_path / "circ"), "--no-describe", "--circular"]
+            str(tmp_path / "circ"), "--no-describe", "--no-flip", "--no-time-flip",
+            "--no-repeat-frames"]
     circular = cli.invoke(app, args)
     assert circular.exit_code == 0, circular.output
     rotations = sum(len(c["choices"]) - 1 for c in cases)

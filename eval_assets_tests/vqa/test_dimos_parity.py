@@ -25,6 +25,7 @@ from eval_assets.scoring.vqa import score_vqa
 from eval_assets.vqa.authors import AuthorConfig
 from eval_assets.vqa.generate import generate_from_recording
 from eval_assets.vqa.labels import read_labels
+from eval_assets_tests.model_runs.helpers import ONE_CALL_PER_CASE
 from eval_assets_tests.reference import dimos_python, run_dimos
 
 __all__ = ["dimos_python"]  # the fixture, imported for pytest
@@ -91,7 +92,8 @@ def test_we_answer_and_score_a_dataset_written_by_dimos(sample_db: Path, dimos_p
     # `eval-assets vqa run` answers it; our metrics score it.
     run_dir = tmp_path / "run"
     result = CliRunner().invoke(app, ["vqa", "run", str(dataset), "--model", "random",
-                                      "--output", str(run_dir), "--no-describe"])
+                                      "--output", str(run_dir), "--no-describe",
+                                      *ONE_CALL_PER_CASE])
     assert result.exit_code == 0, result.output
     data, run = load_private_dataset(dataset), load_run(run_dir)
     report = score_vqa(data, run, "sample")

@@ -1,6 +1,7 @@
 """Stage: every metric of a (recording, model) partition, then the combined results file.
 
-One asset per :data:`eval_assets.scoring.METRICS` entry, all made by :func:`metric_asset`: it
+One asset per :data:`eval_assets.scoring.METRICS` entry (:data:`METRIC_ASSETS`, registered
+directly in the code location), all made by :func:`metric_asset`: it
 loads the partition's run and private dataset (and what the metric needs: annotations, the judge,
 the similarity scorer), calls the spec's Dagster-free ``score`` and writes its result, or its
 not-measured record, to the spec's file in the metric's folder. ``benchmark_results`` gathers
@@ -34,6 +35,8 @@ from eval_assets.defs.partitions import (
 )
 from eval_assets.defs.resources import JudgeResource, ProjectStorage, ScoringResource
 from eval_assets.jsonio import read_json
+from eval_assets.model_runs.preflight import load_capabilities
+from eval_assets.publication import record_results
 from eval_assets.schemas.results import CellScores, NotMeasured
 from eval_assets.scoring import METRICS
 from eval_assets.scoring.inputs import (
@@ -50,12 +53,12 @@ from eval_assets.scoring.provenance import (
 )
 from eval_assets.scoring.spec import JudgeHandle, Markdown, MetricSpec, ScoringInputs, Similarity
 from eval_assets.scoring.vqa import VQA, prediction_counts, report_of
+from eval_assets.served_model import served_in_run
 from eval_assets.vqa.overrides import INVALID, ORPHANED
 
 GROUP = "metrics"
 INPUTS: list[AssetKey | AssetDep] = [
     keys.PREDICTIONS, AssetDep(keys.PRIVATE_LABELS, partition_mapping=per_recording)]
-VQA_FILE = VQA.file  # the blocking check of vqa_accuracy reads it
 RESULTS_VERSION = "5"  # results.json: identity, counts, scores keyed by metric name, inputs
 SCORING_VERSION = "1"
 """The metric assets' own part of their code version (beside each spec's): 1 = each metric's
@@ -174,12 +177,10 @@ def metric_asset(spec: MetricSpec[Any]) -> AssetsDefinition:
     return _metric
 
 
-METRIC_ASSETS = [metric_asset(spec) for spec in METRICS]
-# Module-level names, so ``load_assets_from_modules`` finds every metric asset.
-(vqa_accuracy, circular_eval, flip_eval, pope_presence, mcq_avlm, description_judge,
- vision_similarity, chair_hallucination, numeric_accuracy, spatial_accuracy, time_flip,
- repeat_frames, blind_solvability, prompt_templates, sampling_stability,
- structured_answers) = METRIC_ASSETS
+METRIC_ASSETS: dict[str, AssetsDefinition] = {spec.name: metric_asset(spec) for spec in METRICS}
+"""One asset per registered metric, by its name (its asset key), in the registry's order:
+registered in the code location directly (``definitions.py``), so a new metric's module is all
+it takes; a mapping, which ``load_assets_from_modules`` does not collect a second time."""
 
 
 @asset(key=keys.BENCHMARK_RESULTS, partitions_def=recording_model_partitions, group_name=GROUP,
@@ -197,15 +198,24 @@ def benchmark_results(context: AssetExecutionContext, storage: ProjectStorage) -
     check_gathered([(spec.name, layout.metric_dir(spec.name, recording, model),
                      "labels" in spec.needs) for spec in METRICS],
                    inputs, f"benchmark_results: {model} on {recording}")
-    data = load_private_dataset(dataset_dir)
+    data, run = load_private_dataset(dataset_dir), load_run(run_dir)
     scores = {spec.name: read_json(layout.metric_dir(spec.name, recording, model) / spec.file)
               for spec in METRICS}
+    capabilities = load_capabilities(run_dir)
+    served = served_in_run(f"{model} on {recording}", [*run.answers.values(),
+                           *run.descriptions.values()],
+                           capabilities.listed_models if capabilities is not None else None)
+    if served.warning is not None:
+        context.log.warning(served.warning)
     cell = CellScores(recording=recording, model=model,
                       dataset_sha256=inputs.dataset_sha256,
-                      predictions=prediction_counts(data, load_run(run_dir),
+                      predictions=prediction_counts(data, run,
                           VQA.result_model.model_validate(scores[VQA.name])),
-                      scores=scores, inputs=inputs)
+                      scores=scores, inputs=inputs,
+                      served_models=served.served_models or None,
+                      served_mismatch=served.mismatch if served.served_models else None)
     path = _write(layout.results_file(recording, model), cell)
+    record_results(layout, recording, model)  # what was published, verified by every run
     meta = {"vqa_accuracy": report_of(cell).overall.accuracy,
             "path": MetadataValue.path(str(path))}
     night = context.run.tags.get(NIGHT_TAG)

@@ -22,6 +22,7 @@ from eval_assets.defs.resources import ProjectStorage, QuestionAuthorResource
 from eval_assets.frames import read_rectified_frames, read_selection_record, read_skipped_frames
 from eval_assets.hashing import file_sha256
 from eval_assets.perception.evidence_io import read_detections
+from eval_assets.publication import record_dataset
 from eval_assets.schemas.spatial import SPATIAL_CASES, SPATIAL_LABELS
 from eval_assets.schemas.vqa import DATASET_CASES, DATASET_LABELS, SourceRecording
 from eval_assets.tracks import read_object_tracks
@@ -66,14 +67,14 @@ def question_proposals(context: AssetExecutionContext, storage: ProjectStorage,
         AssetSpec(keys.PUBLIC_CASES, group_name=GROUP,
                   deps=[keys.QUESTION_PROPOSALS, keys.POINTCLOUD_FRAMES, keys.DETECTIONS_MASKS,
                         keys.OBJECT_TRACKS],
-                  code_version="11", automation_condition=RECOMPUTE, kinds={"json"},
+                  code_version="13", automation_condition=RECOMPUTE, kinds={"json"},
                   owners=OWNERS, tags={"visibility": "public"},
                   description="cases.jsonl + spatial_cases.jsonl + assets/ (and "
-                              "assets/marked/): all a model under test may see."),
+                              "marked/): all a model under test may see."),
         AssetSpec(keys.PRIVATE_LABELS, group_name=GROUP,
                   deps=[keys.QUESTION_PROPOSALS, keys.POINTCLOUD_FRAMES, keys.DETECTIONS_MASKS,
                         keys.OBJECT_TRACKS],
-                  code_version="11", automation_condition=RECOMPUTE, kinds={"json"},
+                  code_version="13", automation_condition=RECOMPUTE, kinds={"json"},
                   owners=OWNERS, tags={"visibility": "private"},
                   description="labels.jsonl + spatial_labels.jsonl + audit/ (dimOS layout): "
                               "answers, evidence."),
@@ -99,6 +100,8 @@ def vqa_dataset(context: AssetExecutionContext, storage: ProjectStorage,
         skipped_frames=[s.model_dump(mode="json") for s in read_skipped_frames(frames_dir)],
         tracks=read_object_tracks(layout.tracks_dir(key)), tracks_dir=layout.tracks_dir(key),
     )
+    # What was published, by content: every later run verifies it (eval_assets.publication).
+    record_dataset(layout, key)
     example = summary.example_case.model_dump(mode="json") if summary.example_case else {}
     bias = read_bias_summary(out)
     # Private: which families a pixel-free forest solves (audit/bias.json), for the asset page.

@@ -44,6 +44,14 @@ schedule_storage:
 STORAGE_STANZAS = {"run_storage": RUN_STORAGE_YAML, "event_log_storage": EVENT_LOG_STORAGE_YAML,
                    "schedule_storage": SCHEDULE_STORAGE_YAML}
 
+# The daemon's runs fork from a warm worker that imported the code location once, instead of a
+# fresh interpreter importing it per run (why: ``eval_assets.defs.warm_runs``).
+WARM_RUN_LAUNCHER_YAML = """\
+run_launcher:
+  module: eval_assets.defs.warm_runs
+  class: WarmRunLauncher
+"""
+
 # Runs of one partition queue behind each other (the run queue's per-value tag limit): two runs
 # never write the same partition's folders at once, under the daemon or from the UI.
 DAGSTER_YAML = """\
@@ -64,7 +72,7 @@ concurrency:
         limit: 1
   pools:
     default_limit: 4
-""" + RUN_STORAGE_YAML + EVENT_LOG_STORAGE_YAML + SCHEDULE_STORAGE_YAML
+""" + RUN_STORAGE_YAML + EVENT_LOG_STORAGE_YAML + SCHEDULE_STORAGE_YAML + WARM_RUN_LAUNCHER_YAML
 
 RUN_LOCK_FILE = "eval-assets-run.lock"
 # The instance's SQLite databases and their alembic version tables (one row each when sound).

@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from eval_assets.family_spec import FamilySpec, families
-from eval_assets.family_spec import family as family_spec
 from eval_assets.metrics.numeric import mean_relative_accuracy
 from eval_assets.schemas.spatial import SpatialLabel, mark_number
+from eval_assets.vqa.declarations import FamilySpec, families
+from eval_assets.vqa.declarations import family as family_spec
 from eval_assets.vqa.spatial import motion as _motion_module
 from eval_assets.vqa.spatial.motion import (
     APART_DEG,

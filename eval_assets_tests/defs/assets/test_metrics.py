@@ -9,15 +9,7 @@ from pathlib import Path
 from dagster import DagsterInstance, MultiPartitionKey, materialize
 
 from eval_assets.defs import keys
-from eval_assets.defs.assets.metrics import (
-    METRIC_ASSETS,
-    benchmark_results,
-    circular_eval,
-    mcq_avlm,
-    numeric_accuracy,
-    pope_presence,
-    vqa_accuracy,
-)
+from eval_assets.defs.assets.metrics import METRIC_ASSETS, benchmark_results
 from eval_assets.defs.assets.predictions import predictions
 from eval_assets.defs.definitions import defs
 from eval_assets.defs.resources import ProjectStorage, VLMClientResource
@@ -28,12 +20,18 @@ from eval_assets.schemas.results import CellScores, NotMeasured
 from eval_assets.scoring import METRICS
 from eval_assets.scoring.circular import CIRCULAR
 from eval_assets.scoring.inputs import load_private_dataset
+from eval_assets.scoring.mcq import MCQ
 from eval_assets.scoring.numeric import NUMERIC, numeric_cases
+from eval_assets.scoring.pope import POPE
 from eval_assets.scoring.provenance import current_inputs, write_scored_inputs
 from eval_assets.scoring.vqa import VQA, report_of
 from eval_assets.vqa.authors import AuthorConfig
 from eval_assets.vqa.generate import generate_from_recording
 from eval_assets.vqa.labels import read_labels
+
+# The metric assets are made from the registry, one per spec, found by the spec's name.
+vqa_accuracy, circular_eval, pope_presence, mcq_avlm, numeric_accuracy = (
+    METRIC_ASSETS[spec.name] for spec in (VQA, CIRCULAR, POPE, MCQ, NUMERIC))
 
 
 def _metadata(result, key) -> dict:
@@ -60,7 +58,8 @@ def _materialize(root: Path, sample_db: Path, rotations: bool, assets: list):
 
 def test_metrics_names_are_the_metric_asset_keys() -> None:
     names = [spec.name for spec in METRICS]
-    assert names == [a.key.to_user_string() for a in METRIC_ASSETS]
+    assert names == list(METRIC_ASSETS)
+    assert names == [a.key.to_user_string() for a in METRIC_ASSETS.values()]
     graph = defs.resolve_asset_graph()
     in_group = sorted(k.to_user_string() for k in graph.get_all_asset_keys()
                       if graph.get(k).group_name == "metrics" and k != keys.BENCHMARK_RESULTS)
@@ -82,7 +81,7 @@ def test_circular_eval_scores_the_rotations_and_results_gather_every_metric(
     vqa = json.loads((layout.metric_dir("vqa_accuracy", "rec", "random") / VQA.file).read_text())
     assert o.original_accuracy == vqa["overall"]["accuracy"]
     assert o.accuracy is not None and o.accuracy < 0.5 and o.bias.n == o.n_answers
-    meta = _metadata(result, keys.CIRCULAR_EVAL)
+    meta = _metadata(result, keys.METRICS[CIRCULAR.name])
     assert meta["circular_n"] == o.n and meta["circular_accuracy"] == o.accuracy
     assert meta["position_bias_p"] == o.bias.p_value
     # Eight frames give motion cases (numbers from TF): every one is scored, and the random
@@ -91,7 +90,7 @@ def test_circular_eval_scores_the_rotations_and_results_gather_every_metric(
                           / NUMERIC.file).read_text())
     cases = numeric_cases(load_private_dataset(layout.dataset_dir("rec")))
     assert cases and numeric["n"] == len(cases) and numeric["unparseable"] == len(cases)
-    assert "not_measured" not in _metadata(result, keys.NUMERIC_ACCURACY)
+    assert "not_measured" not in _metadata(result, keys.METRICS[NUMERIC.name])
 
 
 def test_without_rotations_circular_eval_is_not_measured(tmp_path: Path,
@@ -99,7 +98,7 @@ def test_without_rotations_circular_eval_is_not_measured(tmp_path: Path,
     layout, result = _materialize(tmp_path, sample_db, False, [vqa_accuracy, circular_eval])
     folder = layout.metric_dir("circular_eval", "rec", "random")
     assert json.loads((folder / CIRCULAR.file).read_text()) == {"reason": "no rotations asked"}
-    assert "circular_n" not in _metadata(result, keys.CIRCULAR_EVAL)
+    assert "circular_n" not in _metadata(result, keys.METRICS[CIRCULAR.name])
 
 
 def test_results_gather_each_metric_file_by_name(tmp_path: Path, sample_db: Path) -> None:
@@ -126,6 +125,8 @@ def test_results_gather_each_metric_file_by_name(tmp_path: Path, sample_db: Path
     assert vqa_report.overall.n == cell.predictions.cases
     assert CIRCULAR.outcome(cell) == NotMeasured(reason="circular_eval skipped")
     assert cell.inputs == scored_from
+    # The offline model answers as itself: its replies are counted, none is another model's.
+    assert list(cell.served_models or {}) == ["random"] and cell.served_mismatch is False
 
 
 def test_a_metric_refuses_answers_to_other_public_content(tmp_path: Path,

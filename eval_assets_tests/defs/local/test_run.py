@@ -126,6 +126,7 @@ def test_whole_chain_on_the_sample_is_complete_and_deterministic(
 
 
 DRIFT_CHECK = "benchmark_results_nightly_drift"  # runs with benchmark_results
+PUBLISHED_CHECK = "leaderboard_published_files_intact"  # runs with the leaderboard
 LABEL_METRICS = {"vqa_accuracy", "circular_eval", "pope_presence", "mcq_avlm",
                  "numeric_accuracy", "blind_solvability"}
 
@@ -157,6 +158,7 @@ def _check_a_label_override_recomputes_only_what_reads_labels(
     # vqa_accuracy's blocking check runs with it, and the drift check with the results.
     assert recomputed == LABEL_METRICS | {"vqa_accuracy_parse_failure_rate_below_bound",
                                           "benchmark_results", DRIFT_CHECK, "leaderboard",
+                                          PUBLISHED_CHECK,
                                           "report"}, stages
     after = report_of(CellScores.model_validate_json(
         layout.results_file("rec", "random").read_text()))
@@ -210,7 +212,7 @@ def test_reruns_recompute_exactly_what_changed(tmp_path: Path,
     (tmp_path / "judge.yaml").write_text(JUDGE + "max_tokens: 50\n")
     judge_changed, _ = run()
     assert judge_changed == {"description_judge", "benchmark_results", DRIFT_CHECK,
-                             "leaderboard", "report"}, stages
+                             "leaderboard", PUBLISHED_CHECK, "report"}, stages
 
     shutil.copy(tmp_path / "second.db", rec)  # same name, other content
     replaced, counts = run()
