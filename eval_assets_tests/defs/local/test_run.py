@@ -108,7 +108,9 @@ def test_whole_chain_on_the_sample_is_complete_and_deterministic(
     assert judge.num_success == 0 and judge.mean_score is None
 
     table = pq.read_table(layouts[0].leaderboard_dir() / "leaderboard.parquet").to_pandas()
-    assert set(table["model"]) == {"random"}
+    # The one model asked, beside the frequency baseline made from the labels (no server).
+    assert set(table["model"]) == {"random", "Chance level (frequency)"}
+    assert set(table.loc[table["model"] != "random", "baseline"]) == {"frequency"}
 
     html = layouts[0].report_file().read_text()
     assert "data:image/png;base64," in html and "random" in html
