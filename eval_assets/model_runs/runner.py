@@ -12,6 +12,7 @@ next one is scheduled in its place, which makes an interrupted run resumable at 
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,9 +33,16 @@ from eval_assets.model_runs.concurrency import (
     AdaptiveController,
     controller_for,
     fixed_concurrency,
+    learnt_from,
 )
-from eval_assets.model_runs.flips import run_flips
-from eval_assets.model_runs.prompt_controls import run_prompt_control
+from eval_assets.model_runs.controls import ControlsStage, ask_controls, controls_not_asked
+from eval_assets.model_runs.ledger import (
+    PROBES,
+    batch_counted,
+    counted_as,
+    counting,
+    ledger_cost,
+)
 from eval_assets.model_runs.prompts import (
     DESCRIPTION_PROMPT,
     description_content_sha256,
@@ -53,10 +61,10 @@ from eval_assets.model_runs.spatial import (
     spatial_summary,
 )
 from eval_assets.model_runs.store import answer_key, description_key, rotation_key
-from eval_assets.model_runs.summary import Record, run_cost, summarise
-from eval_assets.model_runs.time_controls import run_time_control, time_control_cases
-from eval_assets.prompt_controls import PromptControl, check_per_family, check_repeats
-from eval_assets.schemas.chat import ChatResult, TokenUsage
+from eval_assets.model_runs.summary import Record, summarise
+from eval_assets.model_runs.time_controls import time_control_cases
+from eval_assets.prompt_controls import check_per_family, check_repeats
+from eval_assets.schemas.chat import ChatResult
 from eval_assets.schemas.concurrency import ConcurrencyHistory
 from eval_assets.schemas.cost import Price
 from eval_assets.schemas.predictions import (
@@ -79,6 +87,7 @@ from eval_assets.schemas.predictions import (
 )
 from eval_assets.schemas.spatial import SPATIAL_CASES, SpatialCase
 from eval_assets.schemas.vqa import DATASET_CASES, Case
+from eval_assets.served_model import ServedModelWarning, check_served
 from eval_assets.time_controls import CONTROLS, Control, check_share
 
 
@@ -121,6 +130,9 @@ class RunResult:
     calls_made: int
     skipped: int
     batch_in_flight: str | None = None
+    not_asked: Mapping[str, str] | None = None
+    """The controls asked for that this run did not ask (by ``run_model`` keyword), each with
+    why: the callers say so aloud, none is dropped in silence."""
 
 
 def frames_of(cases: Sequence[Case]) -> list[Frame]:
@@ -252,9 +264,14 @@ def run_model(
     labelled mosaic when the preflight found the endpoint takes fewer images per request
     (:mod:`eval_assets.model_runs.spatial`); ``summary.json``'s ``spatial`` says which.
 
-    ``price`` (the model's, from the models file) puts the run's cost in ``summary.json``;
-    ``budget_usd`` (needs ``price``) stops asking before this invocation could spend more
-    (:mod:`eval_assets.model_runs.budget`); the run is then incomplete and a rerun continues.
+    Every call the run's client completes is counted once in the run folder's ``usage.jsonl``
+    (:mod:`eval_assets.model_runs.ledger`): ``price`` (the model's, from the models file) prices
+    them all into ``summary.json``'s cost, by kind (answers, descriptions, rotations, each
+    control, probes), what the server billed. ``budget_usd`` (needs ``price``) stops asking
+    before this invocation could spend more, every kind of call counted and each stage gated
+    (:mod:`eval_assets.model_runs.budget`); the run is then left for a rerun to continue.
+    A control that cannot be asked (through the Batch API, or structured output where the
+    preflight found no schema enforced) is named in ``RunResult.not_asked`` and logged.
     ``batch`` sends the pending calls through the Batch API instead
     (:mod:`eval_assets.model_runs.batch`); a batch still in flight leaves the run incomplete
     and its id in ``RunResult.batch_in_flight`` and the run folder.
@@ -266,7 +283,10 @@ def run_model(
     (None: its entry's) in flight.
     """
     if controller is None:
-        controller = controller_for(client, max_concurrency)
+        # Where the last run in this folder left off, when no call group of the endpoint in
+        # this process has learnt more since.
+        controller = controller_for(client, max_concurrency,
+                                    start=learnt_from(_previous_concurrency(out_dir)))
     max_concurrency = controller.cap if controller is not None else (
         max_concurrency or fixed_concurrency(client))
     if max_concurrency < 1:
@@ -274,10 +294,9 @@ def run_model(
     check_share(time_control_share)  # refused before any call, not after the answers
     check_per_family(prompt_control_cases)
     check_repeats(repeats, repeat_temperature)
-    # The time controls this run asks: like FlipEval's, their calls are not budgeted or batched.
+    # The time controls this run asks: like FlipEval's, their calls are not batched.
     switches: dict[Control, bool] = {"time_flip": time_flips, "repeat_frames": repeat_frames}
-    timing = [control for control in CONTROLS
-              if switches[control] and batch is None and budget_usd is None]
+    timing = [control for control in CONTROLS if switches[control] and batch is None]
     dataset_dir = Path(dataset_dir).resolve()
     out_dir = Path(out_dir)
     cases = load_public_cases(dataset_dir)
@@ -300,7 +319,10 @@ def run_model(
     budget = _budget(budget_usd, price, generation.max_tokens)
     # What the model is shown, by content: the metrics refuse these answers against any other.
     public_sha256 = public_fingerprint(dataset_dir)
+    # Every call of the run is counted where the chat client completes it (and told to the
+    # budget), here and in the controls' stage below.
     with exclusive_run_lock(out_dir / RUN_LOCK), \
+            counting(client, out_dir, budget) as ledger, \
             Journal(out_dir / RUN_ANSWERS_JOURNAL, AnswerRecord, answer_key) as answers, \
             Journal(out_dir / RUN_DESCRIPTIONS_JOURNAL, DescriptionRecord,
                     description_key) as descriptions, \
@@ -308,10 +330,11 @@ def run_model(
         _write_document(out_dir / RUN_CONFIG, run_config)
         # The preflight probes up to the most frames any request will carry: a re-ask showing
         # every frame twice carries twice a case's, and would otherwise go as a mosaic.
-        _prepare(client, out_dir, controller, max([
-            most_images(spatial),
-            *(most_images(time_control_cases(spatial, control, time_control_share))
-              for control in timing)]), budget)
+        with ledger.phase(PROBES):
+            _prepare(client, out_dir, controller, max([
+                most_images(spatial),
+                *(most_images(time_control_cases(spatial, control, time_control_share))
+                  for control in timing)]))
         content = _content_hashes(dataset_dir, cases, frames, variants)
         # How each spatial case is asked depends on the images per request the preflight found.
         max_images = getattr(getattr(client, "capabilities", None), "max_images", None)
@@ -335,23 +358,22 @@ def run_model(
 
         def record(journal: Journal, result: Record) -> None:
             nonlocal calls
-            journal.append(result)
-            if budget is not None:
-                budget.settle(result.usage, batch=result.batch)
+            journal.append(result)  # its call was counted by the ledger as it completed
             calls += 1  # only the main thread reads it, after the pool has shut down
             bar[0](1)
             if on_record is not None:
                 on_record(result)
 
+        # Each task says what its call is for: the ledger counts it as such.
         def answer_task(case: Case) -> Callable[[], None]:
-            return lambda: record(answers, client.answer(
+            return counted_as("answers", lambda: record(answers, client.answer(
                 case, read_png(dataset_dir / case.image)).model_copy(
-                    update={"content_sha256": content[case.id]}))
+                    update={"content_sha256": content[case.id]})))
 
         def spatial_task(ask: SpatialAsk) -> Callable[[], None]:
-            return lambda: record(answers, client.answer_spatial(
+            return counted_as("answers", lambda: record(answers, client.answer_spatial(
                 ask, ask.messages(dataset_dir)).model_copy(
-                    update={"content_sha256": ask.content_sha256}))
+                    update={"content_sha256": ask.content_sha256})))
 
         def rotation_task(variant: Rotation) -> Callable[[], None]:
             def ask() -> None:
@@ -361,12 +383,12 @@ def run_model(
                 record(rotated, RotationRecord.model_validate({
                     **reply.model_dump(exclude={"kind"}), "rotation": variant.rotation,
                     "choices": shown.choices, "content_sha256": content[variant.key]}))
-            return ask
+            return counted_as("rotations", ask)
 
         def describe_task(frame: Frame) -> Callable[[], None]:
-            return lambda: record(descriptions, client.describe(
+            return counted_as("descriptions", lambda: record(descriptions, client.describe(
                 frame.frame, frame.image, read_png(dataset_dir / frame.image)).model_copy(
-                    update={"content_sha256": content[frame.image]}))
+                    update={"content_sha256": content[frame.image]})))
 
         # Each case's rotations right after it: a model that caches by prompt prefix (the
         # local blind baseline) then finds the case's question still cached.
@@ -388,7 +410,7 @@ def run_model(
                                      # Marked as batch calls: billed at the batch price.
                                      lambda kind, result: record(
                                          _journal_of(kind, answers, rotated, descriptions),
-                                         result.model_copy(update={"batch": True})),
+                                         batch_counted(ledger, kind, result)),
                                      (answer_keys, rotation_keys, frame_keys), pending_spatial)
                 in_flight = batch.run(items, out_dir).in_flight
             else:
@@ -409,18 +431,22 @@ def run_model(
     rotation_summary = summarise(standing_rotations, len(variants)) if rotations else None
     complete = answer_summary.success == len(cases) + len(spatial) and all(
         s is None or s.success == s.total for s in (description_summary, rotation_summary))
+    # The server's word checked: which model each standing reply says answered.
+    served = check_served(f"{model} on {dataset_dir.name}", model, (
+        r.served_model for group in (standing_answers, standing_descriptions, standing_rotations)
+        for r in group), getattr(getattr(client, "capabilities", None), "listed_models", None))
+    if served.warning is not None:
+        warnings.warn(served.warning, ServedModelWarning, stacklevel=2)
     summary = RunSummary(model=model, config_hash=config_hash, public_sha256=public_sha256,
                          complete=complete,
                          answers=answer_summary, descriptions=description_summary,
                          rotations=rotation_summary,
-                         cost=run_cost(price, standing_answers, standing_descriptions,
-                                        standing_rotations if rotations else None,
-                                        budget.outcome() if budget is not None else None,
-                                        _probe_usage(client)),
+                         cost=None,  # priced below, once the controls have asked too
                          concurrency=(controller.history() if controller is not None and calls
                                       else _previous_concurrency(out_dir)),
                          spatial=spatial_summary(spatial, max_images, Counter(
-                             r.spatial.layout for r in standing_answers if r.spatial)))
+                             r.spatial.layout for r in standing_answers if r.spatial)),
+                         served_models=served.served_models, served_mismatch=served.mismatch)
     write_text_atomic(out_dir / RUN_ANSWERS, _dump_lines(standing_answers))
     if describe:
         write_text_atomic(out_dir / RUN_DESCRIPTIONS, _dump_lines(standing_descriptions))
@@ -428,28 +454,28 @@ def run_model(
         write_text_atomic(out_dir / RUN_ROTATIONS, _dump_lines(standing_rotations))
     else:
         (out_dir / RUN_ROTATIONS).unlink(missing_ok=True)
-    # FlipEval (eval_assets.model_runs.flips): its calls are not budgeted or batched, so a
-    # budgeted or batched run does not ask them.
-    flipped = run_flips(dataset_dir, client, out_dir, cases, max_concurrency,
-                        ask=flips and batch is None and budget_usd is None)
-    # TimeFlip and RepeatFrames likewise (eval_assets.model_runs.time_controls).
-    timed = [run_time_control(dataset_dir, client, out_dir, spatial, control,
-                              share=time_control_share, max_images=max_images,
-                              max_concurrency=max_concurrency, ask=control in timing)
-             for control in CONTROLS]
-    # The prompt controls likewise; structured answers only where the preflight found the
-    # endpoint enforces a schema (ignored or refused, the calls would measure nothing).
-    unbudgeted = batch is None and budget_usd is None
-    enforced = getattr(getattr(client, "capabilities", None), "structured_output",
-                       None) == "enforced"
-    wanted: tuple[tuple[PromptControl, bool], ...] = (
-        ("templates", templates), ("repeats", repeats > 1), ("structured", structured and enforced))
-    prompted = [run_prompt_control(dataset_dir, client, out_dir, cases, control,
-                                   per_family=prompt_control_cases, repeats=repeats,
-                                   temperature=repeat_temperature,
-                                   max_concurrency=max_concurrency, ask=unbudgeted and on,
-                                   spatial=spatial, max_images=max_images)
-                for control, on in wanted]
+    # The controls: FlipEval (eval_assets.model_runs.flips), TimeFlip and RepeatFrames
+    # (eval_assets.model_runs.time_controls), the prompt controls
+    # (eval_assets.model_runs.prompt_controls). Counted and budgeted like the answers; not sent
+    # through the Batch API (a batched run does not ask them, and says so); structured answers
+    # only where the preflight found the endpoint enforces a schema (ignored or refused, the
+    # calls would measure nothing).
+    not_asked = controls_not_asked(
+        f"{model} on {dataset_dir.name}", batch is not None, client, flips=flips,
+        time_flips=time_flips, repeat_frames=repeat_frames, templates=templates,
+        repeats=repeats > 1, structured=structured)
+    with counting(client, out_dir, budget) as ledger:
+        flipped, timed, prompted = ask_controls(
+            ControlsStage(dataset_dir, client, out_dir, ledger, budget, max_concurrency,
+                          controller),
+            cases, spatial, max_images, not_asked,
+            wanted={"flips": flips, "templates": templates, "repeats": repeats > 1,
+                    "structured": structured}, timing=timing,
+            time_control_share=time_control_share, prompt_control_cases=prompt_control_cases,
+            repeats=repeats, repeat_temperature=repeat_temperature)
+        # Every call of the run folder, this invocation's and earlier ones', as billed.
+        summary = summary.model_copy(update={"cost": ledger_cost(
+            price, ledger.records(), budget.outcome() if budget is not None else None)})
     _write_document(out_dir / RUN_SUMMARY, summary,
                     exclude={"concurrency"} if summary.concurrency is None else None)
     skipped = (len(cases) + len(spatial) - len(pending_cases) - len(pending_spatial)
@@ -460,7 +486,7 @@ def run_model(
                      calls_made=(calls + flipped.calls_made + sum(t.calls_made for t in timed)
                                  + sum(p.calls_made for p in prompted)),
                      skipped=skipped,
-                     batch_in_flight=in_flight)
+                     batch_in_flight=in_flight, not_asked=not_asked or None)
 
 
 def _batch_items(client: VLMClient, dataset_dir: Path, cases: Sequence[Case],
@@ -536,24 +562,16 @@ def _budget(budget_usd: float | None, price: Price | None, max_tokens: int) -> B
 
 
 def _prepare(client: VLMClient, out_dir: Path, controller: AdaptiveController | None,
-             images: int, budget: Budget | None = None) -> None:
+             images: int) -> None:
     """The endpoint's capability preflight (endpoint.json), before any case is asked, probing
-    up to ``images`` per request when a spatial case shows more than one frame; probes sent by
-    this invocation count as spent in its ``budget``."""
+    up to ``images`` per request when a spatial case shows more than one frame; its probes are
+    counted by the run's ledger like any call (and so by a budget)."""
     prepare = getattr(client, "prepare", None)
     if prepare is None:
         return
     kwargs: dict[str, Any] = {"images": images} if images > 1 else {}
-    if budget is not None:
-        kwargs["on_probed"] = lambda record: budget.spend(record.usage)
     with contextlib.nullcontext() if controller is None else controller.ignoring():
         prepare(out_dir, **kwargs)
-
-
-def _probe_usage(client: VLMClient) -> TokenUsage | None:
-    """The preflight's summed usage of the record in force (None: no preflight, or no usage)."""
-    capabilities = getattr(client, "capabilities", None)
-    return capabilities.usage if capabilities is not None else None
 
 
 def _previous_concurrency(out_dir: Path) -> ConcurrencyHistory | None:

@@ -10,7 +10,10 @@
   a 5xx and ``Retry-After`` (a gateway failing whatever the load).
 
 A :class:`TokenBucketServer` can also refuse the ways careless limiters do: ``Retry-After: 0``,
-a garbled ``Retry-After``, or no header at all.
+a garbled ``Retry-After``, no header at all, or every other 429 with and without it.
+- :class:`FixedWindowServer`: ``per_window`` requests per calendar window of ``window_s`` (LiteLLM's
+  proxy's requests-per-minute): ``x-ratelimit-limit-requests`` and ``-remaining-requests``
+  without a reset time, and 429s without ``Retry-After``.
 
 Each answers ``POST /v1/chat/completions`` with the content ``"A"`` and counts what it did
 (``served``, ``refused``, ``failed``), and logs each reply (:attr:`PacedServer.log`: when it was
@@ -24,10 +27,11 @@ import math
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
+# No "model": the server's word would name another model than the one each test declares.
 _REPLY = json.dumps({
-    "id": "c", "object": "chat.completion", "created": 0, "model": "paced",
+    "id": "c", "object": "chat.completion", "created": 0,
     "choices": [{"index": 0, "finish_reason": "stop",
                  "message": {"role": "assistant", "content": "A"}}],
     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
@@ -102,7 +106,7 @@ class PacedServer:
         with self.lock:
             return sum(s == status for _, s, _ in self.log) / max(1, len(self.log))
 
-    def __enter__(self) -> PacedServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -117,10 +121,12 @@ class TokenBucketServer(PacedServer):
     def __init__(self, rate: float, burst: int, latency_s: float = 0.05,
                  headers: bool = True, retry_after: str = "exact") -> None:
         """``retry_after``: ``"exact"`` (the wait, in ``retry-after`` and ``retry-after-ms``),
-        ``"zero"`` (``Retry-After: 0``), ``"garbage"`` (``Retry-After: soon``) or ``"none"``."""
+        ``"zero"`` (``Retry-After: 0``), ``"garbage"`` (``Retry-After: soon``), ``"none"``, or
+        ``"alternate"`` (every other 429 exact, the others none)."""
         super().__init__()
-        if retry_after not in ("exact", "zero", "garbage", "none"):
-            raise ValueError(f"retry_after is {retry_after!r}; use exact, zero, garbage or none")
+        if retry_after not in ("exact", "zero", "garbage", "none", "alternate"):
+            raise ValueError(f"retry_after is {retry_after!r}; use exact, zero, garbage, none or "
+                             "alternate")
         self.rate, self.burst, self.latency_s, self.headers = rate, burst, latency_s, headers
         self.retry_after = retry_after
         self._tokens = float(burst)
@@ -137,7 +143,7 @@ class TokenBucketServer(PacedServer):
                 self.served += 1
             else:
                 self.refused += 1
-            tokens = self._tokens
+            tokens, refused = self._tokens, self.refused
         headers: dict[str, str] = {}
         if self.headers:
             headers = {"x-ratelimit-limit-requests": str(self.burst),
@@ -145,11 +151,50 @@ class TokenBucketServer(PacedServer):
                        "x-ratelimit-reset-requests": f"{(self.burst - tokens) / self.rate:.3f}s"}
         if not allowed:
             wait = (1 - tokens) / self.rate
-            if self.retry_after == "exact":
+            kind = self.retry_after
+            if kind == "alternate":
+                kind = "exact" if refused % 2 else "none"
+            if kind == "exact":
                 headers.update({"retry-after": str(math.ceil(wait)),
                                 "retry-after-ms": str(max(1, round(wait * 1000)))})
-            elif self.retry_after != "none":
-                headers["retry-after"] = "0" if self.retry_after == "zero" else "soon"
+            elif kind != "none":
+                headers["retry-after"] = "0" if kind == "zero" else "soon"
+            return 429, headers
+        time.sleep(self.latency_s)
+        return 200, headers
+
+
+class FixedWindowServer(PacedServer):
+    """``per_window`` requests per calendar window of ``window_s`` seconds (``time.time() //
+    window_s``), as LiteLLM's proxy counts requests per minute: each reply says the limit and
+    what remains of the window, never when it resets (``headers=False``: nothing at all); a 429
+    carries no ``Retry-After``."""
+
+    def __init__(self, per_window: int, window_s: float = 60.0, latency_s: float = 0.05,
+                 headers: bool = True) -> None:
+        super().__init__()
+        self.per_window, self.window_s, self.latency_s = per_window, window_s, latency_s
+        self.headers = headers
+        self._window = -1
+        self._used = 0
+        self.most_in_a_window = 0
+
+    def handle(self) -> tuple[int, dict[str, str]]:
+        with self.lock:
+            window = int(time.time() // self.window_s)
+            if window != self._window:
+                self._window, self._used = window, 0
+            allowed = self._used < self.per_window
+            if allowed:
+                self._used += 1
+                self.served += 1
+                self.most_in_a_window = max(self.most_in_a_window, self._used)
+            else:
+                self.refused += 1
+            headers = {"x-ratelimit-limit-requests": str(self.per_window),
+                       "x-ratelimit-remaining-requests": str(self.per_window - self._used)
+                       } if self.headers else {}
+        if not allowed:
             return 429, headers
         time.sleep(self.latency_s)
         return 200, headers

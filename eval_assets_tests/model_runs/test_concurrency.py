@@ -3,8 +3,10 @@ over real HTTP (loose bounds: the speed targets live in benchmarks/adaptive_conc
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
+import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -16,15 +18,18 @@ from eval_assets.model_runs.client import ClientSettings, OpenAIVLMClient
 from eval_assets.model_runs.concurrency import (
     DEFAULT_ADAPTIVE_CAP,
     AdaptiveController,
-    ControllerSettings,
-    header_rate,
-    parse_reset,
+    Learnt,
+    forget_learnt,
+    learnt_from,
 )
+from eval_assets.model_runs.rate_pacing import ControllerSettings, header_rate, parse_reset
 from eval_assets.model_runs.runner import run_model
-from eval_assets.model_runs.scheduling import schedule_calls
-from eval_assets.openai_chat import ChatClient, RetryPolicy
+from eval_assets.model_runs.scheduling import PacedGate, ask_each, schedule_calls
+from eval_assets.openai_chat import ChatClient
+from eval_assets.retry import RetryPolicy
 from eval_assets_tests.fakes.paced_servers import (
     FixedLatencyServer,
+    FixedWindowServer,
     FlakySlotServer,
     SlotServer,
     TokenBucketServer,
@@ -225,14 +230,81 @@ def test_a_request_waiting_to_retry_frees_its_slot_meanwhile() -> None:
     assert ctl.slots == 2
 
 
-def test_a_silent_limiter_is_probed_one_request_at_a_time_and_its_rate_learnt() -> None:
-    clock = Clock()
-    ctl = AdaptiveController(16, ControllerSettings(initial=4), clock)
-    for _ in range(30):  # 30 answers in 3 s, then the window is spent
-        clock.now += 0.1
+def answered(ctl: AdaptiveController, clock: Clock, n: int, gap: float = 0.1) -> None:
+    """``n`` requests started ``gap`` apart, each answered 50 ms later."""
+    for _ in range(n):
+        clock.now += gap
         assert ctl.acquire() == 0.0
         ctl.observe(200, 0.05, {})
+
+
+def test_a_429_naming_no_rate_paces_starts_at_95_percent_of_the_rate_accepted() -> None:
+    clock = Clock()
+    ctl = AdaptiveController(16, ControllerSettings(initial=4), clock)
+    answered(ctl, clock, 30)  # 10 answers a second
     ctl.observe(429, 0.05, {"retry-after": "0"})  # "0" is no hint
+    history = ctl.history()
+    assert history.rate_cuts == 1 and history.rate_limit_blocks == 0
+    assert history.learned_rate_per_s == pytest.approx(10.0)
+    # Never stopped: paced at 9.5/s from the last start on, and the limit in flight is not cut
+    # (the rate is what was too high).
+    assert ctl.acquire() == pytest.approx(1 / 9.5)
+    assert ctl.limit == 16 and history.retry_episodes == 0
+
+
+def test_later_429s_of_a_cluster_cut_the_pace_to_what_was_accepted_since_its_first() -> None:
+    clock = Clock()
+    ctl = AdaptiveController(16, ControllerSettings(initial=4), clock)
+    answered(ctl, clock, 30)
+    ctl.observe(429, 0.05, {})  # the cluster's first, sent at 2.95 s: paced at 9.5/s
+    ctl.observe(429, 0.5, {})  # sent before that cut: it cuts nothing more
+    assert ctl.history().rate_cuts == 1
+    answered(ctl, clock, 2, gap=0.4)
+    clock.now += 0.1
+    ctl.observe(429, 0.05, {})  # sent 0.9 s after the first: 2 accepted since (+2)
+    history = ctl.history()
+    assert history.rate_cuts == 2 and history.learned_rate_per_s == pytest.approx(4 / 0.9, abs=1e-3)
+    assert ctl.learnt().rate_per_s == pytest.approx(4 / 0.9)
+
+
+def test_a_first_rate_doubles_until_a_429_then_grows_slowly() -> None:
+    clock = Clock()
+    ctl = AdaptiveController(64, clock=clock)
+    assert ctl.acquire() == 0.0 and ctl.acquire() == 0.0
+    clock.now += 0.01
+    ctl.observe(200, 0.01, {})
+    ctl.observe(200, 0.01, {})
+    ctl.observe(429, 0.01, {})  # a burst of 2, taken at once: 2 over a quarter second
+    assert ctl.learnt().rate_per_s == pytest.approx(8.0)
+
+    def paced_for(seconds: float) -> None:
+        end = clock.now + seconds
+        while clock.now < end:
+            clock.now += ctl.start_delay()
+            assert ctl.acquire() == 0.0
+
+    paced_for(2.0)  # no 429: it doubles each second it holds starts back
+    rate = ctl.learnt().rate_per_s
+    assert rate is not None and 25 < rate < 40
+    # A 429 ends the doubling: from then on 0.05 % a start, faster the longer none comes.
+    clock.now += 0.01
+    ctl.observe(429, 0.01, {})
+    after_cut = ctl.learnt().rate_per_s
+    assert after_cut is not None
+    paced_for(20 / after_cut)
+    slow = ctl.learnt().rate_per_s
+    assert slow is not None and slow < 1.02 * after_cut
+    paced_for(400 / after_cut)
+    fast = ctl.learnt().rate_per_s
+    assert fast is not None and fast > 1.2 * after_cut
+
+
+def test_a_limiter_that_accepted_nothing_of_late_is_probed_one_request_at_a_time() -> None:
+    clock = Clock()
+    ctl = AdaptiveController(16, ControllerSettings(initial=4), clock)
+    answered(ctl, clock, 30)  # 30 answers in 3 s, then the window is spent
+    clock.now += 5.0  # nothing accepted in the window before the 429: no rate to pace at
+    ctl.observe(429, 0.05, {"retry-after": "0"})
     assert ctl.acquire() == pytest.approx(1.0)  # stopped: the first probe in 1 s
     clock.now += 1.0
     assert ctl.acquire() == 0.0  # the probe goes...
@@ -248,12 +320,45 @@ def test_a_silent_limiter_is_probed_one_request_at_a_time_and_its_rate_learnt() 
     clock.now += 32.0
     assert ctl.acquire() == 0.0
     clock.now += 0.05
-    ctl.observe(200, 0.05, {})  # the window has reset, 66 s after it began
+    ctl.observe(200, 0.05, {})  # the window has reset, 71 s after it began
     history = ctl.history()
     assert history.rate_limit_blocks == 1 and history.learned_rate_per_s is not None
-    assert abs(history.learned_rate_per_s - 30 / 66.0) < 0.01
+    assert abs(history.learned_rate_per_s - 30 / 71.0) < 0.01
     assert ctl.acquire() == 0.0  # paced at that rate from the probe on
-    assert abs(ctl.acquire() - (1 / (0.95 * 30 / 66.0) - 0.05)) < 0.01
+    assert abs(ctl.acquire() - (1 / (0.95 * 30 / 71.0) - 0.05)) < 0.01
+
+
+def test_a_429_while_pacing_costs_the_call_no_retry_and_no_backoff() -> None:
+    ctl = AdaptiveController(16, start=Learnt(limit=16, rate_per_s=50.0))
+    ctl.observe(200, 0.01, {})  # the endpoint answers others
+    ctl.observe(429, 0.01, {})
+    assert ctl.retry_charge(1.0) == 0.0
+    start = time.monotonic()
+    ctl.wait_to_retry(5.0)  # the gate's pace alone, not the client's 5 s backoff
+    assert time.monotonic() - start < 1.0
+    ctl.observe(503, 0.01, {"retry-after": "1"})  # not a rate limit: charged as usual
+    assert ctl.retry_charge(0.5) == 0.5
+    # A key whose quota is gone: nothing ever answered, so each 429 counts.
+    gone = AdaptiveController(16)
+    gone.observe(429, 0.01, {})
+    assert gone.retry_charge(1.0) == 1.0
+
+
+def test_a_later_call_group_starts_from_what_the_last_one_learnt() -> None:
+    clock = Clock()
+    first = AdaptiveController(64, clock=clock, key="endpoint")
+    answered(first, clock, 30)
+    first.observe(429, 0.05, {})
+    first.remember()
+    second = AdaptiveController(64, clock=clock, key="endpoint")
+    assert second.history().changes[0].reason == "resumed"
+    assert second.limit == first.limit and second.learnt().rate_per_s == pytest.approx(10.0)
+    assert second.acquire() == 0.0 and second.acquire() == pytest.approx(1 / 9.5)
+    # Another endpoint, or none remembered: the run folder's last history, else scratch.
+    other = AdaptiveController(64, key="other", start=learnt_from(first.history()))
+    assert other.learnt().limit == first.limit
+    assert other.learnt().rate_per_s == pytest.approx(10.0)
+    assert AdaptiveController(64, key="third").history().changes[0].reason == "start"
 
 
 def test_remaining_requests_without_a_reset_stop_starts_before_any_429() -> None:
@@ -343,6 +448,24 @@ def test_an_explicit_max_concurrency_caps_the_limit(tmp_path: Path) -> None:
     assert result.summary.concurrency.cap == 2 and result.summary.concurrency.max_limit == 2
 
 
+def test_a_later_run_of_an_endpoint_starts_from_what_the_last_learnt(tmp_path: Path) -> None:
+    # The next run in the process (the next Dagster step), then one in a new process (nothing
+    # remembered) continuing the same run folder: each starts from the learnt limit and rate.
+    dataset = make_dataset(tmp_path / "ds", n_frames=6, cases_per_frame=4)
+    with TokenBucketServer(rate=40, burst=2, latency_s=0.01, headers=False,
+                           retry_after="none") as srv, _client(srv.base_url) as client:
+        first = run_model(dataset.root, client, tmp_path / "a", describe=False)
+        second = run_model(dataset.root, client, tmp_path / "b", describe=False)
+        forget_learnt()
+        third = run_model(dataset.root, client, tmp_path / "a", describe=True)
+    histories = [r.summary.concurrency for r in (first, second, third)]
+    assert all(h is not None for h in histories)
+    assert [h.changes[0].reason for h in histories if h is not None] == [
+        "start", "resumed", "resumed"]
+    assert first.summary.complete and second.summary.complete and third.summary.complete
+    assert histories[0] is not None and histories[0].learned_rate_per_s is not None
+
+
 def test_gateway_failing_30_percent_with_retry_after_loses_no_call() -> None:
     with FlakySlotServer(slots=2, service_s=0.05, error_share=0.3, retry_after="0.2") as srv:
         ctl, _ = _drive(srv, 60, 16)
@@ -356,4 +479,101 @@ def test_retry_after_0_storm_is_backed_off_not_repeated() -> None:
                            retry_after="zero") as srv:
         ctl, _ = _drive(srv, 80, 16)
     assert srv.served == 80 and srv.refused <= 16, srv.refused
-    assert ctl.history().rate_limit_blocks >= 1
+    assert ctl.history().rate_cuts >= 1
+
+
+# --- the pacing targets over real HTTP (issue 42 item 6) -------------------------------------
+# Short runs in the fast lane, bounds a little below the benchmark's targets (a busy machine's
+# own jitter); benchmarks/adaptive_concurrency.py holds the full ones, the slow tests here the
+# long ones.
+
+
+def _group(server: object, n: int, key: str, policy: RetryPolicy | None = None
+           ) -> tuple[AdaptiveController, int, float, float]:
+    """``n`` calls through a controller for endpoint ``key``; the controller, how many gave up,
+    and the server's monotonic time before and after."""
+    ctl = AdaptiveController(64, key=key)
+    request = {"model": "m", "messages": [{"role": "user", "content": "?"}], "max_tokens": 2}
+    gave_up = 0
+    with ChatClient(server.base_url, policy=policy or RetryPolicy()) as chat:  # type: ignore[attr-defined]
+        chat.observer, chat.retry_wait = ctl.observe, ctl.wait_to_retry
+        chat.retry_charge = ctl.retry_charge
+
+        def call() -> None:
+            nonlocal gave_up
+            gave_up += chat.complete(request, jitter_key=str(time.perf_counter())
+                                     ).error_category is not None
+
+        start = time.monotonic()
+        schedule_calls((call for _ in range(n)), 64, ctl)
+    return ctl, gave_up, start, time.monotonic()
+
+
+def _figures(server: object, start: float, end: float) -> tuple[float, float]:
+    """Answers/s (first reply to last 200) and the share of 429s, from the server's log."""
+    log = [(t, s) for t, s, _ in server.log if start <= t <= end]  # type: ignore[attr-defined]
+    served = [t for t, s in log if s == 200]
+    return len(served) / (served[-1] - log[0][0]), sum(s == 429 for _, s in log) / len(log)
+
+
+@pytest.mark.parametrize("kind", ["none", "zero", "alternate"])
+def test_a_limiter_naming_no_rate_is_paced_near_it_from_the_second_group_on(kind: str) -> None:
+    # 40/s, a quarter second's burst, 429s with no usable hint: the first group learns the
+    # rate (its first contact costs a few 429s), the next starts from it.
+    with TokenBucketServer(rate=40, burst=10, latency_s=0.02, headers=False,
+                           retry_after=kind) as srv:
+        _, lost_first, _, _ = _group(srv, 60, "bucket")
+        ctl, lost, start, end = _group(srv, 120, "bucket")
+        rate, share = _figures(srv, start, end)
+    assert lost_first == lost == 0
+    assert ctl.history().changes[0].reason == "resumed"
+    assert rate >= 0.85 * 40 and share <= 0.05, (rate, share)
+
+
+def test_a_few_slots_are_held_near_their_unloaded_latency() -> None:
+    slots, service = 4, 0.05
+    with SlotServer(slots=slots, service_s=service) as srv:
+        _, lost, start, end = _group(srv, 240, "slots")
+        rate, _ = _figures(srv, start, end)
+        median = service + statistics.median(w for _, s, w in srv.log if s == 200)
+    assert lost == 0
+    assert median <= 1.5 * service and rate >= 0.85 * slots / service, (median, rate)
+
+
+def test_a_closed_window_costs_no_call_its_retries() -> None:
+    # 3 a calendar second, 429s with no header at all, one retry allowed: every call waits its
+    # turn at the controller's gate without spending it.
+    with FixedWindowServer(per_window=3, window_s=1.0, headers=False) as srv:
+        _, lost, _, _ = _group(srv, 9, "window", RetryPolicy(max_retries=1))
+    assert lost == 0 and srv.served == 9 and srv.most_in_a_window <= 3
+    assert srv.refused >= 1
+
+
+def test_controls_are_paced_by_the_runs_controller() -> None:
+    # A later stage's calls through ask_each start at the pace the controller learnt.
+    ctl = AdaptiveController(16, start=Learnt(limit=16, rate_per_s=20.0))
+    starts: list[float] = []
+    asked = ask_each(list(range(10)), lambda i: starts.append(time.monotonic()),
+                     lambda _: None, 16, PacedGate(ctl))
+    assert asked == 10
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert statistics.median(gaps) >= 0.8 / (0.95 * 20)
+
+
+@pytest.mark.slow
+def test_a_20_per_s_limiter_without_headers_meets_the_targets() -> None:
+    # As the issue measured it: 30 s of a 20/s limit whose 429s say nothing.
+    with TokenBucketServer(rate=20, burst=5, latency_s=0.05, headers=False,
+                           retry_after="none") as srv:
+        _, lost, start, end = _group(srv, 600, "twenty")
+        rate, share = _figures(srv, start, end)
+    assert lost == 0 and rate >= 18 and share <= 0.05, (rate, share)
+
+
+@pytest.mark.slow
+def test_six_requests_a_minute_with_the_default_retry_policy_answer_every_call() -> None:
+    # LiteLLM's proxy at 6 rpm (calendar minutes, what remains said, 429s without Retry-After):
+    # 13 calls span three windows; none may give up after its default 4 retries.
+    with FixedWindowServer(per_window=6, window_s=60.0) as srv:
+        _, lost, _, _ = _group(srv, 13, "rpm")
+    assert lost == 0 and srv.served == 13 and srv.most_in_a_window <= 6
